@@ -1,0 +1,10 @@
+def greet(name):
+    return "Hello, " + name + "!"
+
+
+def shout(name):
+    return greet(name).upper()
+
+
+print(greet("world"))
+print(shout("stepwise"))

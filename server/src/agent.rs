@@ -1,0 +1,222 @@
+//! The loop (the seed's agent_loop): model turn, tools in order, results back, until the model stops.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Event, EventSink};
+use crate::host::Host;
+use crate::llm::{Block, Llm, Message, ModelRequest, Role, Usage};
+use crate::plan::{Plan, PlanningStyle};
+use crate::tools::{self, ToolContext, ToolOutput};
+
+pub const REMINDER: &str = "<reminder>Update your todos.</reminder>";
+const CANCELLED: &str = "Error: Cancelled by the user";
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Rounds without a planning call before the reminder is added.
+    pub reminder_rounds: u32,
+    pub max_rounds: u32,
+    pub planning: PlanningStyle,
+    pub bash_timeout: Duration,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            reminder_rounds: 3,
+            max_rounds: 50,
+            planning: PlanningStyle::Todo,
+            bash_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A conversation and its plan: what a follow-up prompt continues, and what the sidecar saves.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub messages: Vec<Message>,
+    pub plan: Plan,
+}
+
+impl Session {
+    /// Adds the user's prompt. After a cut-short run the last message may already be a user turn
+    /// (tool results); the prompt joins it, so roles keep alternating.
+    pub fn push_prompt(&mut self, prompt: &str) {
+        let block = Block::Text { text: prompt.to_string() };
+        match self.messages.last_mut() {
+            Some(m) if m.role == Role::User => m.content.push(block),
+            _ => self.messages.push(Message { role: Role::User, content: vec![block] }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    EndTurn,
+    Cancelled,
+    Error,
+    LoopDetected,
+    MaxRounds,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::EndTurn => "end_turn",
+            FinishReason::Cancelled => "cancelled",
+            FinishReason::Error => "error",
+            FinishReason::LoopDetected => "loop_detected",
+            FinishReason::MaxRounds => "max_rounds",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    pub reason: FinishReason,
+    /// The model's text of its last turn.
+    pub final_text: String,
+    pub error: Option<String>,
+    pub rounds: u32,
+    pub usage: Usage,
+}
+
+/// One user prompt, run to the end of the model's turn (or until a guard, an error or `cancel` stops it).
+#[allow(clippy::too_many_arguments)]
+pub async fn run<H: Host, E: EventSink + ?Sized>(
+    session: &mut Session,
+    prompt: &str,
+    llm: &Llm,
+    host: &H,
+    events: &E,
+    cfg: &AgentConfig,
+    cancel: &CancellationToken,
+) -> RunOutcome {
+    session.push_prompt(prompt);
+    events.checkpoint(session);
+    let system = tools::system_prompt(host.root(), cfg.planning);
+    let specs = tools::specs(cfg.planning);
+    let mut usage = Usage::default();
+    let mut rounds_since_plan = 0u32;
+    let mut last_call: Option<(String, Value)> = None;
+    let mut round = 0u32;
+
+    let outcome = loop {
+        if cancel.is_cancelled() {
+            break finish(FinishReason::Cancelled, String::new(), None, round, usage);
+        }
+        round += 1;
+        events.emit(Event::Thinking { round });
+        let req = ModelRequest { system: &system, messages: &session.messages, tools: &specs };
+        let mut on_text = |t: &str| events.emit(Event::AssistantText { text: t });
+        let resp = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break finish(FinishReason::Cancelled, String::new(), None, round, usage),
+            r = llm.complete(&req, &mut on_text) => r,
+        };
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => break finish(FinishReason::Error, String::new(), Some(e.to_string()), round, usage),
+        };
+        usage.add(resp.usage);
+        events.emit(Event::Usage { round: resp.usage, run: usage });
+
+        let calls: Vec<(String, String, Value)> = resp
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                _ => None,
+            })
+            .collect();
+        let text = resp.text();
+        if !resp.content.is_empty() {
+            session.messages.push(Message { role: Role::Assistant, content: resp.content });
+        }
+        if calls.is_empty() {
+            // Also a `tool_use` stop with no calls: the turn ends, no empty results message is sent.
+            events.checkpoint(session);
+            break finish(FinishReason::EndTurn, text, None, round, usage);
+        }
+
+        let mut results = Vec::with_capacity(calls.len() + 1);
+        let mut used_plan = false;
+        let mut stop: Option<FinishReason> = None;
+        for (id, name, input) in &calls {
+            if stop.is_none() && cancel.is_cancelled() {
+                stop = Some(FinishReason::Cancelled);
+            }
+            let out = if let Some(reason) = stop {
+                // Every call still gets its one result, so the conversation stays valid.
+                ToolOutput { text: skipped(reason), is_error: true }
+            } else {
+                let planning = cfg.planning.is_planning_tool(name);
+                used_plan |= planning;
+                let repeat = last_call.as_ref().is_some_and(|(n, i)| n == name && i == input);
+                last_call = Some((name.clone(), input.clone()));
+                if repeat && !planning && name != "read_file" {
+                    stop = Some(FinishReason::LoopDetected);
+                    ToolOutput {
+                        text: format!("Warning: Duplicate tool call detected ({name}). Task may be stuck in a loop."),
+                        is_error: true,
+                    }
+                } else {
+                    events.emit(Event::ToolStarted { id, name, input });
+                    let mut cx = ToolContext {
+                        host,
+                        plan: &mut session.plan,
+                        style: cfg.planning,
+                        bash_timeout: cfg.bash_timeout,
+                    };
+                    let out = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => None,
+                        o = tools::execute(name, input, &mut cx) => Some(o),
+                    };
+                    let out = out.unwrap_or_else(|| {
+                        stop = Some(FinishReason::Cancelled);
+                        ToolOutput { text: CANCELLED.into(), is_error: true }
+                    });
+                    events.emit(Event::ToolFinished { id, name, output: &out.text, is_error: out.is_error });
+                    if planning && !out.is_error {
+                        events.emit(Event::PlanChanged { plan: &session.plan });
+                    }
+                    out
+                }
+            };
+            results.push(Block::ToolResult { tool_use_id: id.clone(), content: out.text, is_error: out.is_error });
+        }
+
+        rounds_since_plan = if used_plan { 0 } else { rounds_since_plan + 1 };
+        if stop.is_none() && rounds_since_plan >= cfg.reminder_rounds && !session.plan.all_completed() {
+            results.push(Block::Text { text: REMINDER.into() });
+            events.emit(Event::Reminder { text: REMINDER });
+        }
+        session.messages.push(Message { role: Role::User, content: results });
+        events.checkpoint(session);
+        if let Some(reason) = stop {
+            break finish(reason, text, None, round, usage);
+        }
+        if round >= cfg.max_rounds {
+            break finish(FinishReason::MaxRounds, text, None, round, usage);
+        }
+    };
+    events.emit(Event::RunFinished { outcome: &outcome });
+    outcome
+}
+
+fn finish(reason: FinishReason, final_text: String, error: Option<String>, rounds: u32, usage: Usage) -> RunOutcome {
+    RunOutcome { reason, final_text, error, rounds, usage }
+}
+
+fn skipped(reason: FinishReason) -> String {
+    match reason {
+        FinishReason::Cancelled => CANCELLED.into(),
+        other => format!("Error: Not run: the run stopped ({})", other.as_str()),
+    }
+}

@@ -1,0 +1,57 @@
+//! `stepwise demo`: a complete, clearly labelled scripted session on a scratch copy of a small project.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{ensure_dir, exit_code, Terminal};
+use crate::agent::{self, AgentConfig, Session};
+use crate::host::DiskHost;
+use crate::llm::{Llm, Replay};
+
+const SESSION: &str = include_str!("../../demo/session.jsonl");
+const FILES: &[(&str, &str)] = &[
+    ("hello.py", include_str!("../../demo/project/hello.py")),
+    ("README.md", include_str!("../../demo/project/README.md")),
+];
+pub const TASK: &str = "Refactor hello.py: add type hints, docstrings, and a main guard";
+
+pub async fn run() -> i32 {
+    let dir = std::env::temp_dir().join(format!("stepwise-demo-{}", std::process::id()));
+    let prepared = ensure_dir(&dir).and_then(|_| {
+        FILES.iter().try_for_each(|(name, text)| std::fs::write(dir.join(name), text))
+    });
+    if let Err(e) = prepared {
+        eprintln!("stepwise demo: cannot prepare {}: {e}", dir.display());
+        return 1;
+    }
+    let replay = match Replay::parse(SESSION) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("stepwise demo: the shipped session is broken: {e}");
+            return 1;
+        }
+    };
+    let tty = std::io::stdout().is_terminal();
+    let llm = Llm::replay(replay.with_pace(if tty { Duration::from_millis(25) } else { Duration::ZERO }));
+    let host = match DiskHost::new(&dir, None) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("stepwise demo: {e}");
+            return 1;
+        }
+    };
+    let term = Terminal::new(tty, std::io::stderr().is_terminal());
+    println!("== stepwise demo: a SCRIPTED session. No model is called; the responses are recorded. ==");
+    println!("workspace: {} (a scratch copy)", dir.display());
+    println!("task: {TASK}\n");
+    let _ = std::io::stdout().flush();
+    let mut session = Session::default();
+    let cfg = AgentConfig::default();
+    let outcome = agent::run(&mut session, TASK, &llm, &host, &term, &cfg, &CancellationToken::new()).await;
+    if let Ok(text) = std::fs::read_to_string(dir.join("hello.py")) {
+        println!("--- hello.py after the session ---\n{text}--- end (scripted demo) ---");
+    }
+    exit_code(outcome.reason)
+}

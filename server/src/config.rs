@@ -1,0 +1,218 @@
+//! Configuration from the environment and `.env` files (CONTRACT.md), with overrides from editors.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::agent::AgentConfig;
+use crate::llm::{ProviderConfig, ProviderKind};
+use crate::plan::PlanningStyle;
+
+/// Environment variables, with `.env` values filling in what the real environment lacks.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: HashMap<String, String>,
+}
+
+impl Env {
+    /// The process environment plus `.env` from `dirs` (earlier directories win).
+    pub fn load(dirs: &[&Path]) -> Env {
+        let mut vars: HashMap<String, String> = std::env::vars().collect();
+        for dir in dirs {
+            if let Ok(text) = std::fs::read_to_string(dir.join(".env")) {
+                for (k, v) in parse_dotenv(&text) {
+                    vars.entry(k).or_insert(v);
+                }
+            }
+        }
+        Env { vars }
+    }
+
+    pub fn from_map(vars: HashMap<String, String>) -> Env {
+        Env { vars }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// `KEY=value` lines; `export` prefixes, comments and quotes as shells and dotenv tools write them.
+pub fn parse_dotenv(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((k, v)) = line.split_once('=') else { continue };
+        let key = k.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let v = v.trim();
+        let value = if v.len() >= 2 && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\''))) {
+            v[1..v.len() - 1].to_string()
+        } else {
+            // Unquoted values end at an inline comment.
+            v.split(" #").next().unwrap_or("").trim().to_string()
+        };
+        out.push((key.to_string(), value));
+    }
+    out
+}
+
+/// Settings an editor may send (LSP initializationOptions / workspace configuration).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Overrides {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub approval: Option<String>,
+    pub reminder_rounds: Option<u32>,
+    pub max_rounds: Option<u32>,
+    pub planning_style: Option<String>,
+    pub bash_timeout_secs: Option<u64>,
+    pub request_timeout_secs: Option<u64>,
+    pub approval_timeout_secs: Option<u64>,
+}
+
+impl Overrides {
+    /// `other`'s keys win over ours.
+    pub fn merged(&self, other: &Overrides) -> Overrides {
+        macro_rules! pick {
+            ($($f:ident),*) => { Overrides { $($f: other.$f.clone().or_else(|| self.$f.clone()),)* } };
+        }
+        pick!(provider, model, base_url, api_key_env, approval, reminder_rounds, max_rounds, planning_style,
+              bash_timeout_secs, request_timeout_secs, approval_timeout_secs)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    Ask,
+    Auto,
+    Deny,
+}
+
+impl ApprovalMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ask" => Some(Self::Ask),
+            "auto" | "always" | "yes" => Some(Self::Auto),
+            "deny" | "never" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// The model endpoint, or the reason it cannot be used (reported before any request is made).
+pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
+    let kind_name = o.provider.clone().or_else(|| env.get("STEPWISE_PROVIDER").map(str::to_string));
+    let kind = match kind_name {
+        None => ProviderKind::Anthropic,
+        Some(k) => ProviderKind::parse(&k)
+            .ok_or_else(|| format!("unknown provider '{k}': STEPWISE_PROVIDER must be 'anthropic' or 'openai'"))?,
+    };
+    let model = o
+        .model
+        .clone()
+        .filter(|m| !m.trim().is_empty())
+        .or_else(|| env.get("MODEL_ID").map(str::to_string))
+        .ok_or("no model configured: set MODEL_ID (in the environment or a .env file)")?;
+    let (key_var, base_var, default_base) = match kind {
+        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+        ProviderKind::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    };
+    let key_var = o.api_key_env.clone().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| key_var.to_string());
+    let base_url = o
+        .base_url
+        .clone()
+        .filter(|b| !b.trim().is_empty())
+        .or_else(|| env.get(base_var).map(str::to_string))
+        .unwrap_or_else(|| default_base.to_string());
+    let base_is_local = base_url.contains("://127.") || base_url.contains("://localhost") || base_url.contains("://[::1]");
+    let api_key = match env.get(&key_var) {
+        Some(k) => k.to_string(),
+        // Local OpenAI-compatible servers (Ollama, llama.cpp) need no key.
+        None if kind == ProviderKind::Openai && base_is_local => String::new(),
+        None => return Err(format!("no API key: set {key_var} (in the environment or a .env file)")),
+    };
+    let timeout = Duration::from_secs(o.request_timeout_secs.unwrap_or(300).max(1));
+    Ok(ProviderConfig {
+        kind,
+        model,
+        base_url,
+        api_key,
+        max_tokens: 8000,
+        timeout,
+        max_retries: env.get("STEPWISE_MAX_RETRIES").and_then(|v| v.parse().ok()).unwrap_or(4),
+        backoff: Duration::from_millis(env.get("STEPWISE_RETRY_BASE_MS").and_then(|v| v.parse().ok()).unwrap_or(1000)),
+    })
+}
+
+pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
+    let num = |ov: Option<u32>, var: &str, default: u32| -> Result<u32, String> {
+        match ov {
+            Some(v) => Ok(v),
+            None => match env.get(var) {
+                None => Ok(default),
+                Some(s) => s.trim().parse().map_err(|_| format!("{var} must be a whole number, got '{s}'")),
+            },
+        }
+    };
+    let planning = match o.planning_style.clone().or_else(|| env.get("STEPWISE_PLANNING").map(str::to_string)) {
+        None => PlanningStyle::Todo,
+        Some(s) => PlanningStyle::parse(&s).ok_or_else(|| format!("unknown planning style '{s}': use 'todo' or 'tasks'"))?,
+    };
+    let bash = match o.bash_timeout_secs {
+        Some(s) => s,
+        None => num(None, "STEPWISE_BASH_TIMEOUT", 120)? as u64,
+    };
+    Ok(AgentConfig {
+        reminder_rounds: num(o.reminder_rounds, "STEPWISE_REMINDER_ROUNDS", 3)?.max(1),
+        max_rounds: num(o.max_rounds, "STEPWISE_MAX_ROUNDS", 50)?.max(1),
+        planning,
+        bash_timeout: Duration::from_secs(bash.max(1)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        Env::from_map(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn dotenv_parsing() {
+        let v = parse_dotenv("# c\nexport A=1\nB = \"two words\"\nC='x' \nD=plain # note\nbad line\n");
+        assert_eq!(v, vec![
+            ("A".into(), "1".into()),
+            ("B".into(), "two words".into()),
+            ("C".into(), "x".into()),
+            ("D".into(), "plain".into())
+        ]);
+    }
+
+    #[test]
+    fn missing_model_and_key_are_clear() {
+        let e = provider(&env(&[]), &Overrides::default()).unwrap_err();
+        assert!(e.contains("MODEL_ID"), "{e}");
+        let e = provider(&env(&[("MODEL_ID", "m")]), &Overrides::default()).unwrap_err();
+        assert!(e.contains("ANTHROPIC_API_KEY"), "{e}");
+        let p = provider(
+            &env(&[("MODEL_ID", "m"), ("STEPWISE_PROVIDER", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(p.api_key, "");
+        let o = Overrides { api_key_env: Some("MY_KEY".into()), model: Some("x".into()), ..Default::default() };
+        assert_eq!(provider(&env(&[("MY_KEY", "k")]), &o).unwrap().api_key, "k");
+        assert!(!format!("{:?}", provider(&env(&[("MY_KEY", "sekret")]), &o).unwrap()).contains("sekret"));
+    }
+}

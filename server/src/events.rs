@@ -1,0 +1,36 @@
+//! The second seam: where the loop's events go (a terminal, an editor, a test).
+
+use serde_json::Value;
+
+use crate::agent::{RunOutcome, Session};
+use crate::llm::Usage;
+use crate::plan::Plan;
+
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A model request is about to be sent (round numbers start at 1).
+    Thinking { round: u32 },
+    /// A piece of assistant text, as it streams.
+    AssistantText { text: &'a str },
+    ToolStarted { id: &'a str, name: &'a str, input: &'a Value },
+    ToolFinished { id: &'a str, name: &'a str, output: &'a str, is_error: bool },
+    PlanChanged { plan: &'a Plan },
+    Reminder { text: &'a str },
+    Usage { round: Usage, run: Usage },
+    RunFinished { outcome: &'a RunOutcome },
+}
+
+pub trait EventSink: Send + Sync {
+    /// Called on the loop's task; implementations hand work off rather than block.
+    fn emit(&self, event: Event<'_>);
+
+    /// The conversation or plan changed and is in a consistent state worth saving.
+    fn checkpoint(&self, _session: &Session) {}
+}
+
+/// Collects nothing; for callers that only want the outcome.
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn emit(&self, _event: Event<'_>) {}
+}

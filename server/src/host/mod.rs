@@ -1,0 +1,78 @@
+//! The first seam: where files and commands live.
+//!
+//! The agent reads, writes and runs through a `Host`. The command line uses `DiskHost`; the LSP sidecar
+//! implements the same trait on top of the editor's buffers and `workspace/applyEdit`.
+
+pub mod disk;
+mod path;
+pub(crate) mod shell;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use disk::DiskHost;
+pub use path::{resolve, ResolvedPath};
+pub use shell::{is_dangerous, run_shell};
+
+/// What the user said to a shell command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    Allow,
+    Deny,
+}
+
+/// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser").
+#[derive(Debug, Clone, Default)]
+pub struct EditContext {
+    pub tool: &'static str,
+    pub step: Option<String>,
+}
+
+pub trait Host: Send + Sync {
+    /// The workspace folder; every path the model names is resolved inside it.
+    fn root(&self) -> &Path;
+
+    /// The current text of a file (the editor's buffer where one is open).
+    fn read_file(&self, path: &ResolvedPath) -> impl Future<Output = Result<String, String>> + Send;
+
+    /// Replace a file's whole content, creating it and its parent folders as needed.
+    fn write_file(
+        &self,
+        path: &ResolvedPath,
+        content: &str,
+        ctx: &EditContext,
+    ) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// Replace the first occurrence of `old` with `new`. A missing `old` is
+    /// `Err("Text not found in <path as given>")`.
+    fn edit_file(
+        &self,
+        path: &ResolvedPath,
+        old: &str,
+        new: &str,
+        ctx: &EditContext,
+    ) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// Ask whether a shell command may run.
+    fn approve_command(&self, command: &str) -> impl Future<Output = Approval> + Send;
+
+    /// Run an approved shell command in the workspace. Dropping the future kills it.
+    fn run_command(&self, command: &str, timeout: Duration) -> impl Future<Output = Result<String, String>> + Send;
+}
+
+/// Byte range of the first occurrence of `old` in `text`.
+pub fn find_first(text: &str, old: &str) -> Option<std::ops::Range<usize>> {
+    if old.is_empty() {
+        return None;
+    }
+    text.find(old).map(|start| start..start + old.len())
+}
+
+pub(crate) fn not_found(path: &ResolvedPath) -> String {
+    format!("Text not found in {}", path.given)
+}
+
+pub(crate) fn canonical_root(root: &Path) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(root)
+}

@@ -1,0 +1,15 @@
+//! stepwise: a coding agent that keeps its plan in sight.
+//!
+//! The engine (`agent`, `plan`, `tools`, `llm`) knows nothing of terminals or editors; it reaches the
+//! world through two seams: [`host::Host`] (files and commands) and [`events::EventSink`] (what happened).
+//! `cli` and `lsp` are the two implementations of those seams.
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod events;
+pub mod host;
+pub mod llm;
+pub mod lsp;
+pub mod plan;
+pub mod tools;

@@ -1,0 +1,232 @@
+//! Anthropic Messages API with streaming.
+
+use serde_json::{json, Value};
+
+use super::sse::SseStream;
+use super::{http, object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Usage};
+
+const PROVIDER: &str = "anthropic";
+
+pub struct Client {
+    cfg: ProviderConfig,
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Self {
+        let url = format!("{}/v1/messages", cfg.base_url.trim_end_matches('/'));
+        Client { cfg, http, url }
+    }
+
+    pub async fn complete(
+        &self,
+        req: &ModelRequest<'_>,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, LlmError> {
+        let body = json!({
+            "model": self.cfg.model,
+            "max_tokens": self.cfg.max_tokens,
+            "system": req.system,
+            "messages": req.messages.iter().map(wire_message).collect::<Vec<_>>(),
+            "tools": req.tools,
+            "stream": true,
+        });
+        let headers = [("x-api-key", self.cfg.api_key.as_str()), ("anthropic-version", "2023-06-01")];
+        let resp = http::post(&self.http, &self.cfg, &self.url, &headers, &body).await?;
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_sse {
+            // Some proxies ignore `stream`; accept a whole message too.
+            let text = resp.text().await.map_err(|e| transport(&e))?;
+            let v: Value = serde_json::from_str(&text).map_err(|e| protocol(format!("invalid JSON: {e}")))?;
+            let out = parse_message(&v)?;
+            let t = out.text();
+            if !t.is_empty() {
+                on_text(&t);
+            }
+            return Ok(out);
+        }
+        read_stream(SseStream::new(resp, PROVIDER), on_text).await
+    }
+}
+
+fn transport(e: &reqwest::Error) -> LlmError {
+    LlmError::Transport { provider: PROVIDER, message: http::describe(e) }
+}
+
+fn protocol(message: String) -> LlmError {
+    LlmError::Protocol { provider: PROVIDER, message }
+}
+
+fn wire_message(m: &Message) -> Value {
+    let content: Vec<Value> = m
+        .content
+        .iter()
+        .map(|b| match b {
+            Block::ToolUse { id, name, input } => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": object_or_empty(input)})
+            }
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        })
+        .collect();
+    json!({"role": m.role, "content": content})
+}
+
+fn parse_usage(v: Option<&Value>) -> Usage {
+    let get = |k: &str| v.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    Usage { input_tokens: get("input_tokens"), output_tokens: get("output_tokens") }
+}
+
+fn parse_message(v: &Value) -> Result<ModelResponse, LlmError> {
+    let blocks = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol("message without content".into()))?;
+    let mut content = Vec::new();
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = b.get("text").and_then(Value::as_str).unwrap_or_default();
+                if !text.is_empty() {
+                    content.push(Block::Text { text: text.to_string() });
+                }
+            }
+            Some("tool_use") => content.push(Block::ToolUse {
+                id: b.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+                name: b.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                input: b.get("input").cloned().unwrap_or(Value::Null),
+            }),
+            _ => {} // thinking and other blocks are not part of this loop
+        }
+    }
+    Ok(ModelResponse {
+        content,
+        stop_reason: v.get("stop_reason").and_then(Value::as_str).unwrap_or("end_turn").to_string(),
+        usage: parse_usage(v.get("usage")),
+    })
+}
+
+enum Partial {
+    Text(String),
+    Tool { id: String, name: String, json: String },
+    Ignored,
+}
+
+async fn read_stream(
+    mut sse: SseStream,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Result<ModelResponse, LlmError> {
+    let mut blocks: Vec<Partial> = Vec::new();
+    let mut usage = Usage::default();
+    let mut stop_reason = None;
+    let mut finished = false;
+    while let Some(ev) = sse.next().await? {
+        if ev.data.is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&ev.data)
+            .map_err(|e| protocol(format!("invalid event data ({e}): {}", ev.data)))?;
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(ev.event.as_str());
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match kind {
+            "message_start" => {
+                let u = parse_usage(v.pointer("/message/usage"));
+                usage.input_tokens = u.input_tokens;
+                usage.output_tokens = u.output_tokens;
+            }
+            "content_block_start" => {
+                let b = v.get("content_block").cloned().unwrap_or(Value::Null);
+                let partial = match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let t = b.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
+                        if !t.is_empty() {
+                            on_text(&t);
+                        }
+                        Partial::Text(t)
+                    }
+                    Some("tool_use") => Partial::Tool {
+                        id: b.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        name: b.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        json: String::new(),
+                    },
+                    _ => Partial::Ignored,
+                };
+                while blocks.len() <= index {
+                    blocks.push(Partial::Ignored);
+                }
+                blocks[index] = partial;
+            }
+            "content_block_delta" => {
+                let d = v.get("delta").cloned().unwrap_or(Value::Null);
+                match (blocks.get_mut(index), d.get("type").and_then(Value::as_str)) {
+                    (Some(Partial::Text(t)), Some("text_delta")) => {
+                        let piece = d.get("text").and_then(Value::as_str).unwrap_or_default();
+                        on_text(piece);
+                        t.push_str(piece);
+                    }
+                    (Some(Partial::Tool { json, .. }), Some("input_json_delta")) => {
+                        json.push_str(d.get("partial_json").and_then(Value::as_str).unwrap_or_default());
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    stop_reason = Some(r.to_string());
+                }
+                if let Some(o) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    usage.output_tokens = o;
+                }
+                if let Some(i) = v.pointer("/usage/input_tokens").and_then(Value::as_u64) {
+                    usage.input_tokens = i;
+                }
+            }
+            "message_stop" => {
+                finished = true;
+                break;
+            }
+            "error" => {
+                let msg = v
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown streaming error")
+                    .to_string();
+                let status = match v.pointer("/error/type").and_then(Value::as_str) {
+                    Some("overloaded_error") => 529,
+                    Some("rate_limit_error") => 429,
+                    _ => 500,
+                };
+                return Err(LlmError::Status { provider: PROVIDER, status, message: msg });
+            }
+            _ => {} // ping, content_block_stop
+        }
+    }
+    if !finished {
+        return Err(LlmError::Transport {
+            provider: PROVIDER,
+            message: "stream ended before message_stop".into(),
+        });
+    }
+    let content = blocks
+        .into_iter()
+        .filter_map(|p| match p {
+            Partial::Text(text) if text.is_empty() => None,
+            Partial::Text(text) => Some(Block::Text { text }),
+            Partial::Tool { id, name, json } => {
+                let input = if json.trim().is_empty() {
+                    Value::Object(Default::default())
+                } else {
+                    // A malformed input is kept as a string; the tool layer reports it to the model.
+                    serde_json::from_str(&json).unwrap_or(Value::String(json))
+                };
+                Some(Block::ToolUse { id, name, input })
+            }
+            Partial::Ignored => None,
+        })
+        .collect();
+    Ok(ModelResponse { content, stop_reason: stop_reason.unwrap_or_else(|| "end_turn".into()), usage })
+}

@@ -1,0 +1,87 @@
+//! Sending a provider request with retries on rate limits and overload.
+
+use std::time::Duration;
+
+use super::{LlmError, ProviderConfig};
+
+/// Longest `retry-after` we honour; a provider asking for more gets a clear error instead of a hang.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+fn retryable(status: u16) -> bool {
+    status == 429 || status == 529 || (500..600).contains(&status)
+}
+
+/// POSTs `body` to `url`, retrying 429, 5xx and 529 (honouring `retry-after`) and connection failures.
+/// Returns the successful response, or the provider's own error message with its status.
+pub async fn post(
+    http: &reqwest::Client,
+    cfg: &ProviderConfig,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> Result<reqwest::Response, LlmError> {
+    let provider = cfg.kind.name();
+    let mut attempt = 0u32;
+    loop {
+        let mut req = http.post(url).json(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let (delay, err) = match req.send().await {
+            Ok(resp) if resp.status().is_success() => return Ok(resp),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let retry_after = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(Duration::from_secs_f64);
+                let text = resp.text().await.unwrap_or_default();
+                let err = LlmError::Status { provider, status, message: error_message(&text) };
+                if !retryable(status) {
+                    return Err(err);
+                }
+                (retry_after, err)
+            }
+            Err(e) => (None, LlmError::Transport { provider, message: describe(&e) }),
+        };
+        if attempt >= cfg.max_retries || delay.is_some_and(|d| d > MAX_RETRY_AFTER) {
+            return Err(err);
+        }
+        let wait = delay.unwrap_or_else(|| cfg.backoff.saturating_mul(1 << attempt.min(10)));
+        tracing::warn!(%err, attempt = attempt + 1, wait_ms = wait.as_millis() as u64, "retrying model request");
+        tokio::time::sleep(wait).await;
+        attempt += 1;
+    }
+}
+
+/// The provider's own words from an error body (both formats put them at `error.message`).
+pub fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let msg = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    match msg {
+        Some(m) => m,
+        None if body.trim().is_empty() => "(empty response body)".into(),
+        None => body.chars().take(500).collect(),
+    }
+}
+
+pub fn describe(e: &reqwest::Error) -> String {
+    use std::error::Error;
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
+}

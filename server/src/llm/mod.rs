@@ -1,0 +1,253 @@
+//! Model providers behind one request/response shape.
+//!
+//! The conversation is kept in the Anthropic content-block shape (it is the richer of the two wire
+//! formats); the OpenAI client translates at its edge.
+
+mod anthropic;
+mod http;
+mod openai;
+mod replay;
+mod sse;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use replay::{Recorder, Replay};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub input_schema: Value,
+}
+
+pub struct ModelRequest<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    pub content: Vec<Block>,
+    /// The provider's stop reason, normalised to Anthropic's names (`end_turn`, `tool_use`, `max_tokens`).
+    pub stop_reason: String,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+impl ModelResponse {
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for b in &self.content {
+            if let Block::Text { text } = b {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Anthropic,
+    Openai,
+}
+
+impl ProviderKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "anthropic" => Some(Self::Anthropic),
+            "openai" => Some(Self::Openai),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::Openai => "openai",
+        }
+    }
+}
+
+/// Everything a provider client needs. `api_key` is never logged or serialised.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub model: String,
+    pub base_url: String,
+    pub api_key: String,
+    pub max_tokens: u32,
+    /// Connect timeout and the longest silence allowed while a response streams.
+    pub timeout: Duration,
+    pub max_retries: u32,
+    /// First backoff delay; doubles per retry.
+    pub backoff: Duration,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LlmError {
+    /// The provider answered with an error status (after retries, where retrying made sense).
+    Status { provider: &'static str, status: u16, message: String },
+    /// No answer: connection refused, timeout, a stream cut off.
+    Transport { provider: &'static str, message: String },
+    /// The answer was not what the wire format promises.
+    Protocol { provider: &'static str, message: String },
+    /// Recorded session ran out, or similar local failure.
+    Other(String),
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LlmError::Status { provider, status, message } => {
+                write!(f, "{provider} API error: HTTP {status}: {message}")
+            }
+            LlmError::Transport { provider, message } => write!(f, "{provider} API unreachable: {message}"),
+            LlmError::Protocol { provider, message } => {
+                write!(f, "{provider} API sent an unexpected response: {message}")
+            }
+            LlmError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+enum Backend {
+    Anthropic(anthropic::Client),
+    Openai(openai::Client),
+    Replay(Replay),
+}
+
+/// A model endpoint: a real provider or a recorded session, optionally recording what it answers.
+pub struct Llm {
+    backend: Backend,
+    recorder: Option<Mutex<Recorder>>,
+    label: String,
+}
+
+impl Llm {
+    pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Llm {
+        let label = format!("{} {}", cfg.kind.name(), cfg.model);
+        let backend = match cfg.kind {
+            ProviderKind::Anthropic => Backend::Anthropic(anthropic::Client::new(cfg, http)),
+            ProviderKind::Openai => Backend::Openai(openai::Client::new(cfg, http)),
+        };
+        Llm { backend, recorder: None, label }
+    }
+
+    pub fn replay(replay: Replay) -> Llm {
+        Llm { label: "scripted replay".into(), backend: Backend::Replay(replay), recorder: None }
+    }
+
+    pub fn record_to(mut self, path: PathBuf) -> std::io::Result<Llm> {
+        self.recorder = Some(Mutex::new(Recorder::create(path)?));
+        Ok(self)
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// One model turn. `on_text` receives assistant text as it streams.
+    pub async fn complete(
+        &self,
+        req: &ModelRequest<'_>,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, LlmError> {
+        let resp = match &self.backend {
+            Backend::Anthropic(c) => c.complete(req, on_text).await,
+            Backend::Openai(c) => c.complete(req, on_text).await,
+            Backend::Replay(r) => r.next(on_text).await,
+        }?;
+        if let Some(rec) = &self.recorder {
+            if let Ok(mut rec) = rec.lock() {
+                if let Err(e) = rec.write(&resp) {
+                    tracing::warn!("could not record model response: {e}");
+                }
+            }
+        }
+        Ok(resp)
+    }
+}
+
+/// One HTTP client for the whole process: connection pools are shared by every session.
+pub fn http_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .read_timeout(timeout)
+        .user_agent(concat!("stepwise/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// A tool input that is not a JSON object cannot be echoed back to Anthropic as-is.
+pub(crate) fn object_or_empty(v: &Value) -> Value {
+    if v.is_object() {
+        v.clone()
+    } else {
+        Value::Object(Default::default())
+    }
+}

@@ -1,0 +1,3 @@
+//! The LSP sidecar.
+
+pub async fn serve_stdio() {}

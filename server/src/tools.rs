@@ -1,0 +1,249 @@
+//! The tools the model is given, their schemas (the seed's s03) and their dispatch.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::host::{is_dangerous, resolve, shell::truncate_chars, Approval, EditContext, Host};
+use crate::llm::ToolSpec;
+use crate::plan::{Plan, PlanningStyle};
+
+pub const READ_CAP: usize = 50_000;
+
+/// The result of one tool call, as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        ToolOutput { text: text.into(), is_error: false }
+    }
+    /// Errors reach the model as `Error: <message>`.
+    pub fn error(message: impl AsRef<str>) -> Self {
+        ToolOutput { text: format!("Error: {}", message.as_ref()), is_error: true }
+    }
+}
+
+pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
+    let mut tools = vec![
+        ToolSpec {
+            name: "bash",
+            description: "Run a shell command.",
+            input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        },
+        ToolSpec {
+            name: "read_file",
+            description: "Read file contents.",
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
+        },
+        ToolSpec {
+            name: "write_file",
+            description: "Write content to file.",
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+        },
+        ToolSpec {
+            name: "edit_file",
+            description: "Replace exact text in file.",
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
+        },
+    ];
+    match style {
+        PlanningStyle::Todo => tools.push(ToolSpec {
+            name: "todo",
+            description: "Update task list. Track progress on multi-step tasks.",
+            input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "text": {"type": "string"},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                    "activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}
+                },
+                "required": ["id", "text", "status"]}}}, "required": ["items"]}),
+        }),
+        PlanningStyle::Tasks => {
+            tools.push(ToolSpec {
+                name: "create_todos",
+                description: "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
+                input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
+            });
+            tools.push(ToolSpec {
+                name: "update_todo",
+                description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
+                input_schema: json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
+            });
+        }
+    }
+    tools
+}
+
+pub fn system_prompt(root: &std::path::Path, style: PlanningStyle) -> String {
+    let planning = match style {
+        PlanningStyle::Todo => {
+            "Use the todo tool to plan multi-step tasks. Mark in_progress before starting, completed when done."
+        }
+        PlanningStyle::Tasks => {
+            "Use create_todos to plan multi-step tasks. Mark a step running with update_todo before starting it, completed (or failed) when done."
+        }
+    };
+    format!("You are a coding agent at {}.\n{planning}\nPrefer tools over prose.", root.display())
+}
+
+/// Everything a tool call may touch.
+pub struct ToolContext<'a, H: Host> {
+    pub host: &'a H,
+    pub plan: &'a mut Plan,
+    pub style: PlanningStyle,
+    pub bash_timeout: Duration,
+}
+
+fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
+    match input.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        None | Some(Value::Null) => Err(format!("{tool}: missing required argument '{key}'")),
+        Some(_) => Err(format!("{tool}: argument '{key}' must be a string")),
+    }
+}
+
+/// Runs one tool call. Never panics on model input: every problem becomes an error result.
+pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
+    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file")
+        || (cx.style == PlanningStyle::Todo && name == "todo")
+        || (cx.style == PlanningStyle::Tasks && (name == "create_todos" || name == "update_todo"));
+    if !known {
+        return ToolOutput { text: format!("Unknown tool: {name}"), is_error: true };
+    }
+    if !input.is_object() {
+        let shown = match input {
+            Value::String(raw) => truncate_chars(raw, 200).to_string(),
+            other => other.to_string(),
+        };
+        return ToolOutput::error(format!("{name}: arguments must be a JSON object, got: {shown}"));
+    }
+    match run(name, input, cx).await {
+        Ok(text) => ToolOutput::ok(text),
+        Err(msg) => ToolOutput::error(msg),
+    }
+}
+
+async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
+    let ctx = |tool: &'static str, plan: &Plan| EditContext {
+        tool,
+        step: plan.in_progress().map(|i| i.text.clone()),
+    };
+    match name {
+        "bash" => {
+            let command = str_arg(input, name, "command")?;
+            if is_dangerous(command) {
+                return Err("Dangerous command blocked".into());
+            }
+            if cx.host.approve_command(command).await == Approval::Deny {
+                return Err("Command denied by the user".into());
+            }
+            cx.host.run_command(command, cx.bash_timeout).await
+        }
+        "read_file" => {
+            let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
+            let limit = match input.get("limit") {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+                Some(Value::String(s)) if s.trim().is_empty() => None,
+                Some(Value::String(s)) => {
+                    Some(s.trim().parse::<u64>().map_err(|_| "read_file: limit must be a whole number".to_string())?)
+                }
+                Some(_) => return Err("read_file: limit must be a whole number".into()),
+            };
+            let text = cx.host.read_file(&path).await?;
+            Ok(read_with_limit(&text, limit))
+        }
+        "write_file" => {
+            let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
+            let content = str_arg(input, name, "content")?;
+            cx.host.write_file(&path, content, &ctx("write_file", cx.plan)).await?;
+            Ok(format!("Wrote {} bytes", content.chars().count()))
+        }
+        "edit_file" => {
+            let given = str_arg(input, name, "path")?;
+            let path = resolve(cx.host.root(), given)?;
+            let old = str_arg(input, name, "old_text")?;
+            let new = str_arg(input, name, "new_text")?;
+            cx.host.edit_file(&path, old, new, &ctx("edit_file", cx.plan)).await?;
+            Ok(format!("Edited {given}"))
+        }
+        "todo" => {
+            let items = input.get("items").ok_or("todo: missing required argument 'items'")?;
+            cx.plan.update(items)
+        }
+        "create_todos" => {
+            let items = input.get("items").ok_or("create_todos: missing required argument 'items'")?;
+            cx.plan.create(items)
+        }
+        "update_todo" => {
+            let id = match input.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => return Err("update_todo: missing required argument 'id'".into()),
+            };
+            let status = str_arg(input, name, "status")?;
+            cx.plan.set_status(&id, status)
+        }
+        other => Err(format!("Unknown tool: {other}")),
+    }
+}
+
+/// The seed's `read_file`: the first `limit` lines and a count of the rest, capped in size.
+pub fn read_with_limit(text: &str, limit: Option<u64>) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let out = match limit {
+        Some(limit) if limit > 0 && (limit as usize) < lines.len() => {
+            let limit = limit as usize;
+            let mut s = lines[..limit].join("\n");
+            s.push_str(&format!("\n... ({} more lines)", lines.len() - limit));
+            s
+        }
+        _ => lines.join("\n"),
+    };
+    truncate_chars(&out, READ_CAP).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_limit_marker() {
+        assert_eq!(read_with_limit("a\nb\nc\nd\n", Some(2)), "a\nb\n... (2 more lines)");
+        assert_eq!(read_with_limit("a\nb\n", Some(5)), "a\nb");
+        assert_eq!(read_with_limit("a\nb\n", Some(0)), "a\nb");
+    }
+}
+
+/// One line describing a call, for transcripts: the command, the path, the size of a plan.
+pub fn summary(name: &str, input: &Value) -> String {
+    let field = |k: &str| input.get(k).and_then(Value::as_str).map(|s| s.to_string());
+    let s = match name {
+        "bash" => field("command"),
+        "read_file" | "write_file" | "edit_file" => field("path"),
+        "todo" | "create_todos" => Some(match input.get("items") {
+            Some(Value::Array(a)) => format!("{} items", a.len()),
+            _ => "items".to_string(),
+        }),
+        "update_todo" => Some(format!(
+            "#{} -> {}",
+            input.get("id").map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default(),
+            field("status").unwrap_or_default()
+        )),
+        _ => None,
+    };
+    let s = s.unwrap_or_default();
+    let first = s.lines().next().unwrap_or("");
+    let short = truncate_chars(first, 120);
+    if short.len() < s.len() {
+        format!("{short}…")
+    } else {
+        short.to_string()
+    }
+}
