@@ -182,7 +182,7 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
                         stop = Some(FinishReason::Cancelled);
                         ToolOutput { text: CANCELLED.into(), is_error: true }
                     });
-                    events.emit(Event::ToolFinished { id, name, output: &out.text, is_error: out.is_error });
+                    events.emit(Event::ToolFinished { id, name, input, output: &out.text, is_error: out.is_error });
                     if planning && !out.is_error {
                         events.emit(Event::PlanChanged { plan: &session.plan });
                     }

@@ -13,7 +13,7 @@ pub enum Event<'a> {
     /// A piece of assistant text, as it streams.
     AssistantText { text: &'a str },
     ToolStarted { id: &'a str, name: &'a str, input: &'a Value },
-    ToolFinished { id: &'a str, name: &'a str, output: &'a str, is_error: bool },
+    ToolFinished { id: &'a str, name: &'a str, input: &'a Value, output: &'a str, is_error: bool },
     PlanChanged { plan: &'a Plan },
     Reminder { text: &'a str },
     Usage { round: Usage, run: Usage },

@@ -1,0 +1,73 @@
+//! The sidecar's event sink: the loop's events become notifications, progress and saved state.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tower_lsp_server::ls_types::{ProgressToken, WorkDoneProgress, WorkDoneProgressReport};
+
+use super::folder::{plan_payload, Folder};
+use super::notify::{Notifier, Outgoing};
+use crate::agent::Session;
+use crate::events::{Event, EventSink};
+use crate::tools;
+
+/// Transcript notifications carry at most this much of a tool's output.
+const SHORT_OUTPUT: usize = 400;
+
+pub struct EditorEvents {
+    pub notifier: Notifier,
+    pub folder: Arc<Folder>,
+    pub run_id: String,
+    pub progress: Option<ProgressToken>,
+}
+
+impl EventSink for EditorEvents {
+    fn emit(&self, event: Event<'_>) {
+        let ws = &self.folder.uri;
+        let run = &self.run_id;
+        let out = match event {
+            Event::Thinking { .. } => return,
+            Event::AssistantText { text } => {
+                Outgoing::AssistantText(json!({"workspace": ws, "runId": run, "text": text}))
+            }
+            Event::ToolStarted { id, name, input } => Outgoing::ToolCall(json!({
+                "workspace": ws, "runId": run, "id": id, "name": name, "phase": "started",
+                "summary": tools::summary(name, input),
+            })),
+            Event::ToolFinished { id, name, input, output, is_error } => Outgoing::ToolCall(json!({
+                "workspace": ws, "runId": run, "id": id, "name": name, "phase": "finished",
+                "summary": tools::summary(name, input), "output": crate::host::shell::truncate_chars(output, SHORT_OUTPUT), "isError": is_error,
+            })),
+            Event::PlanChanged { plan } => {
+                self.folder.set_plan(plan);
+                if let Some(token) = &self.progress {
+                    let total = plan.items.len();
+                    let pct = if total == 0 { 0 } else { (100 * plan.completed() / total) as u32 };
+                    self.notifier.send(Outgoing::Progress(
+                        token.clone(),
+                        WorkDoneProgress::Report(WorkDoneProgressReport {
+                            cancellable: Some(true),
+                            message: plan.current_step_label().map(str::to_string),
+                            percentage: Some(pct),
+                        }),
+                    ));
+                }
+                self.notifier.send(Outgoing::Plan(plan_payload(ws, plan)));
+                Outgoing::RefreshLenses
+            }
+            Event::Reminder { text } => Outgoing::Reminder(json!({"workspace": ws, "text": text})),
+            Event::Usage { round, run: total } => Outgoing::Usage(json!({
+                "workspace": ws, "runId": run,
+                "inputTokens": round.input_tokens, "outputTokens": round.output_tokens,
+                "runInputTokens": total.input_tokens, "runOutputTokens": total.output_tokens,
+            })),
+            // The run task reports the end itself, after saving.
+            Event::RunFinished { .. } => return,
+        };
+        self.notifier.send(out);
+    }
+
+    fn checkpoint(&self, session: &Session) {
+        self.folder.save(session);
+    }
+}

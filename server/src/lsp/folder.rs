@@ -1,0 +1,146 @@
+//! One workspace folder: its conversation, plan, run and what the editor should show of them.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, RwLock};
+
+use dashmap::DashMap;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Session;
+use crate::config::Overrides;
+use crate::plan::Plan;
+
+/// Where this run edited a document, for the edit code lenses.
+#[derive(Debug, Clone)]
+pub struct EditMark {
+    pub path: PathBuf,
+    pub line: u32,
+    pub step: String,
+}
+
+#[derive(Debug, Default)]
+pub struct View {
+    pub plan: Plan,
+    pub marks: Vec<EditMark>,
+}
+
+pub struct RunHandle {
+    pub id: String,
+    pub cancel: CancellationToken,
+}
+
+pub struct Folder {
+    /// The folder's URI exactly as the client sent it; every notification names it so.
+    pub uri: String,
+    /// Canonical path: the agent's workspace.
+    pub root: PathBuf,
+    /// Held by the running task for the whole run.
+    pub session: tokio::sync::Mutex<Session>,
+    /// What the editor sees, readable while a run holds the session.
+    pub view: RwLock<View>,
+    pub run: Mutex<Option<RunHandle>>,
+    /// The `stepwise` section of `workspace/configuration` for this folder.
+    pub settings: RwLock<Overrides>,
+    /// "Allow for this session" was chosen for shell commands.
+    pub allow_all: AtomicBool,
+    /// Text the agent wrote through the editor to files that are not open (not yet on disk).
+    pub overlay: DashMap<PathBuf, String>,
+    /// Documents the agent changed that may not be saved yet.
+    pub unsaved: Mutex<HashSet<PathBuf>>,
+    pub saver: Option<tokio::sync::watch::Sender<Option<Vec<u8>>>>,
+    pub state_file: Option<PathBuf>,
+}
+
+impl Folder {
+    pub fn new(uri: String, root: PathBuf, session: Session, state_file: Option<PathBuf>) -> Folder {
+        let saver = state_file.clone().map(super::state::spawn_writer);
+        Folder {
+            uri,
+            root,
+            view: RwLock::new(View { plan: session.plan.clone(), marks: Vec::new() }),
+            session: tokio::sync::Mutex::new(session),
+            run: Mutex::new(None),
+            settings: RwLock::new(Overrides::default()),
+            allow_all: AtomicBool::new(false),
+            overlay: DashMap::new(),
+            unsaved: Mutex::new(HashSet::new()),
+            saver,
+            state_file,
+        }
+    }
+
+    pub fn plan(&self) -> Plan {
+        self.view.read().map(|v| v.plan.clone()).unwrap_or_default()
+    }
+
+    pub fn set_plan(&self, plan: &Plan) {
+        if let Ok(mut v) = self.view.write() {
+            v.plan = plan.clone();
+        }
+    }
+
+    /// The `stepwise/plan` payload (also the `stepwise.plan` command's result).
+    pub fn plan_json(&self) -> Value {
+        plan_payload(&self.uri, &self.plan())
+    }
+
+    pub fn running_id(&self) -> Option<String> {
+        self.run.lock().ok().and_then(|r| r.as_ref().map(|h| h.id.clone()))
+    }
+
+    pub fn cancel_run(&self) -> bool {
+        match self.run.lock().ok().and_then(|r| r.as_ref().map(|h| h.cancel.clone())) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn save(&self, session: &Session) {
+        if let Some(saver) = &self.saver {
+            if let Some(bytes) = super::state::encode(&self.root, session) {
+                let _ = saver.send(Some(bytes));
+            }
+        }
+    }
+
+    /// Writes the latest snapshot now (at shutdown, when background writers may not get to run).
+    pub fn flush(&self) {
+        if let (Some(saver), Some(file)) = (&self.saver, &self.state_file) {
+            if let Some(bytes) = saver.borrow().clone() {
+                if let Err(e) = super::state::write_atomic(file, &bytes) {
+                    tracing::warn!("could not save session state: {e}");
+                }
+            }
+        }
+    }
+}
+
+pub fn plan_payload(workspace: &str, plan: &Plan) -> Value {
+    json!({
+        "workspace": workspace,
+        "items": plan.items,
+        "completed": plan.completed(),
+        "total": plan.items.len(),
+    })
+}
+
+/// The line-0 lens title: progress and the step in hand.
+pub fn lens_title(plan: &Plan) -> String {
+    let done = plan.completed();
+    let total = plan.items.len();
+    let tail = match plan.in_progress() {
+        Some(item) => item.text.clone(),
+        None if plan.all_completed() => "done".into(),
+        None => {
+            let pending = plan.items.iter().filter(|i| i.status == crate::plan::Status::Pending).count();
+            format!("{pending} pending")
+        }
+    };
+    format!("stepwise {done}/{total} · {tail}")
+}

@@ -1,0 +1,320 @@
+//! The sidecar's host: files are the editor's buffers, changes go out as `workspace/applyEdit`,
+//! shell commands are approved through the editor and see the agent's unsaved edits.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tower_lsp_server::ls_types::{
+    request::{ApplyWorkspaceEdit, Request}, ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
+    DocumentChanges, MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, Position,
+    ResourceOp, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+};
+
+use super::documents::range_of;
+use super::folder::{EditMark, Folder};
+use super::notify::Outgoing;
+use super::server::Shared;
+use crate::config::ApprovalMode;
+use crate::host::disk::{io_error, read_disk, write_disk};
+use crate::host::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath};
+
+pub const ALLOW: &str = "Allow";
+pub const ALLOW_SESSION: &str = "Allow for this session";
+pub const DENY: &str = "Deny";
+
+pub struct EditorHost {
+    pub shared: Arc<Shared>,
+    pub folder: Arc<Folder>,
+    pub run_id: String,
+    pub approval: ApprovalMode,
+    pub request_timeout: Duration,
+    pub approval_timeout: Duration,
+}
+
+/// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
+pub enum SaveDocuments {}
+impl Request for SaveDocuments {
+    type Params = serde_json::Value;
+    type Result = Option<serde_json::Value>;
+    const METHOD: &'static str = "stepwise/saveDocuments";
+}
+
+impl EditorHost {
+    /// What the agent should see: the open buffer, else text it wrote that is not on disk yet, else disk.
+    async fn current_text(&self, path: &ResolvedPath) -> Result<(String, Option<i32>), String> {
+        if let Some(doc) = self.shared.docs.get(&path.abs) {
+            return Ok((doc.text, Some(doc.version)));
+        }
+        if let Some(t) = self.folder.overlay.get(&path.abs) {
+            return Ok((t.clone(), None));
+        }
+        read_disk(path).await.map(|t| (t, None))
+    }
+
+    fn status(&self, state: &str) {
+        self.shared.notifier.send(Outgoing::Status(json!({
+            "workspace": self.folder.uri, "state": state, "runId": self.run_id
+        })));
+    }
+
+    fn label(&self, ctx: &EditContext, path: &ResolvedPath) -> String {
+        match &ctx.step {
+            Some(step) => format!("stepwise: {} {} — {step}", ctx.tool, path.given),
+            None => format!("stepwise: {} {}", ctx.tool, path.given),
+        }
+    }
+
+    /// Sends one edit to the editor and waits (bounded) for its verdict.
+    async fn apply(&self, edit: WorkspaceEdit, label: String) -> Result<(), String> {
+        let params = ApplyWorkspaceEditParams { label: Some(label), edit };
+        let request = self.shared.client.send_request::<ApplyWorkspaceEdit>(params);
+        match tokio::time::timeout(self.request_timeout, request).await {
+            Err(_) => Err(format!(
+                "the editor did not answer the edit request within {}s; the change may not have been applied",
+                self.request_timeout.as_secs()
+            )),
+            Ok(Err(e)) => Err(format!("the editor failed to apply the edit: {}", e.message)),
+            Ok(Ok(r)) if r.applied => Ok(()),
+            Ok(Ok(r)) => Err(format!(
+                "the editor rejected the edit: {}",
+                r.failure_reason.unwrap_or_else(|| "no reason given".into())
+            )),
+        }
+    }
+
+    /// Replace `bytes` of the file's current `text` with `new`: as a versioned edit of the open
+    /// document, an edit of a file the editor will open, or on disk for clients without applyEdit.
+    async fn replace(
+        &self,
+        path: &ResolvedPath,
+        text: &str,
+        version: Option<i32>,
+        bytes: std::ops::Range<usize>,
+        new: &str,
+        ctx: &EditContext,
+        create: bool,
+    ) -> Result<(), String> {
+        let mut updated = String::with_capacity(text.len() + new.len());
+        updated.push_str(&text[..bytes.start]);
+        updated.push_str(new);
+        updated.push_str(&text[bytes.end..]);
+        let caps = self.shared.caps();
+        if !caps.apply_edit || (create && !(caps.create_files && caps.document_changes)) {
+            write_disk(path, &updated).await?;
+            self.folder.overlay.remove(&path.abs);
+            return Ok(());
+        }
+        let enc = self.shared.docs.encoding();
+        let uri = match self.shared.docs.get(&path.abs) {
+            Some(doc) => doc.uri,
+            None => Uri::from_file_path(&path.abs).ok_or_else(|| format!("cannot name {} as a URI", path.given))?,
+        };
+        let range = range_of(text, bytes.clone(), enc);
+        let edit = TextEdit { range, new_text: new.to_string() };
+        let doc_edit = TextDocumentEdit {
+            text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version },
+            edits: vec![OneOf::Left(edit.clone())],
+        };
+        let ws_edit = if !caps.document_changes {
+            WorkspaceEdit { changes: Some([(uri, vec![edit])].into_iter().collect()), ..Default::default() }
+        } else if create {
+            let op = ResourceOp::Create(CreateFile {
+                uri,
+                options: Some(CreateFileOptions { overwrite: Some(false), ignore_if_exists: Some(true) }),
+                annotation_id: None,
+            });
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Operations(vec![
+                    DocumentChangeOperation::Op(op),
+                    DocumentChangeOperation::Edit(doc_edit),
+                ])),
+                ..Default::default()
+            }
+        } else {
+            WorkspaceEdit { document_changes: Some(DocumentChanges::Edits(vec![doc_edit])), ..Default::default() }
+        };
+        self.apply(ws_edit, self.label(ctx, path)).await?;
+        self.mark(path, range.start, ctx);
+        if let Ok(mut unsaved) = self.folder.unsaved.lock() {
+            unsaved.insert(path.abs.clone());
+        }
+        match version {
+            // The editor reports its new text with didChange; wait for it so the next read sees it.
+            Some(v) => {
+                if !self.shared.docs.wait_newer(&path.abs, v, Duration::from_secs(2)).await {
+                    self.folder.overlay.insert(path.abs.clone(), updated);
+                }
+            }
+            None => {
+                self.folder.overlay.insert(path.abs.clone(), updated);
+            }
+        }
+        Ok(())
+    }
+
+    fn mark(&self, path: &ResolvedPath, at: Position, ctx: &EditContext) {
+        let step = ctx.step.clone().unwrap_or_else(|| ctx.tool.to_string());
+        if let Ok(mut view) = self.folder.view.write() {
+            view.marks.retain(|m| !(m.path == path.abs && m.line == at.line));
+            view.marks.push(EditMark { path: path.abs.clone(), line: at.line, step });
+        }
+        self.shared.notifier.send(Outgoing::RefreshLenses);
+    }
+
+    /// Before a command runs on disk, the agent's unsaved edits are saved (by the editor if it can).
+    async fn flush_unsaved(&self) -> Result<(), String> {
+        let paths: Vec<_> = match self.folder.unsaved.lock() {
+            Ok(mut u) => u.drain().collect(),
+            Err(_) => return Ok(()),
+        };
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut remaining = paths.clone();
+        if self.shared.caps().save_documents {
+            let uris: Vec<String> = paths
+                .iter()
+                .filter_map(|p| match self.shared.docs.get(p) {
+                    Some(d) => Some(d.uri.as_str().to_string()),
+                    None => Uri::from_file_path(p).map(|u| u.as_str().to_string()),
+                })
+                .collect();
+            let answer = tokio::time::timeout(
+                self.request_timeout,
+                self.shared.client.send_request::<SaveDocuments>(json!({ "uris": uris })),
+            )
+            .await;
+            match answer {
+                Ok(Ok(None)) => remaining.clear(),
+                Ok(Ok(Some(v))) => {
+                    let saved: Vec<String> = v
+                        .get("saved")
+                        .and_then(|s| s.as_array())
+                        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_string)).collect())
+                        .unwrap_or_default();
+                    remaining.retain(|p| {
+                        let uri = self.shared.docs.get(p).map(|d| d.uri.as_str().to_string());
+                        let uri = uri.or_else(|| Uri::from_file_path(p).map(|u| u.as_str().to_string()));
+                        !uri.is_some_and(|u| saved.contains(&u))
+                    });
+                }
+                Ok(Err(e)) => tracing::warn!("stepwise/saveDocuments failed: {}", e.message),
+                Err(_) => tracing::warn!("stepwise/saveDocuments not answered in time"),
+            }
+        }
+        // Whatever the editor did not save, the server writes itself: the command must see the agent's work.
+        for p in remaining {
+            let text = self.shared.docs.text(&p).or_else(|| self.folder.overlay.get(&p).map(|t| t.clone()));
+            if let Some(text) = text {
+                let rp = ResolvedPath { given: p.display().to_string(), abs: p.clone() };
+                write_disk(&rp, &text).await?;
+            }
+        }
+        for p in &paths {
+            self.folder.overlay.remove(p);
+        }
+        Ok(())
+    }
+}
+
+impl Host for EditorHost {
+    fn root(&self) -> &Path {
+        &self.folder.root
+    }
+
+    async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
+        self.current_text(path).await.map(|(t, _)| t)
+    }
+
+    async fn write_file(&self, path: &ResolvedPath, content: &str, ctx: &EditContext) -> Result<(), String> {
+        let existing = match self.current_text(path).await {
+            Ok(t) => Some(t),
+            Err(_) if !path.abs.exists() => None,
+            Err(e) => return Err(e),
+        };
+        match existing {
+            None => {
+                if let Some(parent) = path.abs.parent() {
+                    tokio::fs::create_dir_all(parent).await.map_err(|e| io_error(path, e))?;
+                }
+                self.replace(path, "", None, 0..0, content, ctx, true).await
+            }
+            Some((text, version)) => {
+                // Only the part that differs travels, so cursors and undo stay sensible.
+                let (start, end, new) = minimal_change(&text, content);
+                self.replace(path, &text, version, start..end, new, ctx, false).await
+            }
+        }
+    }
+
+    async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, ctx: &EditContext) -> Result<(), String> {
+        let (text, version) = self.current_text(path).await?;
+        let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
+        self.replace(path, &text, version, range, new, ctx, false).await
+    }
+
+    async fn approve_command(&self, command: &str) -> Approval {
+        match self.approval {
+            ApprovalMode::Auto => return Approval::Allow,
+            ApprovalMode::Deny => return Approval::Deny,
+            ApprovalMode::Ask => {}
+        }
+        if self.folder.allow_all.load(Ordering::Relaxed) {
+            return Approval::Allow;
+        }
+        self.status("waiting");
+        let folder_name = self.folder.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let message = format!("stepwise wants to run a shell command in {folder_name}: {command}");
+        let actions = [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
+        let answer = tokio::time::timeout(
+            self.approval_timeout,
+            self.shared.client.show_message_request(MessageType::WARNING, message, Some(actions.to_vec())),
+        )
+        .await;
+        self.status("running");
+        match answer {
+            Ok(Ok(Some(item))) if item.title == ALLOW => Approval::Allow,
+            Ok(Ok(Some(item))) if item.title == ALLOW_SESSION => {
+                self.folder.allow_all.store(true, Ordering::Relaxed);
+                Approval::Allow
+            }
+            _ => Approval::Deny,
+        }
+    }
+
+    async fn run_command(&self, command: &str, timeout: Duration) -> Result<String, String> {
+        self.flush_unsaved().await?;
+        run_shell(&self.folder.root, command, timeout).await
+    }
+}
+
+/// The smallest single replacement turning `old` into `new`: (start, end) in `old`, and the new text.
+pub fn minimal_change<'a>(old: &str, new: &'a str) -> (usize, usize, &'a str) {
+    let mut start = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
+    while !old.is_char_boundary(start) || !new.is_char_boundary(start) {
+        start -= 1;
+    }
+    let max_suffix = old.len().min(new.len()) - start;
+    let mut suffix = old.bytes().rev().zip(new.bytes().rev()).take(max_suffix).take_while(|(a, b)| a == b).count();
+    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
+        suffix -= 1;
+    }
+    (start, old.len() - suffix, &new[start..new.len() - suffix])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::minimal_change;
+
+    #[test]
+    fn minimal_change_keeps_common_ends() {
+        assert_eq!(minimal_change("abcXYZdef", "abc123def"), (3, 6, "123"));
+        assert_eq!(minimal_change("same", "same"), (4, 4, ""));
+        assert_eq!(minimal_change("", "new"), (0, 0, "new"));
+        assert_eq!(minimal_change("aaa", "aa"), (2, 3, ""));
+        assert_eq!(minimal_change("héllo", "hèllo"), (1, 3, "è"));
+    }
+}

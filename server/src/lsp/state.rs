@@ -1,0 +1,95 @@
+//! Sessions survive a restart: each folder's conversation and plan, saved as they change.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::Session;
+
+const FORMAT: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct SavedSession {
+    format: u32,
+    folder: PathBuf,
+    session: Session,
+}
+
+/// `STEPWISE_STATE_DIR`, else `$XDG_STATE_HOME/stepwise/sessions`, else `~/.local/state/stepwise/sessions`.
+pub fn state_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = var("STEPWISE_STATE_DIR") {
+        return Some(d);
+    }
+    let base = var("XDG_STATE_HOME").or_else(|| var("HOME").map(|h| h.join(".local/state")))?;
+    Some(base.join("stepwise").join("sessions"))
+}
+
+/// One file per folder, named by a stable hash of its path (FNV-1a: no dependency, same on every run).
+pub fn file_for(dir: &Path, folder: &Path) -> PathBuf {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in folder.as_os_str().as_encoded_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(40).collect();
+    dir.join(format!("{safe}-{h:016x}.json"))
+}
+
+pub enum Loaded {
+    None,
+    Restored(Session),
+    /// The file could not be read as a session; it was moved to the given path.
+    Corrupt { moved_to: Option<PathBuf>, error: String },
+}
+
+pub fn load(file: &Path) -> Loaded {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::None,
+        Err(e) => return set_aside(file, e.to_string()),
+    };
+    match serde_json::from_str::<SavedSession>(&text) {
+        Ok(s) if s.format == FORMAT => Loaded::Restored(s.session),
+        Ok(s) => set_aside(file, format!("unknown format {}", s.format)),
+        Err(e) => set_aside(file, e.to_string()),
+    }
+}
+
+fn set_aside(file: &Path, error: String) -> Loaded {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let target = file.with_extension(format!("json.corrupt-{secs}"));
+    let moved_to = std::fs::rename(file, &target).ok().map(|_| target);
+    Loaded::Corrupt { moved_to, error }
+}
+
+pub fn encode(folder: &Path, session: &Session) -> Option<Vec<u8>> {
+    serde_json::to_vec(&SavedSession { format: FORMAT, folder: folder.to_path_buf(), session: session.clone() }).ok()
+}
+
+/// Write-then-rename, so a crash mid-write never leaves half a file.
+pub fn write_atomic(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = file.with_extension(format!("json.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, file)
+}
+
+/// Saves the latest snapshot of one folder in the background; older snapshots not yet written are skipped.
+pub fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>> {
+    let (tx, mut rx) = tokio::sync::watch::channel::<Option<Vec<u8>>>(None);
+    tokio::spawn(async move {
+        while rx.changed().await.is_ok() {
+            let Some(bytes) = rx.borrow_and_update().clone() else { continue };
+            let file = file.clone();
+            let res = tokio::task::spawn_blocking(move || write_atomic(&file, &bytes)).await;
+            if let Ok(Err(e)) | Err(e) = res.map_err(std::io::Error::other) {
+                tracing::warn!("could not save session state: {e}");
+            }
+        }
+    });
+    tx
+}
