@@ -52,7 +52,9 @@ pub fn parse_dotenv(text: &str) -> Vec<(String, String)> {
             continue;
         }
         let v = v.trim();
-        let value = if v.len() >= 2 && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\''))) {
+        let value = if v.len() >= 2
+            && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\'')))
+        {
             v[1..v.len() - 1].to_string()
         } else {
             // Unquoted values end at an inline comment.
@@ -86,8 +88,19 @@ impl Overrides {
         macro_rules! pick {
             ($($f:ident),*) => { Overrides { $($f: other.$f.clone().or_else(|| self.$f.clone()),)* } };
         }
-        pick!(provider, model, base_url, api_key_env, approval, reminder_rounds, max_rounds, planning_style,
-              bash_timeout_secs, request_timeout_secs, approval_timeout_secs)
+        pick!(
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            approval,
+            reminder_rounds,
+            max_rounds,
+            planning_style,
+            bash_timeout_secs,
+            request_timeout_secs,
+            approval_timeout_secs
+        )
     }
 }
 
@@ -134,7 +147,8 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         .filter(|b| !b.trim().is_empty())
         .or_else(|| env.get(base_var).map(str::to_string))
         .unwrap_or_else(|| default_base.to_string());
-    let base_is_local = base_url.contains("://127.") || base_url.contains("://localhost") || base_url.contains("://[::1]");
+    let base_is_local =
+        base_url.contains("://127.") || base_url.contains("://localhost") || base_url.contains("://[::1]");
     let api_key = match env.get(&key_var) {
         Some(k) => k.to_string(),
         // Local OpenAI-compatible servers (Ollama, llama.cpp) need no key.
@@ -166,7 +180,9 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
     };
     let planning = match o.planning_style.clone().or_else(|| env.get("STEPWISE_PLANNING").map(str::to_string)) {
         None => PlanningStyle::Todo,
-        Some(s) => PlanningStyle::parse(&s).ok_or_else(|| format!("unknown planning style '{s}': use 'todo' or 'tasks'"))?,
+        Some(s) => {
+            PlanningStyle::parse(&s).ok_or_else(|| format!("unknown planning style '{s}': use 'todo' or 'tasks'"))?
+        }
     };
     let bash = match o.bash_timeout_secs {
         Some(s) => s,
@@ -191,12 +207,15 @@ mod tests {
     #[test]
     fn dotenv_parsing() {
         let v = parse_dotenv("# c\nexport A=1\nB = \"two words\"\nC='x' \nD=plain # note\nbad line\n");
-        assert_eq!(v, vec![
-            ("A".into(), "1".into()),
-            ("B".into(), "two words".into()),
-            ("C".into(), "x".into()),
-            ("D".into(), "plain".into())
-        ]);
+        assert_eq!(
+            v,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "two words".into()),
+                ("C".into(), "x".into()),
+                ("D".into(), "plain".into())
+            ]
+        );
     }
 
     #[test]

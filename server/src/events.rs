@@ -9,15 +9,38 @@ use crate::plan::Plan;
 #[derive(Debug)]
 pub enum Event<'a> {
     /// A model request is about to be sent (round numbers start at 1).
-    Thinking { round: u32 },
+    Thinking {
+        round: u32,
+    },
     /// A piece of assistant text, as it streams.
-    AssistantText { text: &'a str },
-    ToolStarted { id: &'a str, name: &'a str, input: &'a Value },
-    ToolFinished { id: &'a str, name: &'a str, input: &'a Value, output: &'a str, is_error: bool },
-    PlanChanged { plan: &'a Plan },
-    Reminder { text: &'a str },
-    Usage { round: Usage, run: Usage },
-    RunFinished { outcome: &'a RunOutcome },
+    AssistantText {
+        text: &'a str,
+    },
+    ToolStarted {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolFinished {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+        output: &'a str,
+        is_error: bool,
+    },
+    PlanChanged {
+        plan: &'a Plan,
+    },
+    Reminder {
+        text: &'a str,
+    },
+    Usage {
+        round: Usage,
+        run: Usage,
+    },
+    RunFinished {
+        outcome: &'a RunOutcome,
+    },
 }
 
 pub trait EventSink: Send + Sync {

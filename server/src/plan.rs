@@ -116,9 +116,7 @@ impl Plan {
             }
             other => other,
         };
-        let list = items
-            .as_array()
-            .ok_or_else(|| "items must be an array of todo objects".to_string())?;
+        let list = items.as_array().ok_or_else(|| "items must be an array of todo objects".to_string())?;
         if list.len() > MAX_ITEMS {
             return Err(format!("Max {MAX_ITEMS} todos allowed"));
         }
@@ -129,9 +127,8 @@ impl Plan {
                 None | Some(Value::Null) => (i + 1).to_string(),
                 Some(v) => value_text(v),
             };
-            let obj = item
-                .as_object()
-                .ok_or_else(|| format!("Item {id}: must be an object with id, text and status"))?;
+            let obj =
+                item.as_object().ok_or_else(|| format!("Item {id}: must be an object with id, text and status"))?;
             let text = obj.get("text").map(value_text).unwrap_or_default().trim().to_string();
             if text.is_empty() {
                 return Err(format!("Item {id}: text required"));
@@ -174,9 +171,8 @@ impl Plan {
             }
             other => other,
         };
-        let list = items
-            .as_array()
-            .ok_or_else(|| "items must be a non-empty array of step descriptions".to_string())?;
+        let list =
+            items.as_array().ok_or_else(|| "items must be a non-empty array of step descriptions".to_string())?;
         let texts: Vec<String> = list.iter().map(|v| value_text(v).trim().to_string()).collect();
         if texts.is_empty() {
             return Err("items must be a non-empty array of step descriptions".into());
@@ -207,23 +203,15 @@ impl Plan {
             "running" | "in_progress" => Status::InProgress,
             "completed" => Status::Completed,
             "failed" => Status::Failed,
-            other => {
-                return Err(format!(
-                    "invalid status '{other}' for update_todo: use running, completed or failed"
-                ))
-            }
+            other => return Err(format!("invalid status '{other}' for update_todo: use running, completed or failed")),
         };
-        let idx = self
-            .items
-            .iter()
-            .position(|i| i.id == id)
-            .ok_or_else(|| match self.items.is_empty() {
-                true => format!("no step with id '{id}': the plan is empty, create steps first"),
-                false => format!(
-                    "no step with id '{id}' (known ids: {})",
-                    self.items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            })?;
+        let idx = self.items.iter().position(|i| i.id == id).ok_or_else(|| match self.items.is_empty() {
+            true => format!("no step with id '{id}': the plan is empty, create steps first"),
+            false => format!(
+                "no step with id '{id}' (known ids: {})",
+                self.items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
         let current = self.items[idx].status;
         let allowed = matches!(
             (current, wanted),
@@ -242,10 +230,7 @@ impl Plan {
         }
         if wanted == Status::InProgress {
             if let Some(other) = self.in_progress() {
-                return Err(format!(
-                    "Only one task can be in_progress at a time (step {} is running)",
-                    other.id
-                ));
+                return Err(format!("Only one task can be in_progress at a time (step {} is running)", other.id));
             }
         }
         self.items[idx].status = wanted;

@@ -130,10 +130,7 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
 }
 
 async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
-    let ctx = |tool: &'static str, plan: &Plan| EditContext {
-        tool,
-        step: plan.in_progress().map(|i| i.text.clone()),
-    };
+    let ctx = |tool: &'static str, plan: &Plan| EditContext { tool, step: plan.in_progress().map(|i| i.text.clone()) };
     match name {
         "bash" => {
             let command = str_arg(input, name, "command")?;
@@ -209,18 +206,6 @@ pub fn read_with_limit(text: &str, limit: Option<u64>) -> String {
     truncate_chars(&out, READ_CAP).to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn read_limit_marker() {
-        assert_eq!(read_with_limit("a\nb\nc\nd\n", Some(2)), "a\nb\n... (2 more lines)");
-        assert_eq!(read_with_limit("a\nb\n", Some(5)), "a\nb");
-        assert_eq!(read_with_limit("a\nb\n", Some(0)), "a\nb");
-    }
-}
-
 /// One line describing a call, for transcripts: the command, the path, the size of a plan.
 pub fn summary(name: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str).map(|s| s.to_string());
@@ -233,7 +218,10 @@ pub fn summary(name: &str, input: &Value) -> String {
         }),
         "update_todo" => Some(format!(
             "#{} -> {}",
-            input.get("id").map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default(),
+            input
+                .get("id")
+                .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                .unwrap_or_default(),
             field("status").unwrap_or_default()
         )),
         _ => None,
@@ -245,5 +233,17 @@ pub fn summary(name: &str, input: &Value) -> String {
         format!("{short}…")
     } else {
         short.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_limit_marker() {
+        assert_eq!(read_with_limit("a\nb\nc\nd\n", Some(2)), "a\nb\n... (2 more lines)");
+        assert_eq!(read_with_limit("a\nb\n", Some(5)), "a\nb");
+        assert_eq!(read_with_limit("a\nb\n", Some(0)), "a\nb");
     }
 }

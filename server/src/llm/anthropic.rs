@@ -82,10 +82,8 @@ fn parse_usage(v: Option<&Value>) -> Usage {
 }
 
 fn parse_message(v: &Value) -> Result<ModelResponse, LlmError> {
-    let blocks = v
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| protocol("message without content".into()))?;
+    let blocks =
+        v.get("content").and_then(Value::as_array).ok_or_else(|| protocol("message without content".into()))?;
     let mut content = Vec::new();
     for b in blocks {
         match b.get("type").and_then(Value::as_str) {
@@ -116,10 +114,7 @@ enum Partial {
     Ignored,
 }
 
-async fn read_stream(
-    mut sse: SseStream,
-    on_text: &mut (dyn FnMut(&str) + Send),
-) -> Result<ModelResponse, LlmError> {
+async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, LlmError> {
     let mut blocks: Vec<Partial> = Vec::new();
     let mut usage = Usage::default();
     let mut stop_reason = None;
@@ -128,8 +123,8 @@ async fn read_stream(
         if ev.data.is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(&ev.data)
-            .map_err(|e| protocol(format!("invalid event data ({e}): {}", ev.data)))?;
+        let v: Value =
+            serde_json::from_str(&ev.data).map_err(|e| protocol(format!("invalid event data ({e}): {}", ev.data)))?;
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(ev.event.as_str());
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
         match kind {
@@ -206,10 +201,7 @@ async fn read_stream(
         }
     }
     if !finished {
-        return Err(LlmError::Transport {
-            provider: PROVIDER,
-            message: "stream ended before message_stop".into(),
-        });
+        return Err(LlmError::Transport { provider: PROVIDER, message: "stream ended before message_stop".into() });
     }
     let content = blocks
         .into_iter()

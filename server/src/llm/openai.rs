@@ -166,10 +166,7 @@ struct PartialCall {
     args: String,
 }
 
-async fn read_stream(
-    mut sse: SseStream,
-    on_text: &mut (dyn FnMut(&str) + Send),
-) -> Result<ModelResponse, LlmError> {
+async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, LlmError> {
     let mut text = String::new();
     let mut calls: Vec<PartialCall> = Vec::new();
     let mut finish: Option<String> = None;
@@ -184,8 +181,7 @@ async fn read_stream(
         if data.is_empty() {
             continue;
         }
-        let v: Value =
-            serde_json::from_str(data).map_err(|e| protocol(format!("invalid chunk ({e}): {data}")))?;
+        let v: Value = serde_json::from_str(data).map_err(|e| protocol(format!("invalid chunk ({e}): {data}")))?;
         if let Some(err) = v.get("error") {
             let message = err.get("message").and_then(Value::as_str).unwrap_or("streaming error").to_string();
             return Err(LlmError::Status { provider: PROVIDER, status: 500, message });

@@ -150,7 +150,10 @@ impl Documents {
     pub fn change(&self, uri: &Uri, version: i32, changes: Vec<TextDocumentContentChangeEvent>) -> Result<(), String> {
         let path = self.path_of(uri).ok_or_else(|| format!("not a file URI: {}", uri.as_str()))?;
         let enc = self.encoding();
-        let mut doc = self.docs.get_mut(&path).ok_or_else(|| format!("change to a document that is not open: {}", uri.as_str()))?;
+        let mut doc = self
+            .docs
+            .get_mut(&path)
+            .ok_or_else(|| format!("change to a document that is not open: {}", uri.as_str()))?;
         for c in changes {
             match c.range {
                 None => doc.text = c.text,

@@ -42,7 +42,7 @@ impl EventSink for EditorEvents {
                 self.folder.set_plan(plan);
                 if let Some(token) = &self.progress {
                     let total = plan.items.len();
-                    let pct = if total == 0 { 0 } else { (100 * plan.completed() / total) as u32 };
+                    let pct = (100 * plan.completed()).checked_div(total).unwrap_or(0) as u32;
                     self.notifier.send(Outgoing::Progress(
                         token.clone(),
                         WorkDoneProgress::Report(WorkDoneProgressReport {

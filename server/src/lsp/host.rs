@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use tower_lsp_server::ls_types::{
-    request::{ApplyWorkspaceEdit, Request}, ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
-    DocumentChanges, MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, Position,
-    ResourceOp, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    request::{ApplyWorkspaceEdit, Request},
+    ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation, DocumentChanges,
+    MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, Position, ResourceOp,
+    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
 use super::documents::range_of;
@@ -34,6 +35,12 @@ pub struct EditorHost {
     pub approval_timeout: Duration,
 }
 
+/// A file's text as the agent should see it, and the editor's version of it when it is open.
+struct Current {
+    text: String,
+    version: Option<i32>,
+}
+
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
 pub enum SaveDocuments {}
 impl Request for SaveDocuments {
@@ -44,14 +51,14 @@ impl Request for SaveDocuments {
 
 impl EditorHost {
     /// What the agent should see: the open buffer, else text it wrote that is not on disk yet, else disk.
-    async fn current_text(&self, path: &ResolvedPath) -> Result<(String, Option<i32>), String> {
+    async fn current_text(&self, path: &ResolvedPath) -> Result<Current, String> {
         if let Some(doc) = self.shared.docs.get(&path.abs) {
-            return Ok((doc.text, Some(doc.version)));
+            return Ok(Current { text: doc.text, version: Some(doc.version) });
         }
         if let Some(t) = self.folder.overlay.get(&path.abs) {
-            return Ok((t.clone(), None));
+            return Ok(Current { text: t.clone(), version: None });
         }
-        read_disk(path).await.map(|t| (t, None))
+        read_disk(path).await.map(|text| Current { text, version: None })
     }
 
     fn status(&self, state: &str) {
@@ -85,18 +92,19 @@ impl EditorHost {
         }
     }
 
-    /// Replace `bytes` of the file's current `text` with `new`: as a versioned edit of the open
-    /// document, an edit of a file the editor will open, or on disk for clients without applyEdit.
+    /// Replace `bytes` of the file's current text with `new` (`current` is `None` for a new file): as a
+    /// versioned edit of the open document, an edit of a file the editor will open, or on disk for
+    /// clients without applyEdit.
     async fn replace(
         &self,
         path: &ResolvedPath,
-        text: &str,
-        version: Option<i32>,
+        current: Option<&Current>,
         bytes: std::ops::Range<usize>,
         new: &str,
         ctx: &EditContext,
-        create: bool,
     ) -> Result<(), String> {
+        let create = current.is_none();
+        let (text, version) = current.map(|c| (c.text.as_str(), c.version)).unwrap_or(("", None));
         let mut updated = String::with_capacity(text.len() + new.len());
         updated.push_str(&text[..bytes.start]);
         updated.push_str(new);
@@ -226,7 +234,7 @@ impl Host for EditorHost {
     }
 
     async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
-        self.current_text(path).await.map(|(t, _)| t)
+        self.current_text(path).await.map(|c| c.text)
     }
 
     async fn write_file(&self, path: &ResolvedPath, content: &str, ctx: &EditContext) -> Result<(), String> {
@@ -240,20 +248,20 @@ impl Host for EditorHost {
                 if let Some(parent) = path.abs.parent() {
                     tokio::fs::create_dir_all(parent).await.map_err(|e| io_error(path, e))?;
                 }
-                self.replace(path, "", None, 0..0, content, ctx, true).await
+                self.replace(path, None, 0..0, content, ctx).await
             }
-            Some((text, version)) => {
+            Some(current) => {
                 // Only the part that differs travels, so cursors and undo stay sensible.
-                let (start, end, new) = minimal_change(&text, content);
-                self.replace(path, &text, version, start..end, new, ctx, false).await
+                let (start, end, new) = minimal_change(&current.text, content);
+                self.replace(path, Some(&current), start..end, new, ctx).await
             }
         }
     }
 
     async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, ctx: &EditContext) -> Result<(), String> {
-        let (text, version) = self.current_text(path).await?;
-        let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
-        self.replace(path, &text, version, range, new, ctx, false).await
+        let current = self.current_text(path).await?;
+        let range = find_first(&current.text, old).ok_or_else(|| not_found(path))?;
+        self.replace(path, Some(&current), range, new, ctx).await
     }
 
     async fn approve_command(&self, command: &str) -> Approval {
@@ -268,7 +276,8 @@ impl Host for EditorHost {
         self.status("waiting");
         let folder_name = self.folder.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let message = format!("stepwise wants to run a shell command in {folder_name}: {command}");
-        let actions = [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
+        let actions =
+            [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
         let answer = tokio::time::timeout(
             self.approval_timeout,
             self.shared.client.show_message_request(MessageType::WARNING, message, Some(actions.to_vec())),

@@ -43,7 +43,11 @@ pub struct Notifier {
 
 impl Notifier {
     /// Starts the sending task. `refresh_lenses` says whether the client handles `codeLens/refresh`.
-    pub fn spawn(client: Client, refresh_lenses: std::sync::Arc<std::sync::atomic::AtomicBool>, timeout: std::time::Duration) -> Notifier {
+    pub fn spawn(
+        client: Client,
+        refresh_lenses: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        timeout: std::time::Duration,
+    ) -> Notifier {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outgoing>();
         tokio::spawn(async move {
             while let Some(out) = rx.recv().await {

@@ -116,7 +116,9 @@ impl Shared {
         let session = match file.as_deref().map(state::load) {
             Some(state::Loaded::Restored(s)) => s,
             Some(state::Loaded::Corrupt { moved_to, error }) => {
-                let where_ = moved_to.map(|p| format!("it was moved to {}", p.display())).unwrap_or_else(|| "it could not be moved aside".into());
+                let where_ = moved_to
+                    .map(|p| format!("it was moved to {}", p.display()))
+                    .unwrap_or_else(|| "it could not be moved aside".into());
                 self.notifier.send(Outgoing::Message(
                     MessageType::WARNING,
                     format!("stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.", root.display()),
@@ -215,7 +217,8 @@ impl Backend {
 
     fn start_run(&self, folder: Arc<Folder>, prompt: String) -> Result<String> {
         let n = self.shared.runs.fetch_add(1, Ordering::Relaxed) + 1;
-        let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let millis =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         let id = format!("run-{millis:x}-{n}");
         let cancel = CancellationToken::new();
         {
@@ -275,7 +278,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prom
 
     let progress = if shared.caps().work_done_progress {
         let token = ProgressToken::String(format!("stepwise/{run_id}"));
-        let created = tokio::time::timeout(Duration::from_secs(10), shared.client.create_work_done_progress(token.clone())).await;
+        let created =
+            tokio::time::timeout(Duration::from_secs(10), shared.client.create_work_done_progress(token.clone())).await;
         matches!(created, Ok(Ok(()))).then_some(token)
     } else {
         None
@@ -312,7 +316,12 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prom
                 request_timeout: timeout,
                 approval_timeout,
             };
-            let events = EditorEvents { notifier: n.clone(), folder: folder.clone(), run_id: run_id.clone(), progress: progress.clone() };
+            let events = EditorEvents {
+                notifier: n.clone(),
+                folder: folder.clone(),
+                run_id: run_id.clone(),
+                progress: progress.clone(),
+            };
             let mut session = folder.session.lock().await;
             if let Ok(mut v) = folder.view.write() {
                 v.marks.clear();
@@ -456,7 +465,9 @@ impl LanguageServer for Backend {
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         // Applied before any await, so changes keep the order in which they arrived.
-        if let Err(e) = self.shared.docs.change(&params.text_document.uri, params.text_document.version, params.content_changes) {
+        if let Err(e) =
+            self.shared.docs.change(&params.text_document.uri, params.text_document.version, params.content_changes)
+        {
             tracing::warn!("{e}");
         }
     }

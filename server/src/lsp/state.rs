@@ -33,7 +33,11 @@ pub fn file_for(dir: &Path, folder: &Path) -> PathBuf {
         h = h.wrapping_mul(0x100000001b3);
     }
     let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(40).collect();
+    let safe: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(40)
+        .collect();
     dir.join(format!("{safe}-{h:016x}.json"))
 }
 
@@ -41,7 +45,10 @@ pub enum Loaded {
     None,
     Restored(Session),
     /// The file could not be read as a session; it was moved to the given path.
-    Corrupt { moved_to: Option<PathBuf>, error: String },
+    Corrupt {
+        moved_to: Option<PathBuf>,
+        error: String,
+    },
 }
 
 pub fn load(file: &Path) -> Loaded {
