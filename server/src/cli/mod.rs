@@ -242,29 +242,28 @@ async fn chat(opts: Options) -> i32 {
     let tty = std::io::stdin().is_terminal();
     let prompt = if std::io::stdout().is_terminal() { "\x1b[36mstepwise >> \x1b[0m" } else { "stepwise >> " };
     let mut session = Session::default();
+    // Lines are read on a thread (stdin blocks), one at a time and only when asked for: while a task
+    // runs, stdin belongs to the approval prompt.
+    let (want_tx, want_rx) = std::sync::mpsc::channel::<()>();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<String>>(1);
-    // Lines are read on a thread: stdin is blocking, and Ctrl-C must stay responsive meanwhile.
     std::thread::spawn(move || {
-        let stdin = std::io::stdin();
         let mut line = String::new();
-        loop {
+        while want_rx.recv().is_ok() {
             line.clear();
-            match stdin.lock().read_line(&mut line) {
-                Ok(0) | Err(_) => {
-                    let _ = tx.blocking_send(None);
-                    return;
-                }
-                Ok(_) => {
-                    if tx.blocking_send(Some(line.trim_end_matches(['\n', '\r']).to_string())).is_err() {
-                        return;
-                    }
-                }
+            let got = match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+            };
+            let eof = got.is_none();
+            if tx.blocking_send(got).is_err() || eof {
+                return;
             }
         }
     });
     loop {
         print!("{prompt}");
         let _ = std::io::stdout().flush();
+        let _ = want_tx.send(());
         let line = tokio::select! {
             l = rx.recv() => l.flatten(),
             _ = tokio::signal::ctrl_c() => { println!(); return 130; }

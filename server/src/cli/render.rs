@@ -118,11 +118,11 @@ impl EventSink for Terminal {
                 let line = format!("> {name}: {}", tools_summary(name, input));
                 let _ = writeln!(out, "\n{}", self.paint("\x1b[1m", &line));
             }
-            Event::ToolFinished { name, output, .. } => {
-                // The plan is printed on its own; other outputs are shown short, as in the seed.
-                if !crate::plan::PlanningStyle::Todo.is_planning_tool(name)
-                    && !crate::plan::PlanningStyle::Tasks.is_planning_tool(name)
-                {
+            Event::ToolFinished { name, output, is_error, .. } => {
+                // A plan is printed when it changes; other outputs are shown short, as in the seed.
+                let planning = crate::plan::PlanningStyle::Todo.is_planning_tool(name)
+                    || crate::plan::PlanningStyle::Tasks.is_planning_tool(name);
+                if !planning || is_error {
                     let short = crate::host::shell::truncate_chars(output, 200);
                     let _ = writeln!(out, "{}", self.paint(DIM, short));
                 }
