@@ -2,21 +2,17 @@
 
 use serde_json::{json, Value};
 
+use super::http::{self, Body, Endpoint};
 use super::sse::SseStream;
-use super::{http, object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Usage};
+use super::{object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Usage};
 
 const PROVIDER: &str = "anthropic";
 
-pub struct Client {
-    cfg: ProviderConfig,
-    http: reqwest::Client,
-    url: String,
-}
+pub struct Client(Endpoint);
 
 impl Client {
     pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Self {
-        let url = format!("{}/v1/messages", cfg.base_url.trim_end_matches('/'));
-        Client { cfg, http, url }
+        Client(Endpoint::new(cfg, http, "/v1/messages"))
     }
 
     pub async fn complete(
@@ -24,38 +20,21 @@ impl Client {
         req: &ModelRequest<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
+        let cfg = &self.0.cfg;
         let body = json!({
-            "model": self.cfg.model,
-            "max_tokens": self.cfg.max_tokens,
+            "model": cfg.model,
+            "max_tokens": cfg.max_tokens,
             "system": req.system,
             "messages": req.messages.iter().map(wire_message).collect::<Vec<_>>(),
             "tools": req.tools,
             "stream": true,
         });
-        let headers = [("x-api-key", self.cfg.api_key.as_str()), ("anthropic-version", "2023-06-01")];
-        let resp = http::post(&self.http, &self.cfg, &self.url, &headers, &body).await?;
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_sse {
-            // Some proxies ignore `stream`; accept a whole message too.
-            let text = resp.text().await.map_err(|e| transport(&e))?;
-            let v: Value = serde_json::from_str(&text).map_err(|e| protocol(format!("invalid JSON: {e}")))?;
-            let out = parse_message(&v)?;
-            let t = out.text();
-            if !t.is_empty() {
-                on_text(&t);
-            }
-            return Ok(out);
+        let headers = [("x-api-key", cfg.api_key.as_str()), ("anthropic-version", "2023-06-01")];
+        match self.0.post(&headers, &body).await? {
+            Body::Json(v) => Ok(http::announce(parse_message(&v)?, on_text)),
+            Body::Stream(sse) => read_stream(sse, on_text).await,
         }
-        read_stream(SseStream::new(resp, PROVIDER), on_text).await
     }
-}
-
-fn transport(e: &reqwest::Error) -> LlmError {
-    LlmError::Transport { provider: PROVIDER, message: http::describe(e) }
 }
 
 fn protocol(message: String) -> LlmError {

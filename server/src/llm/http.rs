@@ -2,7 +2,59 @@
 
 use std::time::Duration;
 
-use super::{LlmError, ProviderConfig};
+use serde_json::Value;
+
+use super::sse::SseStream;
+use super::{LlmError, ModelResponse, ProviderConfig};
+
+/// A provider endpoint: its settings, the shared HTTP client and the URL requests go to.
+pub struct Endpoint {
+    pub cfg: ProviderConfig,
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Endpoint {
+    pub fn new(cfg: ProviderConfig, http: reqwest::Client, path: &str) -> Endpoint {
+        let url = format!("{}{path}", cfg.base_url.trim_end_matches('/'));
+        Endpoint { cfg, http, url }
+    }
+
+    pub async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Result<Body, LlmError> {
+        let resp = post(&self.http, &self.cfg, &self.url, headers, body).await?;
+        read_body(resp, self.cfg.kind.name()).await
+    }
+}
+
+pub enum Body {
+    Stream(SseStream),
+    /// A whole response, from servers and proxies that ignore `stream`.
+    Json(Value),
+}
+
+async fn read_body(resp: reqwest::Response, provider: &'static str) -> Result<Body, LlmError> {
+    let is_sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if is_sse {
+        return Ok(Body::Stream(SseStream::new(resp, provider)));
+    }
+    let text = resp.text().await.map_err(|e| LlmError::Transport { provider, message: describe(&e) })?;
+    serde_json::from_str(&text)
+        .map(Body::Json)
+        .map_err(|e| LlmError::Protocol { provider, message: format!("invalid JSON: {e}") })
+}
+
+/// A whole (non-streamed) response still shows its text to the user.
+pub fn announce(resp: ModelResponse, on_text: &mut (dyn FnMut(&str) + Send)) -> ModelResponse {
+    let t = resp.text();
+    if !t.is_empty() {
+        on_text(&t);
+    }
+    resp
+}
 
 /// Longest `retry-after` we honour; a provider asking for more gets a clear error instead of a hang.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -13,7 +65,7 @@ fn retryable(status: u16) -> bool {
 
 /// POSTs `body` to `url`, retrying 429, 5xx and 529 (honouring `retry-after`) and connection failures.
 /// Returns the successful response, or the provider's own error message with its status.
-pub async fn post(
+async fn post(
     http: &reqwest::Client,
     cfg: &ProviderConfig,
     url: &str,

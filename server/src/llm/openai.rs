@@ -2,21 +2,17 @@
 
 use serde_json::{json, Value};
 
+use super::http::{self, Body, Endpoint};
 use super::sse::SseStream;
-use super::{http, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Role, Usage};
+use super::{Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Role, Usage};
 
 const PROVIDER: &str = "openai";
 
-pub struct Client {
-    cfg: ProviderConfig,
-    http: reqwest::Client,
-    url: String,
-}
+pub struct Client(Endpoint);
 
 impl Client {
     pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Self {
-        let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
-        Client { cfg, http, url }
+        Client(Endpoint::new(cfg, http, "/chat/completions"))
     }
 
     pub async fn complete(
@@ -24,6 +20,7 @@ impl Client {
         req: &ModelRequest<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
+        let cfg = &self.0.cfg;
         let tools: Vec<Value> = req
             .tools
             .iter()
@@ -33,36 +30,19 @@ impl Client {
             })
             .collect();
         let body = json!({
-            "model": self.cfg.model,
-            "max_tokens": self.cfg.max_tokens,
+            "model": cfg.model,
+            "max_tokens": cfg.max_tokens,
             "messages": wire_messages(req.system, req.messages),
             "tools": tools,
             "stream": true,
             "stream_options": {"include_usage": true},
         });
-        let auth = format!("Bearer {}", self.cfg.api_key);
-        let headers: &[(&str, &str)] =
-            if self.cfg.api_key.is_empty() { &[] } else { &[("authorization", auth.as_str())] };
-        let resp = http::post(&self.http, &self.cfg, &self.url, headers, &body).await?;
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_sse {
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| LlmError::Transport { provider: PROVIDER, message: http::describe(&e) })?;
-            let v: Value = serde_json::from_str(&text).map_err(|e| protocol(format!("invalid JSON: {e}")))?;
-            let out = parse_completion(&v)?;
-            let t = out.text();
-            if !t.is_empty() {
-                on_text(&t);
-            }
-            return Ok(out);
+        let auth = format!("Bearer {}", cfg.api_key);
+        let headers: &[(&str, &str)] = if cfg.api_key.is_empty() { &[] } else { &[("authorization", auth.as_str())] };
+        match self.0.post(headers, &body).await? {
+            Body::Json(v) => Ok(http::announce(parse_completion(&v)?, on_text)),
+            Body::Stream(sse) => read_stream(sse, on_text).await,
         }
-        read_stream(SseStream::new(resp, PROVIDER), on_text).await
     }
 }
 
