@@ -77,6 +77,7 @@ impl EditorHost {
     /// Sends one edit to the editor and waits (bounded) for its verdict.
     async fn apply(&self, edit: WorkspaceEdit, label: String) -> Result<(), String> {
         let params = ApplyWorkspaceEditParams { label: Some(label), edit };
+        self.shared.notifier.flush().await;
         let request = self.shared.client.send_request::<ApplyWorkspaceEdit>(params);
         match tokio::time::timeout(self.request_timeout, request).await {
             Err(_) => Err(format!(
@@ -190,6 +191,7 @@ impl EditorHost {
                     None => Uri::from_file_path(p).map(|u| u.as_str().to_string()),
                 })
                 .collect();
+            self.shared.notifier.flush().await;
             let answer = tokio::time::timeout(
                 self.request_timeout,
                 self.shared.client.send_request::<SaveDocuments>(json!({ "uris": uris })),
@@ -276,6 +278,7 @@ impl Host for EditorHost {
         self.status("waiting");
         let folder_name = self.folder.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let message = format!("stepwise wants to run a shell command in {folder_name}: {command}");
+        self.shared.notifier.flush().await;
         let actions =
             [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
         let answer = tokio::time::timeout(

@@ -4,6 +4,7 @@
 mod documents;
 mod events;
 mod folder;
+mod frames;
 mod host;
 mod notify;
 mod server;
@@ -23,11 +24,53 @@ where
 {
     let (service, socket) = LspService::build(Backend::new)
         .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
+        .custom_method(frames::INVALID_MESSAGE, Backend::invalid_message)
         .finish();
-    Server::new(input, output, socket).serve(service).await;
+    // Frames pass a check first: tower-lsp would stop reading at the first malformed one.
+    let (mut checked, server_input) = tokio::io::duplex(64 * 1024);
+    let server = Server::new(server_input, output, socket).serve(service);
+    let pump = async move {
+        if let Err(e) = frames::forward(input, &mut checked).await {
+            tracing::debug!("input ended: {e}");
+        }
+        // Dropping `checked` ends the server's input.
+    };
+    tokio::pin!(server);
+    tokio::pin!(pump);
+    tokio::select! {
+        _ = &mut server => {}
+        _ = &mut pump => server.await,
+    }
 }
 
 pub async fn serve_stdio() {
     tracing::info!("stepwise {} serving LSP on stdio", env!("CARGO_PKG_VERSION"));
-    serve(tokio::io::stdin(), tokio::io::stdout()).await;
+    serve(stdin_reader(), tokio::io::stdout()).await;
+}
+
+/// Stdin, read on a thread of its own. `tokio::io::stdin()` reads on the runtime's blocking pool, and a
+/// read still waiting when `exit` arrives (clients need not close stdin) would keep the runtime, and so
+/// the process, from ending.
+fn stdin_reader() -> tokio::io::DuplexStream {
+    let (mut tx, rx) = tokio::io::duplex(64 * 1024);
+    let handle = tokio::runtime::Handle::current();
+    let spawned = std::thread::Builder::new().name("stepwise-stdin".into()).spawn(move || {
+        use std::io::Read;
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if handle.block_on(tx.write_all(&buf[..n])).is_err() {
+                break;
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the stdin reader: {e}");
+    }
+    rx
 }

@@ -34,6 +34,8 @@ pub enum Outgoing {
     Progress(ProgressToken, WorkDoneProgress),
     Message(MessageType, String),
     RefreshLenses,
+    /// Answered once everything queued before it has been handed to the client.
+    Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
 #[derive(Clone)]
@@ -73,6 +75,9 @@ impl Notifier {
                             )
                             .await
                     }
+                    Outgoing::Barrier(done) => {
+                        let _ = done.send(());
+                    }
                     Outgoing::RefreshLenses => {
                         if refresh_lenses.load(std::sync::atomic::Ordering::Relaxed) {
                             // A request: answered later, so it must not hold up the queue.
@@ -88,6 +93,14 @@ impl Notifier {
             }
         });
         Notifier { tx }
+    }
+
+    /// Waits until every notification queued so far is on its way, so a request sent next
+    /// reaches the editor after them (an edit after the plan step it belongs to).
+    pub async fn flush(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Outgoing::Barrier(tx));
+        let _ = rx.await;
     }
 
     pub fn send(&self, out: Outgoing) {

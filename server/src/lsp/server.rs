@@ -47,7 +47,8 @@ pub struct Shared {
     init_settings: RwLock<Overrides>,
     refresh_lenses: Arc<AtomicBool>,
     http: reqwest::Client,
-    state_dir: Option<PathBuf>,
+    /// Where sessions are saved: `initializationOptions.stateDir`, else the environment (state.rs).
+    state_dir: RwLock<Option<PathBuf>>,
     runs: AtomicU64,
 }
 
@@ -112,7 +113,8 @@ impl Shared {
                 return None;
             }
         };
-        let file = self.state_dir.as_ref().map(|d| state::file_for(d, &root));
+        let dir = self.state_dir.read().ok().and_then(|d| d.clone());
+        let file = dir.as_ref().map(|d| state::file_for(d, &root));
         let session = match file.as_deref().map(state::load) {
             Some(state::Loaded::Restored(s)) => s,
             Some(state::Loaded::Corrupt { moved_to, error }) => {
@@ -190,6 +192,12 @@ fn parse_settings(v: &Value) -> Option<Overrides> {
     }
 }
 
+/// `stateDir` of `initializationOptions` (optionally under `stepwise`): a per-server state directory.
+fn init_state_dir(v: &Value) -> Option<PathBuf> {
+    let v = v.get("stepwise").unwrap_or(v);
+    v.get("stateDir").and_then(Value::as_str).filter(|s| !s.trim().is_empty()).map(PathBuf::from)
+}
+
 pub struct Backend {
     shared: Arc<Shared>,
 }
@@ -209,7 +217,7 @@ impl Backend {
                 init_settings: RwLock::new(Overrides::default()),
                 refresh_lenses,
                 http: http_client(Duration::from_secs(300)),
-                state_dir: state::state_dir(),
+                state_dir: RwLock::new(state::state_dir()),
                 runs: AtomicU64::new(0),
             }),
         }
@@ -392,6 +400,12 @@ impl LanguageServer for Backend {
         }
         let enc = Encoding::negotiate(c.general.as_ref().and_then(|g| g.position_encodings.as_deref()));
         self.shared.docs.set_encoding(enc);
+        // Read before the folders are added: they load their saved sessions from it.
+        if let Some(dir) = params.initialization_options.as_ref().and_then(init_state_dir) {
+            if let Ok(mut d) = self.shared.state_dir.write() {
+                *d = Some(dir);
+            }
+        }
         if let Some(o) = params.initialization_options.as_ref().and_then(parse_settings) {
             if let Ok(mut s) = self.shared.init_settings.write() {
                 *s = o;

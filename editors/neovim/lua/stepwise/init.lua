@@ -1,0 +1,308 @@
+-- stepwise.nvim: the stepwise coding agent in Neovim, on the built-in LSP client.
+local M = {}
+
+local api = vim.api
+local util = require('stepwise.util')
+local config = require('stepwise.config')
+local state = require('stepwise.state')
+local client = require('stepwise.client')
+local plan = require('stepwise.plan')
+local marks = require('stepwise.marks')
+local log = require('stepwise.log')
+
+M.subcommands = { 'run', 'cancel', 'reset', 'plan', 'log' }
+
+local group = api.nvim_create_augroup('stepwise', { clear = true })
+
+local function set_highlights()
+  local links = {
+    StepwiseStep = 'DiagnosticVirtualTextInfo',
+    StepwisePlanNormal = 'NormalFloat',
+    StepwisePlanBorder = 'FloatBorder',
+    StepwisePlanDone = 'Comment',
+    StepwisePlanActive = 'Title',
+    StepwisePlanPending = 'NormalFloat',
+    StepwisePlanFailed = 'DiagnosticError',
+    StepwisePlanSummary = 'Comment',
+    StepwiseLogHeader = 'Title',
+    StepwiseLogTool = 'Function',
+    StepwiseLogError = 'DiagnosticError',
+    StepwiseLogReminder = 'DiagnosticWarn',
+    StepwiseLogEdit = 'Comment',
+  }
+  for name, target in pairs(links) do
+    api.nvim_set_hl(0, name, { link = target, default = true })
+  end
+end
+
+--- The folder of the current buffer (else of the plan window, else of the current directory).
+---@param buf integer?
+---@return stepwise.Folder
+function M.current_folder(buf)
+  buf = buf or api.nvim_get_current_buf()
+  local root = client.root_for_buf(buf)
+  if not root then
+    local shown = state.get(plan.workspace())
+    if shown then
+      return shown
+    end
+    root = client.root_for_path(vim.fn.getcwd()) or util.normalize(vim.fn.getcwd())
+  end
+  return client.folder_for_root(root)
+end
+
+--- Run a stepwise.* command of the server for a folder.
+---@param folder stepwise.Folder
+---@param command string
+---@param extra table?
+---@param cb fun(err: lsp.ResponseError?, result: any)?
+function M.execute(folder, command, extra, cb)
+  client.with_client(folder.path, function(c)
+    local args = vim.tbl_extend('force', { workspace = folder.uri }, extra or {})
+    util.request(c, 'workspace/executeCommand', { command = command, arguments = { args } }, function(err, result)
+      if err then
+        util.notify(command .. ': ' .. tostring(err.message or err), vim.log.levels.WARN)
+      end
+      if cb then
+        cb(err, result)
+      end
+    end)
+  end)
+end
+
+--- Start a run in the current folder (asks for the task when none is given).
+---@param prompt string?
+---@param opts {folder: stepwise.Folder?}?
+function M.run(prompt, opts)
+  opts = opts or {}
+  if not prompt or vim.trim(prompt) == '' then
+    vim.ui.input({ prompt = 'stepwise task: ' }, function(input)
+      if input and vim.trim(input) ~= '' then
+        M.run(input, opts)
+      end
+    end)
+    return
+  end
+  local folder = opts.folder or M.current_folder()
+  folder.prompt = prompt
+  M.execute(folder, 'stepwise.run', { prompt = prompt }, function(err, result)
+    if not err and type(result) == 'table' and result.runId then
+      folder.run_id = result.runId
+    end
+  end)
+end
+
+function M.cancel(opts)
+  if not client.get() then
+    util.notify('no run to cancel', vim.log.levels.INFO)
+    return
+  end
+  local folder = (opts and opts.folder) or M.current_folder()
+  M.execute(folder, 'stepwise.cancel')
+end
+
+function M.reset(opts)
+  local folder = (opts and opts.folder) or M.current_folder()
+  marks.clear(folder)
+  M.execute(folder, 'stepwise.reset', nil, function(err)
+    if not err then
+      log.line(folder.uri, '— conversation reset', 'StepwiseLogHeader')
+    end
+  end)
+end
+
+--- Toggle the floating window with the live plan.
+function M.plan(opts)
+  if plan.is_open() then
+    plan.close()
+    return
+  end
+  local folder = (opts and opts.folder) or M.current_folder()
+  plan.open(folder)
+  if not folder.plan then
+    M.execute(folder, 'stepwise.plan', nil, function(err, result)
+      if not err and type(result) == 'table' and not folder.plan then
+        folder.plan = { items = result.items or {}, completed = result.completed, total = result.total }
+        plan.update(folder)
+      end
+    end)
+  end
+end
+
+--- Show the transcript.
+function M.log()
+  log.open()
+end
+
+--- The known folder of a buffer (nil when none: unlike current_folder(), creates nothing).
+---@param buf integer?
+---@return stepwise.Folder?
+function M.find_folder(buf)
+  buf = buf or api.nvim_get_current_buf()
+  local name = api.nvim_buf_get_name(buf)
+  if name ~= '' and not name:find('://', 1, true) then
+    local f = state.containing(util.normalize(name))
+    if f then
+      return f
+    end
+  end
+  local shown = state.get(plan.workspace())
+  if shown then
+    return shown
+  end
+  local cwd = util.normalize(vim.fn.getcwd())
+  return state.containing(cwd)
+end
+
+--- A short status for a statusline: `stepwise 1/3 ▸ step` while a plan is going.
+function M.statusline()
+  local ok, folder = pcall(M.find_folder)
+  if not ok or not folder then
+    return ''
+  end
+  local p = folder.plan
+  if not p or not p.items or #p.items == 0 then
+    return folder.state ~= 'idle' and ('stepwise ' .. folder.state) or ''
+  end
+  local s = string.format('stepwise %s/%s', p.completed or 0, p.total or #p.items)
+  local item = plan.active_item(p)
+  if item then
+    s = s .. ' ▸ ' .. tostring(item.text)
+  end
+  if folder.state == 'waiting' then
+    s = s .. ' (waiting)'
+  end
+  return s
+end
+
+--- The `:Stepwise` command.
+---@param o {args: string, fargs: string[]}
+function M.command(o)
+  local sub = o.fargs[1]
+  if not sub then
+    return M.plan()
+  end
+  if sub == 'run' then
+    local task = o.args:match('^%s*run%s+(.-)%s*$')
+    return M.run(task)
+  elseif sub == 'cancel' then
+    return M.cancel()
+  elseif sub == 'reset' then
+    return M.reset()
+  elseif sub == 'plan' then
+    return M.plan()
+  elseif sub == 'log' then
+    return M.log()
+  end
+  util.notify('unknown subcommand: ' .. sub .. ' (run, cancel, reset, plan, log)', vim.log.levels.ERROR)
+end
+
+function M.complete(arglead, cmdline, _)
+  local before = cmdline:match('^%s*%S+%s+(.*)$') or ''
+  if before:find('%s') then
+    return {}
+  end
+  return vim.tbl_filter(function(s)
+    return s:sub(1, #arglead) == arglead
+  end, M.subcommands)
+end
+
+function M.create_command()
+  api.nvim_create_user_command('Stepwise', function(o)
+    M.command(o)
+  end, {
+    nargs = '*',
+    complete = M.complete,
+    desc = 'stepwise: run {task} | cancel | reset | plan | log',
+  })
+end
+
+local function set_keymaps(keys)
+  if not keys then
+    return
+  end
+  local actions = {
+    run = { function() M.run() end, 'stepwise: run a task' },
+    cancel = { M.cancel, 'stepwise: cancel the run' },
+    reset = { M.reset, 'stepwise: new conversation' },
+    plan = { M.plan, 'stepwise: toggle the plan' },
+    log = { M.log, 'stepwise: transcript' },
+  }
+  for name, lhs in pairs(keys) do
+    local action = actions[name]
+    if action and type(lhs) == 'string' and lhs ~= '' then
+      if vim.fn.maparg(lhs, 'n') == '' or M._mapped[lhs] then
+        vim.keymap.set('n', lhs, action[1], { desc = action[2] })
+        M._mapped[lhs] = true
+      end
+    end
+  end
+end
+M._mapped = {}
+
+--- Attach a buffer if it belongs to a folder (starts the client on first use).
+function M.attach(buf)
+  return client.attach(buf or api.nvim_get_current_buf())
+end
+
+--- Stop the client.
+function M.stop(timeout)
+  plan.close()
+  client.stop(timeout)
+  for _, f in pairs(state.folders) do
+    marks.clear(f)
+  end
+  state.clear()
+end
+
+---@param opts table?
+function M.setup(opts)
+  local first = not M._did_setup
+  M._did_setup = true
+  config.set(opts)
+  set_highlights()
+  M.create_command()
+  api.nvim_clear_autocmds({ group = group })
+  api.nvim_create_autocmd('ColorScheme', { group = group, callback = set_highlights })
+  api.nvim_create_autocmd('VimResized', { group = group, callback = plan.reposition })
+  if config.get().autostart then
+    api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, {
+      group = group,
+      callback = function(ev)
+        -- after the other BufRead autocommands (buftype, filetype) have run
+        vim.schedule(function()
+          if api.nvim_buf_is_loaded(ev.buf) then
+            client.attach(ev.buf)
+          end
+        end)
+      end,
+    })
+    vim.schedule(function()
+      for _, b in ipairs(api.nvim_list_bufs()) do
+        if api.nvim_buf_is_loaded(b) then
+          client.attach(b)
+        end
+      end
+    end)
+  end
+  api.nvim_create_autocmd('BufEnter', {
+    group = group,
+    callback = function(ev)
+      local c = client.get()
+      if c and c.attached_buffers and c.attached_buffers[ev.buf] then
+        local name = api.nvim_buf_get_name(ev.buf)
+        local folder = name ~= '' and state.containing(util.normalize(name)) or nil
+        if folder and folder.plan and #(folder.plan.items or {}) > 0 then
+          require('stepwise.handlers').refresh_lenses(folder.uri)
+        end
+      end
+    end,
+  })
+  set_keymaps(config.get().keymaps)
+  if not first then
+    client.push_settings()
+  end
+  return M
+end
+
+return M

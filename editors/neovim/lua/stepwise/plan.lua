@@ -1,0 +1,206 @@
+-- The plan: rendering, and the floating window that follows it live (`:Stepwise plan`).
+local M = {}
+
+local api = vim.api
+local ns = api.nvim_create_namespace('stepwise.plan')
+
+local marks = {
+  completed = 'x',
+  in_progress = '>',
+  pending = ' ',
+  failed = '!',
+}
+local hl = {
+  completed = 'StepwisePlanDone',
+  in_progress = 'StepwisePlanActive',
+  pending = 'StepwisePlanPending',
+  failed = 'StepwisePlanFailed',
+}
+
+--- The in-progress item of a plan, if any.
+---@param plan table?
+---@return table?
+function M.active_item(plan)
+  for _, item in ipairs(plan and plan.items or {}) do
+    if item.status == 'in_progress' then
+      return item
+    end
+  end
+end
+
+--- Lines of a plan, as the agent's todo tool renders it.
+---@param plan table?
+---@return string[] lines, string[] highlight group per line
+function M.render(plan)
+  local items = plan and plan.items or {}
+  if #items == 0 then
+    return { 'No todos.' }, { 'StepwisePlanPending' }
+  end
+  local lines, groups = {}, {}
+  local done = 0
+  for _, item in ipairs(items) do
+    local status = item.status or 'pending'
+    if status == 'completed' then
+      done = done + 1
+    end
+    local text = tostring(item.text or ''):gsub('\n', ' ')
+    lines[#lines + 1] = string.format('[%s] #%s: %s', marks[status] or '?', tostring(item.id), text)
+    groups[#groups + 1] = hl[status] or 'StepwisePlanPending'
+  end
+  local completed = tonumber(plan.completed) or done
+  local total = tonumber(plan.total) or #items
+  lines[#lines + 1] = ''
+  groups[#groups + 1] = false
+  lines[#lines + 1] = string.format('(%d/%d completed)', completed, total)
+  groups[#groups + 1] = 'StepwisePlanSummary'
+  return lines, groups
+end
+
+-- the floating window
+local win ---@type integer?
+local buf ---@type integer?
+local shown_ws ---@type string? workspace uri shown
+
+local function win_valid()
+  return win ~= nil and api.nvim_win_is_valid(win)
+end
+
+function M.is_open()
+  return win_valid()
+end
+
+--- The workspace uri the window shows.
+function M.workspace()
+  return win_valid() and shown_ws or nil
+end
+
+local function ensure_buf()
+  if buf and api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].filetype = 'stepwiseplan'
+  vim.keymap.set('n', 'q', function()
+    M.close()
+  end, { buffer = buf, nowait = true, desc = 'stepwise: close the plan' })
+  vim.keymap.set('n', '<Esc>', function()
+    M.close()
+  end, { buffer = buf, nowait = true, desc = 'stepwise: close the plan' })
+  return buf
+end
+
+local function title_for(folder)
+  local name = folder and vim.fs.basename(folder.path or '') or ''
+  local t = ' stepwise '
+  if name ~= '' then
+    t = ' stepwise · ' .. name .. ' '
+  end
+  if folder and folder.state and folder.state ~= 'idle' then
+    t = t .. '(' .. folder.state .. ') '
+  end
+  return t
+end
+
+local function geometry(lines, folder)
+  local opts = require('stepwise.config').get().plan_window or {}
+  local width = vim.fn.strdisplaywidth(title_for(folder)) + 2
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l))
+  end
+  local max_width = math.max(20, math.min(opts.max_width or 80, vim.o.columns - 4))
+  width = math.min(width + 1, max_width)
+  local height = math.max(1, math.min(#lines, vim.o.lines - 4))
+  return {
+    relative = 'editor',
+    anchor = 'NE',
+    row = 1,
+    col = vim.o.columns - 1,
+    width = width,
+    height = height,
+  }
+end
+
+---@param folder table the workspace state (see stepwise.state)
+local function fill(folder)
+  local b = ensure_buf()
+  local lines, groups = M.render(folder and folder.plan)
+  vim.bo[b].modifiable = true
+  api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  vim.bo[b].modifiable = false
+  api.nvim_buf_clear_namespace(b, ns, 0, -1)
+  for i, group in ipairs(groups) do
+    if group and lines[i] ~= '' then
+      api.nvim_buf_set_extmark(b, ns, i - 1, 0, { end_col = #lines[i], hl_group = group })
+    end
+  end
+  return lines
+end
+
+--- Open the window on a workspace's plan.
+---@param folder table
+function M.open(folder)
+  local lines = fill(folder)
+  local opts = require('stepwise.config').get().plan_window or {}
+  local cfg = geometry(lines, folder)
+  cfg.style = 'minimal'
+  cfg.border = opts.border or 'rounded'
+  cfg.focusable = true
+  cfg.zindex = 45
+  if vim.fn.has('nvim-0.9') == 1 and cfg.border ~= 'none' then
+    cfg.title = title_for(folder)
+    cfg.title_pos = 'center'
+  end
+  if win_valid() then
+    api.nvim_win_set_config(win, cfg)
+  else
+    win = api.nvim_open_win(ensure_buf(), false, cfg)
+    vim.wo[win].wrap = false
+    vim.wo[win].winhighlight = 'NormalFloat:StepwisePlanNormal,FloatBorder:StepwisePlanBorder'
+  end
+  shown_ws = folder.uri
+end
+
+function M.close()
+  if win_valid() then
+    api.nvim_win_close(win, true)
+  end
+  win = nil
+  shown_ws = nil
+end
+
+---@param folder table
+function M.toggle(folder)
+  if win_valid() then
+    M.close()
+  else
+    M.open(folder)
+  end
+end
+
+--- Called on every plan or state change of a workspace.
+---@param folder table
+function M.update(folder)
+  if win_valid() and shown_ws == folder.uri then
+    M.open(folder)
+  end
+end
+
+--- Lines shown in the window (for tests and statuslines); nil when closed.
+function M.lines()
+  if not win_valid() then
+    return nil
+  end
+  return api.nvim_buf_get_lines(api.nvim_win_get_buf(win), 0, -1, false)
+end
+
+function M.reposition()
+  if win_valid() and shown_ws then
+    local folder = require('stepwise.state').get(shown_ws)
+    if folder then
+      M.open(folder)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,20 @@
+-- stepwise.nvim: defines :Stepwise; everything else waits for require('stepwise').setup().
+if vim.g.loaded_stepwise then
+  return
+end
+vim.g.loaded_stepwise = true
+
+if vim.fn.has('nvim-0.10') ~= 1 then
+  vim.api.nvim_echo({ { 'stepwise.nvim needs Neovim 0.10 or later', 'WarningMsg' } }, true, {})
+  return
+end
+
+vim.api.nvim_create_user_command('Stepwise', function(o)
+  require('stepwise').command(o)
+end, {
+  nargs = '*',
+  complete = function(...)
+    return require('stepwise').complete(...)
+  end,
+  desc = 'stepwise: run {task} | cancel | reset | plan | log',
+})
