@@ -155,7 +155,9 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         None if kind == ProviderKind::Openai && base_is_local => String::new(),
         None => return Err(format!("no API key: set {key_var} (in the environment or a .env file)")),
     };
-    let timeout = Duration::from_secs(o.request_timeout_secs.unwrap_or(300).max(1));
+    // How long the model may stay silent; editor request timeouts are a separate setting.
+    let timeout =
+        Duration::from_secs(env.get("STEPWISE_MODEL_TIMEOUT").and_then(|v| v.parse().ok()).unwrap_or(300).max(1));
     Ok(ProviderConfig {
         kind,
         model,

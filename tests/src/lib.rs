@@ -1,7 +1,7 @@
-//! Test support for stepwise: a scripted mock LLM server speaking the Anthropic and OpenAI wire formats.
+//! Test support for stepwise: a scripted mock LLM server speaking the Anthropic and OpenAI wire formats,
+//! and a fake editor driving the LSP sidecar (`lsp_client`).
 
+pub mod lsp_client;
 pub mod mock;
 
-pub use mock::{
-    HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage,
-};
+pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};

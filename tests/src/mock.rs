@@ -47,12 +47,8 @@ impl Script {
     pub fn load(path: impl AsRef<Path>) -> std::io::Result<Script> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)?;
-        Script::from_json(&text).map_err(|e| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{}: {e}", path.display()),
-            )
-        })
+        Script::from_json(&text)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
     }
 }
 
@@ -72,17 +68,11 @@ impl<'de> Deserialize<'de> for Script {
                 Some(Value::Array(list)) => list,
                 _ => return Err(D::Error::custom("a script object needs a \"steps\" array")),
             },
-            _ => {
-                return Err(D::Error::custom(
-                    "a script is an array of steps or {\"steps\": [...]}",
-                ))
-            }
+            _ => return Err(D::Error::custom("a script is an array of steps or {\"steps\": [...]}")),
         };
         list.into_iter()
             .enumerate()
-            .map(|(i, v)| {
-                serde_json::from_value(v).map_err(|e| D::Error::custom(format!("step {i}: {e}")))
-            })
+            .map(|(i, v)| serde_json::from_value(v).map_err(|e| D::Error::custom(format!("step {i}: {e}"))))
             .collect::<Result<Vec<Step>, _>>()
             .map(Script)
     }
@@ -120,9 +110,7 @@ impl Step {
 
     /// A stream cut off after `message_start` (and `text`, if any).
     pub fn stream_error(text: Option<&str>) -> Step {
-        Step::StreamError(StreamError {
-            text: text.map(str::to_owned),
-        })
+        Step::StreamError(StreamError { text: text.map(str::to_owned) })
     }
 }
 
@@ -150,34 +138,18 @@ pub struct Turn {
 
 impl Turn {
     pub fn text(text: impl Into<String>) -> Turn {
-        Turn {
-            text: Some(text.into()),
-            ..Turn::default()
-        }
+        Turn { text: Some(text.into()), ..Turn::default() }
     }
     pub fn with_text(mut self, text: impl Into<String>) -> Turn {
         self.text = Some(text.into());
         self
     }
     pub fn with_tool(mut self, name: impl Into<String>, input: Value) -> Turn {
-        self.tool_calls.push(ToolCall {
-            name: name.into(),
-            input,
-            id: None,
-        });
+        self.tool_calls.push(ToolCall { name: name.into(), input, id: None });
         self
     }
-    pub fn with_tool_id(
-        mut self,
-        id: impl Into<String>,
-        name: impl Into<String>,
-        input: Value,
-    ) -> Turn {
-        self.tool_calls.push(ToolCall {
-            name: name.into(),
-            input,
-            id: Some(id.into()),
-        });
+    pub fn with_tool_id(mut self, id: impl Into<String>, name: impl Into<String>, input: Value) -> Turn {
+        self.tool_calls.push(ToolCall { name: name.into(), input, id: Some(id.into()) });
         self
     }
     pub fn with_stop_reason(mut self, reason: impl Into<String>) -> Turn {
@@ -185,10 +157,7 @@ impl Turn {
         self
     }
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Turn {
-        self.usage = Some(Usage {
-            input_tokens,
-            output_tokens,
-        });
+        self.usage = Some(Usage { input_tokens, output_tokens });
         self
     }
     pub fn with_delay_ms(mut self, ms: u64) -> Turn {
@@ -226,10 +195,7 @@ pub struct Usage {
 
 impl Default for Usage {
     fn default() -> Usage {
-        Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-        }
+        Usage { input_tokens: 10, output_tokens: 5 }
     }
 }
 
@@ -241,11 +207,7 @@ pub struct HttpError {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
     /// Extra response headers (values may be given as JSON numbers).
-    #[serde(
-        default,
-        deserialize_with = "string_map",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(default, deserialize_with = "string_map", skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
@@ -253,12 +215,7 @@ pub struct HttpError {
 
 impl HttpError {
     pub fn new(status: u16) -> HttpError {
-        HttpError {
-            status,
-            body: None,
-            headers: BTreeMap::new(),
-            delay_ms: 0,
-        }
+        HttpError { status, body: None, headers: BTreeMap::new(), delay_ms: 0 }
     }
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> HttpError {
         self.headers.insert(name.into(), value.into());
@@ -325,10 +282,7 @@ pub struct Recorded {
 impl Recorded {
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// `{"method","path","headers":{name: value},"body"}`, as written to the record file.
@@ -379,8 +333,11 @@ impl Shared {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn record(&self, rec: Recorded) -> usize {
+    /// Records a request and, for a model request, takes its step in the same critical section, so
+    /// whoever sees the request recorded also sees its step gone.
+    fn record(&self, rec: Recorded, takes_step: bool) -> (usize, Option<Step>) {
         let mut requests = self.requests.lock().unwrap();
+        let step = if takes_step { self.steps.lock().unwrap().pop_front() } else { None };
         if let Some(file) = &self.record {
             let mut line = rec.to_json().to_string();
             line.push('\n');
@@ -391,7 +348,7 @@ impl Shared {
         requests.push(rec);
         let n = requests.len();
         self.count.send_replace(n);
-        n
+        (n, step)
     }
 }
 
@@ -404,34 +361,22 @@ pub struct MockModel {
 
 impl std::fmt::Debug for MockModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MockModel")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("MockModel").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 
 impl MockModel {
     /// Starts the server on 127.0.0.1 with a free port. Panics if it cannot bind.
     pub async fn start(script: impl Into<Script>) -> MockModel {
-        MockModel::start_with(script, MockOptions::default())
-            .await
-            .expect("mock model: cannot bind 127.0.0.1")
+        MockModel::start_with(script, MockOptions::default()).await.expect("mock model: cannot bind 127.0.0.1")
     }
 
     /// Starts the server with options (fixed port, record file, stderr log).
-    pub async fn start_with(
-        script: impl Into<Script>,
-        options: MockOptions,
-    ) -> std::io::Result<MockModel> {
+    pub async fn start_with(script: impl Into<Script>, options: MockOptions) -> std::io::Result<MockModel> {
         let listener = TcpListener::bind(("127.0.0.1", options.port)).await?;
         let addr = listener.local_addr()?;
         let record = match &options.record {
-            Some(path) => Some(Mutex::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?,
-            )),
+            Some(path) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?)),
             None => None,
         };
         let shared = Arc::new(Shared {
@@ -470,19 +415,10 @@ impl MockModel {
     /// Panics with the requests seen so far on timeout.
     pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<Recorded> {
         let mut rx = self.shared.count.subscribe();
-        if tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n))
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n)).await.is_err() {
             let got = self.requests();
-            let seen: Vec<String> = got
-                .iter()
-                .map(|r| format!("{} {}", r.method, r.path))
-                .collect();
-            panic!(
-                "mock model: timed out after {timeout:?} waiting for {n} request(s); got {}: {seen:?}",
-                got.len()
-            );
+            let seen: Vec<String> = got.iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+            panic!("mock model: timed out after {timeout:?} waiting for {n} request(s); got {}: {seen:?}", got.len());
         }
         self.requests()
     }
@@ -548,10 +484,7 @@ struct Request {
 
 impl Request {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     fn keep_alive(&self) -> bool {
@@ -577,10 +510,7 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result
     let mut tmp = [0u8; 16 * 1024];
     let n = stream.read(&mut tmp).await?;
     if n == 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "connection closed",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
     }
     buf.extend_from_slice(&tmp[..n]);
     Ok(())
@@ -588,10 +518,7 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result
 
 /// Reads one request; `Ok(None)` when the client closed the connection between requests.
 /// Bytes after the request stay in `buf` for the next one.
-async fn read_request(
-    stream: &mut TcpStream,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Option<Request>> {
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<Request>> {
     // Head.
     let head_end = loop {
         // Tolerate stray CRLFs between requests.
@@ -610,10 +537,7 @@ async fn read_request(
             return if buf.is_empty() {
                 Ok(None)
             } else {
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "eof in request head",
-                ))
+                Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof in request head"))
             };
         }
         buf.extend_from_slice(&tmp[..n]);
@@ -625,9 +549,7 @@ async fn read_request(
     let request_line = lines.next().unwrap_or("");
     let mut parts = request_line.split_whitespace();
     let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
-        (Some(m), Some(t), Some(v)) if v.starts_with("HTTP/1.") => {
-            (m.to_owned(), t.to_owned(), v.to_owned())
-        }
+        (Some(m), Some(t), Some(v)) if v.starts_with("HTTP/1.") => (m.to_owned(), t.to_owned(), v.to_owned()),
         _ => return Err(bad("bad request line")),
     };
     let mut headers = Vec::new();
@@ -635,28 +557,15 @@ async fn read_request(
         let (name, value) = line.split_once(':').ok_or_else(|| bad("bad header line"))?;
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
     }
-    let mut req = Request {
-        method,
-        target,
-        version,
-        headers,
-        body: Vec::new(),
-    };
+    let mut req = Request { method, target, version, headers, body: Vec::new() };
 
-    let chunked = req
-        .header("transfer-encoding")
-        .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
+    let chunked = req.header("transfer-encoding").is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
     let length = match req.header("content-length") {
         Some(v) if !chunked => Some(v.parse::<usize>().map_err(|_| bad("bad content-length"))?),
         _ => None,
     };
     let has_body = chunked || length.is_some_and(|n| n > 0);
-    if has_body
-        && buf.is_empty()
-        && req
-            .header("expect")
-            .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
-    {
+    if has_body && buf.is_empty() && req.header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue")) {
         stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
     }
 
@@ -756,11 +665,7 @@ struct Sse<'a> {
 }
 
 impl<'a> Sse<'a> {
-    async fn start(
-        stream: &'a mut TcpStream,
-        delay: Duration,
-        extra: &[(String, String)],
-    ) -> std::io::Result<Sse<'a>> {
+    async fn start(stream: &'a mut TcpStream, delay: Duration, extra: &[(String, String)]) -> std::io::Result<Sse<'a>> {
         let mut head = String::from(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n",
         );
@@ -770,11 +675,7 @@ impl<'a> Sse<'a> {
         head.push_str("\r\n");
         stream.write_all(head.as_bytes()).await?;
         stream.flush().await?;
-        Ok(Sse {
-            stream,
-            delay,
-            sent: 0,
-        })
+        Ok(Sse { stream, delay, sent: 0 })
     }
 
     async fn raw(&mut self, data: &str) -> std::io::Result<()> {
@@ -830,14 +731,9 @@ async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
             Ok(None) => return,
             Err(e) => {
                 if e.kind() == std::io::ErrorKind::InvalidData {
-                    let body = json!({"error": {"message": format!("mock model: {e}"), "type": "invalid_request_error"}});
-                    let _ = write_json(
-                        &mut stream,
-                        400,
-                        &[("connection".into(), "close".into())],
-                        &body,
-                    )
-                    .await;
+                    let body =
+                        json!({"error": {"message": format!("mock model: {e}"), "type": "invalid_request_error"}});
+                    let _ = write_json(&mut stream, 400, &[("connection".into(), "close".into())], &body).await;
                 }
                 return;
             }
@@ -870,11 +766,7 @@ fn route(target: &str) -> Option<Provider> {
         path = rest.find('/').map_or("/", |i| &rest[i..]);
     }
     let path = path.split(['?', '#']).next().unwrap_or("");
-    let path = if path.len() > 1 {
-        path.trim_end_matches('/')
-    } else {
-        path
-    };
+    let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
     match path {
         "/v1/messages" => Some(Provider::Anthropic),
         "/v1/chat/completions" | "/chat/completions" => Some(Provider::OpenAi),
@@ -911,18 +803,16 @@ fn error_body(provider: Provider, status: u16, message: &str) -> Value {
 }
 
 async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::io::Result<After> {
-    let body_json: Option<Value> = if req.body.is_empty() {
-        None
-    } else {
-        serde_json::from_slice(&req.body).ok()
-    };
+    let body_json: Option<Value> = if req.body.is_empty() { None } else { serde_json::from_slice(&req.body).ok() };
     let rec = Recorded {
         method: req.method.clone(),
         path: req.target.clone(),
         headers: req.headers.clone(),
         body: body_json.clone().unwrap_or(Value::Null),
     };
-    let n = shared.record(rec);
+    let takes_step =
+        route(&req.target).is_some() && req.method == "POST" && matches!(body_json, Some(Value::Object(_)));
+    let (n, step) = shared.record(rec, takes_step);
 
     let Some(provider) = route(&req.target) else {
         if shared.log {
@@ -933,28 +823,19 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
         return Ok(After::Continue);
     };
     if req.method != "POST" {
-        let body = error_body(
-            provider,
-            405,
-            &format!("mock model: method {} not allowed", req.method),
-        );
+        let body = error_body(provider, 405, &format!("mock model: method {} not allowed", req.method));
         write_json(stream, 405, &[("allow".into(), "POST".into())], &body).await?;
         return Ok(After::Continue);
     }
     let request = match body_json {
         Some(v @ Value::Object(_)) => v,
         _ => {
-            let body = error_body(
-                provider,
-                400,
-                "mock model: request body is not a JSON object",
-            );
+            let body = error_body(provider, 400, "mock model: request body is not a JSON object");
             write_json(stream, 400, &[], &body).await?;
             return Ok(After::Continue);
         }
     };
 
-    let step = shared.steps.lock().unwrap().pop_front();
     if shared.log {
         let what = match &step {
             None => "exhausted",
@@ -965,34 +846,20 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
         };
         eprintln!("mock-model: #{n} {} {} -> {what}", req.method, req.target);
     }
-    let stream_mode = request
-        .get("stream")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let stream_mode = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let ctx = Ctx {
         provider,
-        model: request
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("mock-model")
-            .to_owned(),
+        model: request.get("model").and_then(Value::as_str).unwrap_or("mock-model").to_owned(),
         stream: stream_mode,
-        include_usage: request
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        include_usage: request.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
         id: shared.next_id(),
-        created: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        created: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
     };
 
     match step {
         None => {
-            let message = format!(
-                "mock script exhausted: no step left for request #{n} ({} {})",
-                req.method, req.target
-            );
+            let message =
+                format!("mock script exhausted: no step left for request #{n} ({} {})", req.method, req.target);
             write_json(stream, 500, &[], &error_body(provider, 500, &message)).await?;
             Ok(After::Continue)
         }
@@ -1002,11 +869,7 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
                 tokio::time::sleep(Duration::from_millis(e.delay_ms)).await;
             }
             let body = e.body.clone().unwrap_or_else(|| {
-                error_body(
-                    provider,
-                    e.status,
-                    &format!("mock http_error {} {}", e.status, reason(e.status)),
-                )
+                error_body(provider, e.status, &format!("mock http_error {} {}", e.status, reason(e.status)))
             });
             let headers: Vec<(String, String)> = e.headers.into_iter().collect();
             write_json(stream, e.status, &headers, &body).await?;
@@ -1019,42 +882,22 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
             let calls = assign_ids(&turn, provider, shared);
             match (provider, ctx.stream) {
                 (Provider::Anthropic, false) => {
-                    write_json(
-                        stream,
-                        200,
-                        &ctx.headers(),
-                        &anthropic_message(&turn, &calls, &ctx),
-                    )
-                    .await?
+                    write_json(stream, 200, &ctx.headers(), &anthropic_message(&turn, &calls, &ctx)).await?
                 }
                 (Provider::OpenAi, false) => {
-                    write_json(
-                        stream,
-                        200,
-                        &ctx.headers(),
-                        &openai_completion(&turn, &calls, &ctx),
-                    )
-                    .await?
+                    write_json(stream, 200, &ctx.headers(), &openai_completion(&turn, &calls, &ctx)).await?
                 }
                 (Provider::Anthropic, true) => {
-                    let mut sse = Sse::start(
-                        stream,
-                        Duration::from_millis(turn.chunk_delay_ms),
-                        &ctx.headers(),
-                    )
-                    .await?;
+                    let mut sse =
+                        Sse::start(stream, Duration::from_millis(turn.chunk_delay_ms), &ctx.headers()).await?;
                     for (name, data) in anthropic_events(&turn, &calls, &ctx) {
                         sse.event(name, &data).await?;
                     }
                     sse.finish().await?;
                 }
                 (Provider::OpenAi, true) => {
-                    let mut sse = Sse::start(
-                        stream,
-                        Duration::from_millis(turn.chunk_delay_ms),
-                        &ctx.headers(),
-                    )
-                    .await?;
+                    let mut sse =
+                        Sse::start(stream, Duration::from_millis(turn.chunk_delay_ms), &ctx.headers()).await?;
                     for chunk in openai_chunks(&turn, &calls, &ctx) {
                         sse.data(&chunk.to_string()).await?;
                     }
@@ -1065,30 +908,21 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
             Ok(After::Continue)
         }
         Some(Step::StreamError(se)) => {
-            let turn = Turn {
-                text: se.text.clone(),
-                ..Turn::default()
-            };
+            let turn = Turn { text: se.text.clone(), ..Turn::default() };
             if ctx.stream {
                 let mut sse = Sse::start(stream, Duration::ZERO, &ctx.headers()).await?;
                 match provider {
                     Provider::Anthropic => {
                         // message_start, ping, and the text block without its stop.
                         let events = anthropic_events(&turn, &[], &ctx);
-                        let keep = if se.text.is_some() {
-                            events.len() - 3
-                        } else {
-                            2
-                        };
+                        let keep = if se.text.is_some() { events.len() - 3 } else { 2 };
                         for (name, data) in events.into_iter().take(keep) {
                             sse.event(name, &data).await?;
                         }
                     }
                     Provider::OpenAi => {
                         let chunks = openai_chunks(&turn, &[], &ctx);
-                        let keep = chunks
-                            .len()
-                            .saturating_sub(1 + usize::from(ctx.include_usage));
+                        let keep = chunks.len().saturating_sub(1 + usize::from(ctx.include_usage));
                         for chunk in chunks.into_iter().take(keep.max(1)) {
                             sse.data(&chunk.to_string()).await?;
                         }
@@ -1260,10 +1094,7 @@ fn anthropic_events(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Vec<(&'static str
                 json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
             ));
         }
-        ev.push((
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        ev.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
         index += 1;
     }
     for c in calls {
@@ -1282,10 +1113,7 @@ fn anthropic_events(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Vec<(&'static str
                        "delta": {"type": "input_json_delta", "partial_json": piece}}),
             ));
         }
-        ev.push((
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        ev.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
         index += 1;
     }
     ev.push((
@@ -1334,15 +1162,8 @@ fn openai_chunks(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Vec<Value> {
         }
         c
     };
-    let first_content = if turn.text.is_some() {
-        json!("")
-    } else {
-        Value::Null
-    };
-    let mut out = vec![chunk(
-        json!({"role": "assistant", "content": first_content, "refusal": null}),
-        Value::Null,
-    )];
+    let first_content = if turn.text.is_some() { json!("") } else { Value::Null };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": first_content, "refusal": null}), Value::Null)];
     if let Some(text) = &turn.text {
         for piece in word_pieces(text) {
             out.push(chunk(json!({"content": piece}), Value::Null));
@@ -1355,16 +1176,10 @@ fn openai_chunks(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Vec<Value> {
             Value::Null,
         ));
         for piece in split_even(&c.input.to_string(), 3) {
-            out.push(chunk(
-                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
-                Value::Null,
-            ));
+            out.push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), Value::Null));
         }
     }
-    out.push(chunk(
-        json!({}),
-        json!(stop_reason(turn, calls, Provider::OpenAi)),
-    ));
+    out.push(chunk(json!({}), json!(stop_reason(turn, calls, Provider::OpenAi))));
     if ctx.include_usage {
         out.push(json!({
             "id": ctx.message_id(), "object": "chat.completion.chunk", "created": ctx.created, "model": ctx.model,
@@ -1380,10 +1195,7 @@ mod unit {
 
     #[test]
     fn pieces() {
-        assert_eq!(
-            word_pieces("Hello big  world\n"),
-            vec!["Hello ", "big  ", "world\n"]
-        );
+        assert_eq!(word_pieces("Hello big  world\n"), vec!["Hello ", "big  ", "world\n"]);
         assert_eq!(word_pieces("  lead"), vec!["  lead"]);
         assert_eq!(word_pieces(""), Vec::<String>::new());
         assert_eq!(split_even("{}", 3), vec!["{", "}"]);
@@ -1394,28 +1206,16 @@ mod unit {
     #[test]
     fn script_shapes() {
         let a = Script::from_json(r#"[{"type":"turn","text":"hi"},{"type":"hang"}]"#).unwrap();
-        let b = Script::from_json(r#"{"steps":[{"type":"turn","text":"hi"},{"type":"hang"}]}"#)
-            .unwrap();
+        let b = Script::from_json(r#"{"steps":[{"type":"turn","text":"hi"},{"type":"hang"}]}"#).unwrap();
         assert_eq!(a, b);
         assert_eq!(a.0, vec![Step::text("hi"), Step::Hang]);
-        let e = Script::from_json(r#"[{"type":"turn","txt":"hi"}]"#)
-            .unwrap_err()
-            .to_string();
+        let e = Script::from_json(r#"[{"type":"turn","txt":"hi"}]"#).unwrap_err().to_string();
         assert!(e.contains("step 0") && e.contains("txt"), "{e}");
-        let h = Script::from_json(
-            r#"[{"type":"http_error","status":429,"headers":{"retry-after":0}}]"#,
-        )
-        .unwrap();
-        assert_eq!(
-            h.0,
-            vec![HttpError::new(429).header("retry-after", "0").into()]
-        );
+        let h = Script::from_json(r#"[{"type":"http_error","status":429,"headers":{"retry-after":0}}]"#).unwrap();
+        assert_eq!(h.0, vec![HttpError::new(429).header("retry-after", "0").into()]);
         // Round trip.
         let s = Script(vec![
-            Turn::text("a")
-                .with_tool("bash", json!({"command": "ls"}))
-                .with_usage(1, 2)
-                .into(),
+            Turn::text("a").with_tool("bash", json!({"command": "ls"})).with_usage(1, 2).into(),
             Step::stream_error(Some("x")),
         ]);
         let back = Script::from_json(&serde_json::to_string(&s).unwrap()).unwrap();

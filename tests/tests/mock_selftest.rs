@@ -55,24 +55,23 @@ fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
 }
 
 fn tool_turn() -> Turn {
-    Turn::text("Let me look at the files first.")
-        .with_tool("bash", json!({"command": "ls -la"}))
-        .with_tool_id(
-            "my_id",
-            "write_file",
-            json!({"path": "a.txt", "content": "héllo\n\"quoted\""}),
-        )
+    Turn::text("Let me look at the files first.").with_tool("bash", json!({"command": "ls -la"})).with_tool_id(
+        "my_id",
+        "write_file",
+        json!({"path": "a.txt", "content": "héllo\n\"quoted\""}),
+    )
 }
 
 #[tokio::test]
 async fn anthropic_json() {
     let mock = MockModel::start(vec![tool_turn().with_usage(123, 45).into()]).await;
-    let resp = anthropic(&mock, json!({"model": "claude-test", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = anthropic(
+        &mock,
+        json!({"model": "claude-test", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("application/json"));
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["type"], "message");
     assert_eq!(body["role"], "assistant");
@@ -80,55 +79,32 @@ async fn anthropic_json() {
     assert!(body["id"].as_str().unwrap().starts_with("msg_"));
     assert_eq!(body["stop_reason"], "tool_use");
     assert_eq!(body["stop_sequence"], Value::Null);
-    assert_eq!(
-        body["usage"],
-        json!({"input_tokens": 123, "output_tokens": 45})
-    );
+    assert_eq!(body["usage"], json!({"input_tokens": 123, "output_tokens": 45}));
     let content = body["content"].as_array().unwrap();
     assert_eq!(content.len(), 3);
-    assert_eq!(
-        content[0],
-        json!({"type": "text", "text": "Let me look at the files first."})
-    );
+    assert_eq!(content[0], json!({"type": "text", "text": "Let me look at the files first."}));
     assert_eq!(content[1]["type"], "tool_use");
     assert!(content[1]["id"].as_str().unwrap().starts_with("toolu_"));
     assert_eq!(content[1]["name"], "bash");
     assert_eq!(content[1]["input"], json!({"command": "ls -la"}));
     assert_eq!(content[2]["id"], "my_id");
-    assert_eq!(
-        content[2]["input"],
-        json!({"path": "a.txt", "content": "héllo\n\"quoted\""})
-    );
+    assert_eq!(content[2]["input"], json!({"path": "a.txt", "content": "héllo\n\"quoted\""}));
     assert_eq!(mock.remaining(), 0);
 
     // Plain text turn: end_turn and default usage.
     mock.push(Step::text("done"));
-    let body: Value = anthropic(&mock, json!({"model": "m", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = anthropic(&mock, json!({"model": "m", "messages": []})).await.json().await.unwrap();
     assert_eq!(body["stop_reason"], "end_turn");
-    assert_eq!(
-        body["usage"],
-        json!({"input_tokens": 10, "output_tokens": 5})
-    );
+    assert_eq!(body["usage"], json!({"input_tokens": 10, "output_tokens": 5}));
     assert_eq!(body["content"], json!([{"type": "text", "text": "done"}]));
 }
 
 #[tokio::test]
 async fn anthropic_sse() {
     let mock = MockModel::start(vec![tool_turn().with_usage(7, 9).into()]).await;
-    let resp = anthropic(
-        &mock,
-        json!({"model": "claude-test", "stream": true, "messages": []}),
-    )
-    .await;
+    let resp = anthropic(&mock, json!({"model": "claude-test", "stream": true, "messages": []})).await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     assert_eq!(resp.headers()["transfer-encoding"], "chunked");
     let events = sse_events(&resp.text().await.unwrap());
 
@@ -142,11 +118,7 @@ async fn anthropic_sse() {
     let mut final_delta = Value::Null;
     for (name, data) in &events {
         let data: Value = serde_json::from_str(data).unwrap();
-        assert_eq!(
-            data["type"],
-            name.as_deref().unwrap(),
-            "data.type matches the event name"
-        );
+        assert_eq!(data["type"], name.as_deref().unwrap(), "data.type matches the event name");
         match name.as_deref().unwrap() {
             "message_start" => {
                 assert_eq!(data["message"]["content"], json!([]));
@@ -163,8 +135,9 @@ async fn anthropic_sse() {
                 assert_eq!(i, blocks.len() - 1);
                 match data["delta"]["type"].as_str().unwrap() {
                     "text_delta" => text.push_str(data["delta"]["text"].as_str().unwrap()),
-                    "input_json_delta" => json_parts[i]
-                        .push(data["delta"]["partial_json"].as_str().unwrap().to_owned()),
+                    "input_json_delta" => {
+                        json_parts[i].push(data["delta"]["partial_json"].as_str().unwrap().to_owned())
+                    }
                     other => panic!("unexpected delta {other}"),
                 }
             }
@@ -172,14 +145,8 @@ async fn anthropic_sse() {
             _ => {}
         }
     }
-    let text_deltas = events
-        .iter()
-        .filter(|(_, d)| d.contains("text_delta"))
-        .count();
-    assert!(
-        text_deltas >= 3,
-        "text is split into several deltas, got {text_deltas}"
-    );
+    let text_deltas = events.iter().filter(|(_, d)| d.contains("text_delta")).count();
+    assert!(text_deltas >= 3, "text is split into several deltas, got {text_deltas}");
     assert_eq!(text, "Let me look at the files first.");
     assert_eq!(blocks.len(), 3);
     assert_eq!(blocks[0], json!({"type": "text", "text": ""}));
@@ -188,16 +155,11 @@ async fn anthropic_sse() {
     assert_eq!(blocks[1]["input"], json!({}));
     assert!(blocks[1]["id"].as_str().unwrap().starts_with("toolu_"));
     assert_eq!(blocks[2]["id"], "my_id");
-    for (i, expected) in [
-        (1, json!({"command": "ls -la"})),
-        (2, json!({"path": "a.txt", "content": "héllo\n\"quoted\""})),
-    ] {
+    for (i, expected) in
+        [(1, json!({"command": "ls -la"})), (2, json!({"path": "a.txt", "content": "héllo\n\"quoted\""}))]
+    {
         let non_empty = json_parts[i].iter().filter(|p| !p.is_empty()).count();
-        assert!(
-            non_empty >= 2,
-            "tool input split in 2+ pieces: {:?}",
-            json_parts[i]
-        );
+        assert!(non_empty >= 2, "tool input split in 2+ pieces: {:?}", json_parts[i]);
         let input: Value = serde_json::from_str(&json_parts[i].concat()).unwrap();
         assert_eq!(input, expected);
     }
@@ -209,10 +171,7 @@ async fn anthropic_sse() {
 
 #[tokio::test]
 async fn sse_is_streamed_incrementally() {
-    let mock = MockModel::start(vec![Turn::text("one two three four")
-        .with_chunk_delay_ms(40)
-        .into()])
-    .await;
+    let mock = MockModel::start(vec![Turn::text("one two three four").with_chunk_delay_ms(40).into()]).await;
     let start = Instant::now();
     let mut resp = anthropic(&mock, json!({"model": "m", "stream": true, "messages": []})).await;
     let mut arrivals = Vec::new();
@@ -222,81 +181,46 @@ async fn sse_is_streamed_incrementally() {
     // 10 events, 40 ms apart: at least ~360 ms in total, and the first event well before the end.
     let total = arrivals.last().unwrap().0;
     assert!(total >= Duration::from_millis(300), "total {total:?}");
-    assert!(
-        arrivals[0].0 + Duration::from_millis(200) < total,
-        "first chunk came late: {arrivals:?}"
-    );
-    assert!(
-        arrivals.len() >= 5,
-        "events arrive separately: {} chunks",
-        arrivals.len()
-    );
+    assert!(arrivals[0].0 + Duration::from_millis(200) < total, "first chunk came late: {arrivals:?}");
+    assert!(arrivals.len() >= 5, "events arrive separately: {} chunks", arrivals.len());
 }
 
 #[tokio::test]
 async fn openai_json() {
-    let mock = MockModel::start(vec![
-        tool_turn().with_usage(30, 4).into(),
-        Step::text("All done."),
-    ])
-    .await;
-    let resp = openai(
-        &mock,
-        json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}),
-    )
-    .await;
+    let mock = MockModel::start(vec![tool_turn().with_usage(30, 4).into(), Step::text("All done.")]).await;
+    let resp = openai(&mock, json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["object"], "chat.completion");
     assert_eq!(body["model"], "gpt-test");
     assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-"));
     assert!(body["created"].as_u64().unwrap() > 1_600_000_000);
-    assert_eq!(
-        body["usage"],
-        json!({"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34})
-    );
+    assert_eq!(body["usage"], json!({"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34}));
     let choice = &body["choices"][0];
     assert_eq!(choice["index"], 0);
     assert_eq!(choice["finish_reason"], "tool_calls");
     assert_eq!(choice["message"]["role"], "assistant");
-    assert_eq!(
-        choice["message"]["content"],
-        "Let me look at the files first."
-    );
+    assert_eq!(choice["message"]["content"], "Let me look at the files first.");
     let calls = choice["message"]["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 2);
     assert!(calls[0]["id"].as_str().unwrap().starts_with("call_"));
     assert_eq!(calls[0]["type"], "function");
     assert_eq!(calls[0]["function"]["name"], "bash");
-    let args = calls[0]["function"]["arguments"]
-        .as_str()
-        .expect("arguments is a JSON string");
-    assert_eq!(
-        serde_json::from_str::<Value>(args).unwrap(),
-        json!({"command": "ls -la"})
-    );
+    let args = calls[0]["function"]["arguments"].as_str().expect("arguments is a JSON string");
+    assert_eq!(serde_json::from_str::<Value>(args).unwrap(), json!({"command": "ls -la"}));
     assert_eq!(calls[1]["id"], "my_id");
 
-    let body: Value = openai(&mock, json!({"model": "gpt-test", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = openai(&mock, json!({"model": "gpt-test", "messages": []})).await.json().await.unwrap();
     assert_eq!(body["choices"][0]["finish_reason"], "stop");
     assert_eq!(body["choices"][0]["message"]["content"], "All done.");
-    assert!(
-        body["choices"][0]["message"].get("tool_calls").is_none(),
-        "no tool_calls key without calls"
-    );
+    assert!(body["choices"][0]["message"].get("tool_calls").is_none(), "no tool_calls key without calls");
 
     // Both paths are accepted.
     let paths: Vec<String> = mock.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(paths, ["/v1/chat/completions", "/v1/chat/completions"]);
 }
 
-fn reassemble_openai(
-    events: &[(Option<String>, String)],
-) -> (String, Vec<(String, String, String)>, Vec<Value>) {
+fn reassemble_openai(events: &[(Option<String>, String)]) -> (String, Vec<(String, String, String)>, Vec<Value>) {
     let mut text = String::new();
     let mut calls: Vec<(String, String, String)> = Vec::new();
     let mut chunks = Vec::new();
@@ -333,20 +257,13 @@ fn reassemble_openai(
         }
         chunks.push(chunk);
     }
-    assert!(
-        calls.is_empty() || arg_pieces >= 2 * calls.len(),
-        "arguments split over several chunks"
-    );
+    assert!(calls.is_empty() || arg_pieces >= 2 * calls.len(), "arguments split over several chunks");
     (text, calls, chunks)
 }
 
 #[tokio::test]
 async fn openai_sse() {
-    let mock = MockModel::start(vec![
-        tool_turn().with_usage(11, 22).into(),
-        Step::text("just text here"),
-    ])
-    .await;
+    let mock = MockModel::start(vec![tool_turn().with_usage(11, 22).into(), Step::text("just text here")]).await;
 
     // With include_usage.
     let resp = openai(
@@ -355,10 +272,7 @@ async fn openai_sse() {
     )
     .await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     let events = sse_events(&resp.text().await.unwrap());
     assert_eq!(events.last().unwrap().1, "[DONE]");
     let (text, calls, chunks) = reassemble_openai(&events);
@@ -366,10 +280,7 @@ async fn openai_sse() {
     assert_eq!(calls.len(), 2);
     assert!(calls[0].0.starts_with("call_"));
     assert_eq!(calls[0].1, "bash");
-    assert_eq!(
-        serde_json::from_str::<Value>(&calls[0].2).unwrap(),
-        json!({"command": "ls -la"})
-    );
+    assert_eq!(serde_json::from_str::<Value>(&calls[0].2).unwrap(), json!({"command": "ls -la"}));
     assert_eq!(calls[1].0, "my_id");
     assert_eq!(calls[1].1, "write_file");
     assert_eq!(
@@ -379,31 +290,19 @@ async fn openai_sse() {
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let usage_chunk = chunks.last().unwrap();
     assert_eq!(usage_chunk["choices"], json!([]));
-    assert_eq!(
-        usage_chunk["usage"],
-        json!({"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33})
-    );
+    assert_eq!(usage_chunk["usage"], json!({"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}));
     let finish = &chunks[chunks.len() - 2];
     assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
-    assert!(chunks[..chunks.len() - 2]
-        .iter()
-        .all(|c| c["choices"][0]["finish_reason"].is_null()));
+    assert!(chunks[..chunks.len() - 2].iter().all(|c| c["choices"][0]["finish_reason"].is_null()));
 
     // Without include_usage: no usage chunk; finish chunk is last before [DONE].
-    let resp = openai(
-        &mock,
-        json!({"model": "gpt-test", "stream": true, "messages": []}),
-    )
-    .await;
+    let resp = openai(&mock, json!({"model": "gpt-test", "stream": true, "messages": []})).await;
     let events = sse_events(&resp.text().await.unwrap());
     let (text, calls, chunks) = reassemble_openai(&events);
     assert_eq!(text, "just text here");
     assert!(calls.is_empty());
     assert!(chunks.len() >= 4, "role, 3 text pieces, finish");
-    assert_eq!(
-        chunks.last().unwrap()["choices"][0]["finish_reason"],
-        "stop"
-    );
+    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "stop");
     assert!(chunks.iter().all(|c| c.get("usage").is_none()));
 }
 
@@ -414,17 +313,9 @@ async fn stop_reason_is_mapped_between_providers() {
         Turn::text("x").with_stop_reason("max_tokens").into(),
     ])
     .await;
-    let a: Value = anthropic(&mock, json!({"model": "m", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let a: Value = anthropic(&mock, json!({"model": "m", "messages": []})).await.json().await.unwrap();
     assert_eq!(a["stop_reason"], "max_tokens");
-    let o: Value = openai(&mock, json!({"model": "m", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let o: Value = openai(&mock, json!({"model": "m", "messages": []})).await.json().await.unwrap();
     assert_eq!(o["choices"][0]["finish_reason"], "length");
 }
 
@@ -469,12 +360,7 @@ async fn http_errors() {
 
 #[tokio::test]
 async fn keep_alive_with_reqwest() {
-    let mock = MockModel::start(vec![
-        Step::text("a"),
-        Step::text("b"),
-        Turn::text("c").into(),
-    ])
-    .await;
+    let mock = MockModel::start(vec![Step::text("a"), Step::text("b"), Turn::text("c").into()]).await;
     let client = client();
     for (i, expected) in ["a", "b", "c"].iter().enumerate() {
         let resp = client
@@ -486,11 +372,7 @@ async fn keep_alive_with_reqwest() {
         let text = resp.text().await.unwrap();
         assert!(text.contains(&format!("\"{expected}\"")), "{text}");
     }
-    assert_eq!(
-        mock.connections(),
-        1,
-        "reqwest reused one connection for JSON and SSE answers"
-    );
+    assert_eq!(mock.connections(), 1, "reqwest reused one connection for JSON and SSE answers");
 }
 
 /// Reads one HTTP/1.1 response with a Content-Length body from a raw socket.
@@ -500,11 +382,7 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Va
             let head = String::from_utf8(buf[..end].to_vec()).unwrap();
             let len: usize = head
                 .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap())
-                })
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
                 .expect("content-length");
             if buf.len() >= end + 4 + len {
                 let body = serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap();
@@ -513,10 +391,7 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Va
             }
         }
         let mut tmp = [0u8; 4096];
-        let n = tokio::time::timeout(WAIT, stream.read(&mut tmp))
-            .await
-            .unwrap()
-            .unwrap();
+        let n = tokio::time::timeout(WAIT, stream.read(&mut tmp)).await.unwrap().unwrap();
         assert!(n > 0, "server closed the connection");
         buf.extend_from_slice(&tmp[..n]);
     }
@@ -524,12 +399,7 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Va
 
 #[tokio::test]
 async fn keep_alive_raw_and_chunked_request_body() {
-    let mock = MockModel::start(vec![
-        Step::text("first"),
-        Step::text("second"),
-        Step::text("third"),
-    ])
-    .await;
+    let mock = MockModel::start(vec![Step::text("first"), Step::text("second"), Step::text("third")]).await;
     let mut s = TcpStream::connect(mock.addr()).await.unwrap();
     let mut buf = Vec::new();
 
@@ -580,23 +450,11 @@ async fn exhausted_script_answers_500() {
     let resp = anthropic(&mock, json!({"model": "m", "messages": []})).await;
     assert_eq!(resp.status(), 500);
     let body: Value = resp.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("mock script exhausted"),
-        "{body}"
-    );
+    assert!(body["error"]["message"].as_str().unwrap().contains("mock script exhausted"), "{body}");
     let resp = openai(&mock, json!({"model": "m", "messages": []})).await;
     assert_eq!(resp.status(), 500);
     let body: Value = resp.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("mock script exhausted"),
-        "{body}"
-    );
+    assert!(body["error"]["message"].as_str().unwrap().contains("mock script exhausted"), "{body}");
     assert_eq!(mock.requests().len(), 2, "exhausted requests are recorded");
 }
 
@@ -607,11 +465,7 @@ async fn records_body_and_headers() {
                       "messages": [{"role": "user", "content": [{"type": "text", "text": "héllo"}]}],
                       "tools": [{"name": "bash", "input_schema": {"type": "object"}}]});
     anthropic(&mock, sent.clone()).await.text().await.unwrap();
-    openai(&mock, json!({"model": "gpt"}))
-        .await
-        .text()
-        .await
-        .unwrap();
+    openai(&mock, json!({"model": "gpt"})).await.text().await.unwrap();
     let reqs = mock.wait_for_requests(2, WAIT).await;
     assert_eq!(reqs[0].method, "POST");
     assert_eq!(reqs[0].path, "/v1/messages");
@@ -619,13 +473,7 @@ async fn records_body_and_headers() {
     assert_eq!(reqs[0].header("x-api-key"), Some("test-key"));
     assert_eq!(reqs[0].header("Anthropic-Version"), Some("2023-06-01"));
     assert_eq!(reqs[0].header("content-type"), Some("application/json"));
-    assert!(
-        reqs[0]
-            .headers
-            .iter()
-            .all(|(k, _)| *k == k.to_ascii_lowercase()),
-        "header names are lowercase"
-    );
+    assert!(reqs[0].headers.iter().all(|(k, _)| *k == k.to_ascii_lowercase()), "header names are lowercase");
     assert_eq!(reqs[1].header("authorization"), Some("Bearer sk-test"));
     assert_eq!(reqs[1].body, json!({"model": "gpt"}));
 }
@@ -633,19 +481,10 @@ async fn records_body_and_headers() {
 #[tokio::test]
 async fn unknown_path_and_bad_body() {
     let mock = MockModel::start(vec![Step::text("kept")]).await;
-    let resp = client()
-        .get(format!("{}/v1/models", mock.url()))
-        .send()
-        .await
-        .unwrap();
+    let resp = client().get(format!("{}/v1/models", mock.url())).send().await.unwrap();
     assert_eq!(resp.status(), 404);
     assert!(resp.json::<Value>().await.unwrap()["error"]["message"].is_string());
-    let resp = client()
-        .post(format!("{}/v1/messages", mock.url()))
-        .body("not json")
-        .send()
-        .await
-        .unwrap();
+    let resp = client().post(format!("{}/v1/messages", mock.url())).body("not json").send().await.unwrap();
     assert_eq!(resp.status(), 400);
     assert_eq!(mock.remaining(), 1, "neither consumed a step");
     let reqs = mock.requests();
@@ -656,10 +495,7 @@ async fn unknown_path_and_bad_body() {
 #[tokio::test]
 async fn hang_records_and_never_answers() {
     let mock = MockModel::start(vec![Step::Hang, Step::text("after hang")]).await;
-    let short = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
+    let short = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
     let start = Instant::now();
     let err = short
         .post(format!("{}/v1/messages", mock.url()))
@@ -673,19 +509,12 @@ async fn hang_records_and_never_answers() {
     assert_eq!(reqs[0].body["messages"][0]["content"], "wait");
     // The server keeps serving other connections.
     let resp = anthropic(&mock, json!({"model": "m", "messages": []})).await;
-    assert_eq!(
-        resp.json::<Value>().await.unwrap()["content"][0]["text"],
-        "after hang"
-    );
+    assert_eq!(resp.json::<Value>().await.unwrap()["content"][0]["text"], "after hang");
 }
 
 #[tokio::test]
 async fn stream_error_cuts_the_stream() {
-    let mock = MockModel::start(vec![
-        Step::stream_error(Some("partial answer")),
-        Step::stream_error(None),
-    ])
-    .await;
+    let mock = MockModel::start(vec![Step::stream_error(Some("partial answer")), Step::stream_error(None)]).await;
     let mut resp = anthropic(&mock, json!({"model": "m", "stream": true, "messages": []})).await;
     assert_eq!(resp.status(), 200);
     let mut got = Vec::new();
@@ -698,10 +527,7 @@ async fn stream_error_cuts_the_stream() {
     };
     assert!(err.is_body() || err.is_decode(), "{err:?}");
     let got = String::from_utf8(got).unwrap();
-    assert!(
-        got.contains("message_start") && got.contains("partial ") && !got.contains("message_stop"),
-        "{got}"
-    );
+    assert!(got.contains("message_start") && got.contains("partial ") && !got.contains("message_stop"), "{got}");
 
     let resp = openai(&mock, json!({"model": "m", "stream": true, "messages": []})).await;
     assert_eq!(resp.status(), 200);
@@ -719,11 +545,7 @@ async fn delay_push_remaining() {
     assert_eq!(mock.remaining(), 0);
     mock.push(Step::text("pushed"));
     assert_eq!(mock.remaining(), 1);
-    let body: Value = openai(&mock, json!({"model": "m", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = openai(&mock, json!({"model": "m", "messages": []})).await.json().await.unwrap();
     assert_eq!(body["choices"][0]["message"]["content"], "pushed");
 }
 
@@ -734,21 +556,9 @@ async fn tool_ids_are_unique_per_server() {
         Step::tool("bash", json!({"command": "b"})),
     ])
     .await;
-    let a: Value = anthropic(&mock, json!({"model": "m", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let b: Value = anthropic(&mock, json!({"model": "m", "messages": []}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        a["content"].as_array().unwrap().len(),
-        1,
-        "no text block without text"
-    );
+    let a: Value = anthropic(&mock, json!({"model": "m", "messages": []})).await.json().await.unwrap();
+    let b: Value = anthropic(&mock, json!({"model": "m", "messages": []})).await.json().await.unwrap();
+    assert_eq!(a["content"].as_array().unwrap().len(), 1, "no text block without text");
     assert_ne!(a["content"][0]["id"], b["content"][0]["id"]);
 }
 
@@ -764,17 +574,12 @@ async fn drop_stops_the_server() {
     let mock = MockModel::start(vec![Step::Hang]).await;
     let addr = mock.addr();
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
-        .await
-        .unwrap();
+    s.write_all(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
     mock.wait_for_requests(1, WAIT).await;
     drop(mock);
     // The hanging connection is closed...
     let mut tmp = [0u8; 64];
-    let n = tokio::time::timeout(WAIT, s.read(&mut tmp))
-        .await
-        .expect("closed on drop")
-        .unwrap_or(0);
+    let n = tokio::time::timeout(WAIT, s.read(&mut tmp)).await.expect("closed on drop").unwrap_or(0);
     assert_eq!(n, 0);
     // ...and the port no longer accepts connections.
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -808,11 +613,7 @@ async fn binary_serves_and_records() {
         .spawn()
         .unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(WAIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let line = tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap().unwrap();
     let url = line.strip_prefix("listening ").expect(&line).to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
@@ -823,24 +624,13 @@ async fn binary_serves_and_records() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        resp.json::<Value>().await.unwrap()["content"][0]["text"],
-        "from the binary"
-    );
-    let resp = client()
-        .post(format!("{url}/v1/chat/completions"))
-        .json(&json!({"model": "m"}))
-        .send()
-        .await
-        .unwrap();
+    assert_eq!(resp.json::<Value>().await.unwrap()["content"][0]["text"], "from the binary");
+    let resp = client().post(format!("{url}/v1/chat/completions")).json(&json!({"model": "m"})).send().await.unwrap();
     assert_eq!(resp.status(), 429);
     assert_eq!(resp.headers()["retry-after"], "0");
 
     let recorded = std::fs::read_to_string(&record_path).unwrap();
-    let recorded: Vec<Value> = recorded
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recorded: Vec<Value> = recorded.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(recorded.len(), 2);
     assert_eq!(recorded[0]["method"], "POST");
     assert_eq!(recorded[0]["path"], "/v1/messages");
@@ -850,10 +640,7 @@ async fn binary_serves_and_records() {
 
     // Closing stdin ends the process cleanly.
     drop(child.stdin.take());
-    let status = tokio::time::timeout(WAIT, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status}");
     let _ = std::fs::remove_dir_all(&dir);
 }

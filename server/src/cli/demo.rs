@@ -43,7 +43,7 @@ pub async fn run() -> i32 {
     };
     let term = Terminal::new(tty, std::io::stderr().is_terminal());
     println!("== stepwise demo: a SCRIPTED session. No model is called; the responses are recorded. ==");
-    println!("workspace: {} (a scratch copy)", dir.display());
+    println!("workspace: {} (a scratch copy, removed afterwards)", dir.display());
     println!("task: {TASK}\n");
     let _ = std::io::stdout().flush();
     let mut session = Session::default();
@@ -52,5 +52,7 @@ pub async fn run() -> i32 {
     if let Ok(text) = std::fs::read_to_string(dir.join("hello.py")) {
         println!("--- hello.py after the session ---\n{text}--- end (scripted demo) ---");
     }
+    // The scratch copy has served its purpose; demos must not pile up in the temp folder.
+    let _ = std::fs::remove_dir_all(&dir);
     exit_code(outcome.reason)
 }

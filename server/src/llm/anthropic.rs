@@ -1,10 +1,12 @@
 //! Anthropic Messages API with streaming.
 
-use serde_json::{json, Value};
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 use super::http::{self, Body, Endpoint};
 use super::sse::SseStream;
-use super::{object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Usage};
+use super::{object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, ToolSpec, Usage};
 
 const PROVIDER: &str = "anthropic";
 
@@ -21,14 +23,14 @@ impl Client {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
         let cfg = &self.0.cfg;
-        let body = json!({
-            "model": cfg.model,
-            "max_tokens": cfg.max_tokens,
-            "system": req.system,
-            "messages": req.messages.iter().map(wire_message).collect::<Vec<_>>(),
-            "tools": req.tools,
-            "stream": true,
-        });
+        let body = WireRequest {
+            model: &cfg.model,
+            max_tokens: cfg.max_tokens,
+            system: req.system,
+            messages: req.messages.iter().map(WireMessage).collect(),
+            tools: req.tools,
+            stream: true,
+        };
         let headers = [("x-api-key", cfg.api_key.as_str()), ("anthropic-version", "2023-06-01")];
         match self.0.post(&headers, &body).await? {
             Body::Json(v) => Ok(http::announce(parse_message(&v)?, on_text)),
@@ -41,18 +43,46 @@ fn protocol(message: String) -> LlmError {
     LlmError::Protocol { provider: PROVIDER, message }
 }
 
-fn wire_message(m: &Message) -> Value {
-    let content: Vec<Value> = m
-        .content
-        .iter()
-        .map(|b| match b {
-            Block::ToolUse { id, name, input } => {
-                json!({"type": "tool_use", "id": id, "name": name, "input": object_or_empty(input)})
+/// The request body, serialised straight from the conversation: building a `serde_json::Value` tree of
+/// the whole history first cost about 15 times as much per round as encoding it.
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    system: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    tools: &'a [ToolSpec],
+    stream: bool,
+}
+
+/// A message as the Messages API takes it: `Block`'s own shape, except that a tool input which is not
+/// a JSON object (a model's malformed arguments) is sent back as `{}`.
+struct WireMessage<'a>(&'a Message);
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Content<'a>(&'a [Block]);
+        impl Serialize for Content<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for b in self.0 {
+                    match b {
+                        Block::ToolUse { id, name, input } if !input.is_object() => {
+                            let empty =
+                                Block::ToolUse { id: id.clone(), name: name.clone(), input: object_or_empty(input) };
+                            seq.serialize_element(&empty)?
+                        }
+                        other => seq.serialize_element(other)?,
+                    }
+                }
+                seq.end()
             }
-            other => serde_json::to_value(other).unwrap_or(Value::Null),
-        })
-        .collect();
-    json!({"role": m.role, "content": content})
+        }
+        let mut m = s.serialize_struct("Message", 2)?;
+        m.serialize_field("role", &self.0.role)?;
+        m.serialize_field("content", &Content(&self.0.content))?;
+        m.end()
+    }
 }
 
 fn parse_usage(v: Option<&Value>) -> Usage {

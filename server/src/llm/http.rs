@@ -20,8 +20,14 @@ impl Endpoint {
         Endpoint { cfg, http, url }
     }
 
-    pub async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Result<Body, LlmError> {
-        let resp = post(&self.http, &self.cfg, &self.url, headers, body).await?;
+    pub async fn post<B: serde::Serialize + ?Sized>(
+        &self,
+        headers: &[(&str, &str)],
+        body: &B,
+    ) -> Result<Body, LlmError> {
+        // Encoded once: retries resend the same bytes.
+        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Other(format!("cannot encode the request: {e}")))?;
+        let resp = post(&self.http, &self.cfg, &self.url, headers, bytes::Bytes::from(bytes)).await?;
         read_body(resp, self.cfg.kind.name()).await
     }
 }
@@ -70,12 +76,12 @@ async fn post(
     cfg: &ProviderConfig,
     url: &str,
     headers: &[(&str, &str)],
-    body: &serde_json::Value,
+    body: bytes::Bytes,
 ) -> Result<reqwest::Response, LlmError> {
     let provider = cfg.kind.name();
     let mut attempt = 0u32;
     loop {
-        let mut req = http.post(url).json(body);
+        let mut req = http.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
         for (k, v) in headers {
             req = req.header(*k, *v);
         }

@@ -112,10 +112,8 @@ impl Folder {
     /// Writes the latest snapshot now (at shutdown, when background writers may not get to run).
     pub fn flush(&self) {
         if let (Some(saver), Some(file)) = (&self.saver, &self.state_file) {
-            if let Some(bytes) = saver.borrow().clone() {
-                if let Err(e) = super::state::write_atomic(file, &bytes) {
-                    tracing::warn!("could not save session state: {e}");
-                }
+            if let Err(e) = super::state::write_latest(file, saver) {
+                tracing::warn!("could not save session state: {e}");
             }
         }
     }

@@ -1,7 +1,13 @@
-//! Input hygiene: tower-lsp's reader stops for good at the first frame it cannot decode (tokio-util's
-//! `FramedRead` ends its stream after a decoder error), so one malformed message would silently end the
-//! session. Frames are checked here first; a bad one is replaced by a request to
-//! [`INVALID_MESSAGE`], whose handler answers with the JSON-RPC error the client should get.
+//! Input hygiene around tower-lsp.
+//!
+//! tower-lsp's reader stops for good at the first frame it cannot decode (tokio-util's `FramedRead` ends
+//! its stream after a decoder error), so one malformed message would silently end the session. Frames are
+//! checked here first; a bad one is replaced by a request to [`INVALID_MESSAGE`], whose handler answers
+//! with the JSON-RPC error the client should get. Such errors must carry the id `null`, but tower-lsp
+//! refuses two requests in flight with the same id, so the substitutes carry unique marker ids that are
+//! turned back into `null` on the way out.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -10,6 +16,10 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Request, Response, Result};
 
 /// The internal method a malformed frame is turned into.
 pub const INVALID_MESSAGE: &str = "$/stepwise/invalidMessage";
+/// Ids of substitutes that must reach the client as `null` start with this.
+const NULL_ID_MARK: &str = "$/stepwise/null-id/";
+/// How tower-lsp begins an error response (fields in declaration order).
+const ERROR_RESPONSE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"error\":";
 
 #[derive(Deserialize)]
 pub struct InvalidMessage {
@@ -24,7 +34,42 @@ impl super::Backend {
     }
 }
 
-/// Copies LSP frames from `input` to `out`, replacing undecodable ones. Returns at end of input.
+/// Reads one frame's headers; `None` at end of input, `Some(None)` for a header block without a
+/// usable `Content-Length`. Stray empty lines before a header are skipped.
+async fn read_headers<R: AsyncBufReadExt + Unpin>(
+    r: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<Option<usize>>> {
+    let mut length = None;
+    let mut seen_header = false;
+    loop {
+        line.clear();
+        if r.read_until(b'\n', line).await? == 0 {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end_matches(['\r', '\n']);
+        if text.is_empty() {
+            if seen_header {
+                return Ok(Some(length));
+            }
+            continue;
+        }
+        seen_header = true;
+        if let Some((name, value)) = text.split_once(':') {
+            if name.trim().eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().ok();
+            }
+        }
+    }
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(out: &mut W, body: &[u8]) -> std::io::Result<()> {
+    out.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).await?;
+    out.write_all(body).await
+}
+
+/// Copies LSP frames from the client to the server, replacing undecodable ones. Returns at end of input.
 pub async fn forward<I, W>(input: I, out: &mut W) -> std::io::Result<()>
 where
     I: AsyncRead + Unpin,
@@ -32,32 +77,9 @@ where
 {
     let mut r = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::new();
-    loop {
-        // Headers, up to an empty line. Stray empty lines before a header are skipped.
-        let mut length: Option<std::result::Result<usize, ()>> = None;
-        let mut seen_header = false;
-        loop {
-            line.clear();
-            if r.read_until(b'\n', &mut line).await? == 0 {
-                return Ok(());
-            }
-            let text = String::from_utf8_lossy(&line);
-            let text = text.trim_end_matches(['\r', '\n']);
-            if text.is_empty() {
-                if seen_header {
-                    break;
-                }
-                continue;
-            }
-            seen_header = true;
-            if let Some((name, value)) = text.split_once(':') {
-                if name.trim().eq_ignore_ascii_case("content-length") {
-                    length = Some(value.trim().parse().map_err(|_| ()));
-                }
-            }
-        }
+    while let Some(length) = read_headers(&mut r, &mut line).await? {
         let body = match length {
-            Some(Ok(n)) => {
+            Some(n) => {
                 let mut body = vec![0u8; n];
                 if r.read_exact(&mut body).await.is_err() {
                     return Ok(());
@@ -65,12 +87,47 @@ where
                 check(body)
             }
             // Without a length the body cannot be found; the next header block starts afresh.
-            _ => substitute(&Value::Null, ErrorCode::ParseError, "missing or invalid Content-Length header"),
+            None => substitute(None, ErrorCode::ParseError, "missing or invalid Content-Length header"),
         };
-        out.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).await?;
-        out.write_all(&body).await?;
+        write_frame(out, &body).await?;
         out.flush().await?;
     }
+    Ok(())
+}
+
+/// Copies LSP frames from the server to the client, giving substitutes' answers their `null` id back.
+pub async fn deliver<R, O>(from_server: R, output: O) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    O: AsyncWrite,
+{
+    tokio::pin!(output);
+    let mut r = BufReader::with_capacity(64 * 1024, from_server);
+    let mut line = Vec::new();
+    while let Some(length) = read_headers(&mut r, &mut line).await? {
+        let Some(n) = length else { continue };
+        let mut body = vec![0u8; n];
+        r.read_exact(&mut body).await?;
+        if body.starts_with(ERROR_RESPONSE) {
+            body = restore_null_id(body);
+        }
+        write_frame(&mut output, &body).await?;
+        // Batch what is already waiting; flush when caught up.
+        if r.buffer().is_empty() {
+            output.flush().await?;
+        }
+    }
+    output.flush().await?;
+    output.shutdown().await
+}
+
+fn restore_null_id(body: Vec<u8>) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else { return body };
+    if !v.get("id").and_then(Value::as_str).is_some_and(|id| id.starts_with(NULL_ID_MARK)) {
+        return body;
+    }
+    v["id"] = Value::Null;
+    serde_json::to_vec(&v).unwrap_or(body)
 }
 
 /// The body itself when tower-lsp can decode it, else the substitute request.
@@ -80,23 +137,25 @@ fn check(body: Vec<u8>) -> Vec<u8> {
     }
     let text = match std::str::from_utf8(&body) {
         Ok(t) => t,
-        Err(_) => return substitute(&Value::Null, ErrorCode::ParseError, "message body is not UTF-8"),
+        Err(_) => return substitute(None, ErrorCode::ParseError, "message body is not UTF-8"),
     };
     match serde_json::from_str::<Value>(text) {
-        Err(e) => substitute(&Value::Null, ErrorCode::ParseError, &format!("message body is not JSON: {e}")),
+        Err(e) => substitute(None, ErrorCode::ParseError, &format!("message body is not JSON: {e}")),
         Ok(v) => {
             // Answer a broken request under its own id, so the client's request does not hang.
             let id = match (v.get("method"), v.get("id")) {
-                (Some(_), Some(id @ (Value::Number(_) | Value::String(_)))) => id.clone(),
-                _ => Value::Null,
+                (Some(_), Some(id @ (Value::Number(_) | Value::String(_)))) => Some(id.clone()),
+                _ => None,
             };
-            substitute(&id, ErrorCode::InvalidRequest, "not a valid JSON-RPC 2.0 message")
+            substitute(id, ErrorCode::InvalidRequest, "not a valid JSON-RPC 2.0 message")
         }
     }
 }
 
-fn substitute(id: &Value, code: ErrorCode, message: &str) -> Vec<u8> {
+fn substitute(id: Option<Value>, code: ErrorCode, message: &str) -> Vec<u8> {
+    static N: AtomicU64 = AtomicU64::new(0);
     tracing::warn!("malformed message from the client: {message}");
+    let id = id.unwrap_or_else(|| json!(format!("{NULL_ID_MARK}{}", N.fetch_add(1, Ordering::Relaxed))));
     let req = json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -104,4 +163,37 @@ fn substitute(id: &Value, code: ErrorCode, message: &str) -> Vec<u8> {
         "params": {"code": code.code(), "message": message},
     });
     serde_json::to_vec(&req).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_bodies_become_substitutes() {
+        let ok = br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#.to_vec();
+        assert_eq!(check(ok.clone()), ok);
+        for (body, code) in [
+            (&b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": "[..], -32700),
+            (&b"\xff\xfe"[..], -32700),
+            (&b"[1, 2, 3]"[..], -32600),
+            (&b"{\"id\": 3, \"method\": \"x\"}"[..], -32600),
+        ] {
+            let v: Value = serde_json::from_slice(&check(body.to_vec())).unwrap();
+            assert_eq!(v["method"], INVALID_MESSAGE);
+            assert_eq!(v["params"]["code"], code);
+            assert!(serde_json::from_value::<Request>(v).is_ok());
+        }
+        let v: Value = serde_json::from_slice(&check(b"{\"id\": 3, \"method\": \"x\"}".to_vec())).unwrap();
+        assert_eq!(v["id"], 3);
+    }
+
+    #[test]
+    fn marked_ids_go_out_as_null() {
+        let marked = format!(r#"{{"jsonrpc":"2.0","error":{{"code":-32700,"message":"m"}},"id":"{NULL_ID_MARK}7"}}"#);
+        let v: Value = serde_json::from_slice(&restore_null_id(marked.into_bytes())).unwrap();
+        assert_eq!(v["id"], Value::Null);
+        let other = br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"m"},"id":5}"#.to_vec();
+        assert_eq!(restore_null_id(other.clone()), other);
+    }
 }

@@ -26,20 +26,29 @@ where
         .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
         .custom_method(frames::INVALID_MESSAGE, Backend::invalid_message)
         .finish();
-    // Frames pass a check first: tower-lsp would stop reading at the first malformed one.
+    // Frames pass a check on the way in (tower-lsp would stop reading at the first malformed one), and
+    // answers to malformed frames get their `null` id back on the way out.
     let (mut checked, server_input) = tokio::io::duplex(64 * 1024);
-    let server = Server::new(server_input, output, socket).serve(service);
+    let (server_output, delivered) = tokio::io::duplex(64 * 1024);
+    let server = Server::new(server_input, server_output, socket).serve(service);
     let pump = async move {
         if let Err(e) = frames::forward(input, &mut checked).await {
             tracing::debug!("input ended: {e}");
         }
         // Dropping `checked` ends the server's input.
     };
-    tokio::pin!(server);
-    tokio::pin!(pump);
-    tokio::select! {
-        _ = &mut server => {}
-        _ = &mut pump => server.await,
+    let serving = async {
+        tokio::pin!(server);
+        tokio::pin!(pump);
+        tokio::select! {
+            _ = &mut server => {}
+            _ = &mut pump => server.await,
+        }
+    };
+    // The server's output ends with `serve`; everything it wrote is delivered before returning.
+    let (_, delivered) = tokio::join!(serving, frames::deliver(delivered, output));
+    if let Err(e) = delivered {
+        tracing::debug!("output ended: {e}");
     }
 }
 

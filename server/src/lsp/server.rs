@@ -46,10 +46,18 @@ pub struct Shared {
     caps: RwLock<Caps>,
     init_settings: RwLock<Overrides>,
     refresh_lenses: Arc<AtomicBool>,
-    http: reqwest::Client,
+    /// Built on first use (off the async workers): loading the system's CA certificates takes tens of
+    /// milliseconds, which `initialize` should not wait for.
+    http: Arc<std::sync::OnceLock<reqwest::Client>>,
     /// Where sessions are saved: `initializationOptions.stateDir`, else the environment (state.rs).
     state_dir: RwLock<Option<PathBuf>>,
     runs: AtomicU64,
+    /// What the server had to say before `initialized`: tower-lsp drops notifications sent before the
+    /// `initialize` answer, so they wait here. `None` once initialized.
+    early: std::sync::Mutex<Option<Vec<Outgoing>>>,
+    /// Held (written) while a `workspace/configuration` request is out; a run reads it before taking its
+    /// settings, so a run started right after `initialized` uses the folder's settings.
+    config_pending: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl Shared {
@@ -106,7 +114,7 @@ impl Shared {
         let root = match std::fs::canonicalize(&path) {
             Ok(r) => r,
             Err(e) => {
-                self.notifier.send(Outgoing::Message(
+                self.tell(Outgoing::Message(
                     MessageType::WARNING,
                     format!("stepwise: cannot use workspace folder {}: {e}", path.display()),
                 ));
@@ -121,7 +129,7 @@ impl Shared {
                 let where_ = moved_to
                     .map(|p| format!("it was moved to {}", p.display()))
                     .unwrap_or_else(|| "it could not be moved aside".into());
-                self.notifier.send(Outgoing::Message(
+                self.tell(Outgoing::Message(
                     MessageType::WARNING,
                     format!("stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.", root.display()),
                 ));
@@ -147,6 +155,48 @@ impl Shared {
         if let Ok(mut o) = self.order.write() {
             o.retain(|u| u != uri.as_str());
         }
+    }
+
+    /// Sends a notification now, or at `initialized` if that has not come yet.
+    fn tell(&self, out: Outgoing) {
+        let mut early = self.early.lock().unwrap_or_else(|e| e.into_inner());
+        match early.as_mut() {
+            Some(queue) => queue.push(out),
+            None => self.notifier.send(out),
+        }
+    }
+
+    /// The shared HTTP client, built on a blocking thread the first time.
+    pub async fn http_client(&self) -> reqwest::Client {
+        if let Some(c) = self.http.get() {
+            return c.clone();
+        }
+        let cell = self.http.clone();
+        tokio::task::spawn_blocking(move || cell.get_or_init(|| http_client(Duration::from_secs(300))).clone())
+            .await
+            .unwrap_or_else(|_| http_client(Duration::from_secs(300)))
+    }
+
+    /// Asks for the configuration in the background: a notification handler that waited for the
+    /// client's answer would hold up `exit` (tower-lsp finishes every handler in flight, and reads no
+    /// more answers once `exit` has arrived) for as long as the request's timeout.
+    fn fetch_configuration_later(self: Arc<Self>) {
+        if !self.caps().configuration {
+            return;
+        }
+        // Taken now, before the handler returns, so a run that comes next waits for the answer (at
+        // most the request's timeout).
+        let pending = self.config_pending.clone();
+        match pending.clone().try_write_owned() {
+            Ok(guard) => tokio::spawn(async move {
+                self.fetch_configuration().await;
+                drop(guard);
+            }),
+            Err(_) => tokio::spawn(async move {
+                let _guard = pending.write_owned().await;
+                self.fetch_configuration().await;
+            }),
+        };
     }
 
     async fn fetch_configuration(&self) {
@@ -216,9 +266,11 @@ impl Backend {
                 caps: RwLock::new(Caps::default()),
                 init_settings: RwLock::new(Overrides::default()),
                 refresh_lenses,
-                http: http_client(Duration::from_secs(300)),
+                http: Arc::new(std::sync::OnceLock::new()),
                 state_dir: RwLock::new(state::state_dir()),
                 runs: AtomicU64::new(0),
+                early: std::sync::Mutex::new(Some(Vec::new())),
+                config_pending: Arc::new(tokio::sync::RwLock::new(())),
             }),
         }
     }
@@ -307,6 +359,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prom
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| folder.root.clone());
     let env = Env::load(&[folder.root.as_path(), cwd.as_path()]);
+    drop(shared.config_pending.read().await);
     let settings = shared.settings_for(&folder);
     let configured = config::agent(&env, &settings).and_then(|a| Ok((a, config::provider(&env, &settings)?)));
     let (reason, error) = match configured {
@@ -315,7 +368,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prom
             let timeout = Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1));
             let approval_timeout = Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1));
             let approval = settings.approval.as_deref().and_then(ApprovalMode::parse).unwrap_or(ApprovalMode::Ask);
-            let llm = Llm::new(provider, shared.http.clone());
+            let llm = Llm::new(provider, shared.http_client().await);
             let host = EditorHost {
                 shared: shared.clone(),
                 folder: folder.clone(),
@@ -449,13 +502,23 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
+        // Build the HTTP client now, in the background, so the first run does not wait for it.
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            shared.http_client().await;
+        });
+        // Messages from `initialize` (a folder that cannot be used, a saved session that cannot be read).
+        let early = self.shared.early.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+        for out in early {
+            self.shared.notifier.send(out);
+        }
         // Restored plans show at once.
         for f in self.shared.folders.iter() {
             if !f.plan().is_empty() {
                 self.shared.notifier.send(Outgoing::Plan(f.plan_json()));
             }
         }
-        self.shared.fetch_configuration().await;
+        self.shared.clone().fetch_configuration_later();
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -516,7 +579,7 @@ impl LanguageServer for Backend {
                 self.shared.notifier.send(Outgoing::Plan(f.plan_json()));
             }
         }
-        self.shared.fetch_configuration().await;
+        self.shared.clone().fetch_configuration_later();
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
@@ -526,7 +589,7 @@ impl LanguageServer for Backend {
                 *s = s.merged(&o);
             }
         }
-        self.shared.fetch_configuration().await;
+        self.shared.clone().fetch_configuration_later();
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {

@@ -80,9 +80,28 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = file.with_extension(format!("json.tmp-{}", std::process::id()));
+    // A name of its own per write: the background writer and the flush at shutdown may write at once,
+    // and sharing one temporary file could rename a half-written one into place.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = file.with_extension(format!("json.tmp-{}-{seq}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, file)
+}
+
+/// Writes of state files take turns, and each writes the newest snapshot at the time it holds this
+/// lock: the background writer and the flush at shutdown may both be writing, and an older snapshot
+/// must never land after a newer one.
+static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Writes the newest snapshot in `saver` to `file` now (blocking).
+pub fn write_latest(file: &Path, saver: &tokio::sync::watch::Sender<Option<Vec<u8>>>) -> std::io::Result<()> {
+    let _turn = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = saver.borrow().clone();
+    match bytes {
+        Some(b) => write_atomic(file, &b),
+        None => Ok(()),
+    }
 }
 
 /// Saves the latest snapshot of one folder in the background; older snapshots not yet written are skipped.
@@ -90,11 +109,27 @@ pub fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>
     let (tx, mut rx) = tokio::sync::watch::channel::<Option<Vec<u8>>>(None);
     tokio::spawn(async move {
         while rx.changed().await.is_ok() {
-            let Some(bytes) = rx.borrow_and_update().clone() else { continue };
             let file = file.clone();
-            let res = tokio::task::spawn_blocking(move || write_atomic(&file, &bytes)).await;
-            if let Ok(Err(e)) | Err(e) = res.map_err(std::io::Error::other) {
-                tracing::warn!("could not save session state: {e}");
+            let res = tokio::task::spawn_blocking(move || {
+                let turn = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+                // The newest snapshot now, not the one that woke us.
+                let bytes = rx.borrow_and_update().clone();
+                let res = bytes.map_or(Ok(()), |b| write_atomic(&file, &b));
+                drop(turn);
+                (rx, res)
+            })
+            .await;
+            match res {
+                Ok((back, written)) => {
+                    rx = back;
+                    if let Err(e) = written {
+                        tracing::warn!("could not save session state: {e}");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("could not save session state: {e}");
+                    return;
+                }
             }
         }
     });

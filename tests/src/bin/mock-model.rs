@@ -33,19 +33,10 @@ fn parse_args() -> Result<Args, String> {
             Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
             _ => (arg.clone(), None),
         };
-        let mut value = |what: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{what} needs a value"))
-        };
+        let mut value = |what: &str| inline.clone().or_else(|| args.next()).ok_or(format!("{what} needs a value"));
         match name.as_str() {
             "--script" => script = Some(PathBuf::from(value("--script")?)),
-            "--port" => {
-                port = value("--port")?
-                    .parse()
-                    .map_err(|_| "--port needs a number".to_owned())?
-            }
+            "--port" => port = value("--port")?.parse().map_err(|_| "--port needs a number".to_owned())?,
             "--record" => record = Some(PathBuf::from(value("--record")?)),
             "--exit-on-stdin-eof" => exit_on_stdin_eof = true,
             "--quiet" | "-q" => quiet = true,
@@ -57,13 +48,7 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     let script = script.ok_or("--script is required")?;
-    Ok(Args {
-        script,
-        port,
-        record,
-        exit_on_stdin_eof,
-        quiet,
-    })
+    Ok(Args { script, port, record, exit_on_stdin_eof, quiet })
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -82,11 +67,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = MockOptions {
-        port: args.port,
-        record: args.record,
-        log: !args.quiet,
-    };
+    let options = MockOptions { port: args.port, record: args.record, log: !args.quiet };
     let mock = match MockModel::start_with(script, options).await {
         Ok(m) => m,
         Err(e) => {

@@ -1,0 +1,367 @@
+//! The real `stepwise` binary against the mock model.
+//!
+//! `cargo test -p stepwise-tests` does not build another package's binary, so the first test that
+//! needs it runs `cargo build -p stepwise --bin stepwise` once (same profile and target dir as this
+//! test executable); cargo makes that a no-op when the binary is current.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use stepwise_tests::mock::{MockModel, Step, Turn};
+use tokio::io::AsyncWriteExt;
+
+fn stepwise_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // <target>/<profile>/deps/<this test>
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let target_dir = profile_dir.parent().unwrap().to_path_buf();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "stepwise", "--bin", "stepwise", "--manifest-path"])
+            .arg(&manifest)
+            .env("CARGO_TARGET_DIR", &target_dir);
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+            None => {}
+        }
+        let status = cmd.status().expect("cannot run cargo to build the stepwise binary");
+        assert!(status.success(), "cargo build -p stepwise failed");
+        let bin = profile_dir.join("stepwise");
+        assert!(bin.exists(), "{} missing after the build", bin.display());
+        bin
+    })
+}
+
+/// A `stepwise` command with a clean environment: no inherited STEPWISE_*, MODEL_ID or provider
+/// variables, run from an empty folder (so no stray `.env` is read).
+fn stepwise(cwd: &Path) -> tokio::process::Command {
+    let bin = stepwise_bin();
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.env_clear();
+    for keep in ["PATH", "HOME", "TMPDIR", "LANG"] {
+        if let Ok(v) = std::env::var(keep) {
+            cmd.env(keep, v);
+        }
+    }
+    cmd.current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd
+}
+
+fn with_mock(cmd: &mut tokio::process::Command, mock: &MockModel) {
+    cmd.env("ANTHROPIC_BASE_URL", mock.url())
+        .env("ANTHROPIC_API_KEY", "cli-key")
+        .env("MODEL_ID", "cli-model")
+        .env("STEPWISE_RETRY_BASE_MS", "10");
+}
+
+async fn output(cmd: &mut tokio::process::Command) -> Output {
+    let child = cmd.spawn().unwrap();
+    tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.expect("stepwise hung").unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn show(o: &Output) -> String {
+    format!("status {:?}\n--- stdout\n{}\n--- stderr\n{}", o.status, text(&o.stdout), text(&o.stderr))
+}
+
+fn plan_step() -> Step {
+    Turn::text("Planning first.")
+        .with_tool(
+            "todo",
+            json!({"items": [
+                {"id": "1", "text": "Write the note", "status": "in_progress"},
+                {"id": "2", "text": "Report", "status": "pending"}
+            ]}),
+        )
+        .into()
+}
+
+#[tokio::test]
+async fn run_prints_the_plan_and_the_final_text() {
+    let mock = MockModel::start(vec![
+        plan_step(),
+        call("write_file", json!({"path": "note.txt", "content": "written by stepwise\n"})),
+        Step::text("All done: note.txt is written."),
+    ])
+    .await;
+    let ws = TempDir::new("cli-ws");
+    let cwd = TempDir::new("cli-cwd");
+    let mut cmd = stepwise(cwd.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--workspace"]).arg(ws.path()).args(["--yes", "write", "a", "note"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("[>] #1: Write the note\n[ ] #2: Report\n\n(0/2 completed)"), "{}", show(&o));
+    assert!(out.contains("All done: note.txt is written."), "{}", show(&o));
+    assert!(!out.contains('\x1b'), "no colour codes when stdout is not a terminal");
+    assert_eq!(ws.read("note.txt"), "written by stepwise\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0].header("x-api-key"), Some("cli-key"));
+    assert_eq!(reqs[0].body["model"], "cli-model");
+    assert_eq!(reqs[0].body["messages"][0]["content"][0]["text"], "write a note");
+}
+
+#[tokio::test]
+async fn run_against_openai_provider() {
+    let mock = MockModel::start(vec![Step::text("openai says hi")]).await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    cmd.env("STEPWISE_PROVIDER", "openai")
+        .env("OPENAI_BASE_URL", mock.openai_base())
+        .env("OPENAI_API_KEY", "sk-cli")
+        .env("MODEL_ID", "gpt-mock")
+        .args(["run", "hi"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(text(&o.stdout).contains("openai says hi"));
+    let reqs = mock.requests();
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-cli"));
+    assert_eq!(reqs[0].body["model"], "gpt-mock");
+}
+
+#[tokio::test]
+async fn missing_model_or_key_fails_before_any_request() {
+    let mock = MockModel::start(vec![Step::text("never")]).await;
+    let ws = TempDir::new("cli-ws");
+
+    let mut cmd = stepwise(ws.path());
+    cmd.env("ANTHROPIC_BASE_URL", mock.url()).env("ANTHROPIC_API_KEY", "k").args(["run", "--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(text(&o.stderr).contains("MODEL_ID"), "{}", show(&o));
+
+    let mut cmd = stepwise(ws.path());
+    cmd.env("ANTHROPIC_BASE_URL", mock.url()).env("MODEL_ID", "m").args(["run", "--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(text(&o.stderr).contains("ANTHROPIC_API_KEY"), "{}", show(&o));
+
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(mock.requests().is_empty(), "a request reached the model");
+}
+
+#[tokio::test]
+async fn provider_error_exits_1_with_the_message() {
+    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+    let mock = MockModel::start(vec![stepwise_tests::mock::HttpError::new(401).body(body).into()]).await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(err.contains("401") && err.contains("invalid x-api-key"), "{}", show(&o));
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn dotenv_is_read_and_real_env_wins() {
+    let mock = MockModel::start(vec![Step::text("one"), Step::text("two")]).await;
+    let ws = TempDir::new("cli-ws");
+    let cwd = TempDir::new("cli-cwd");
+    ws.write(
+        ".env",
+        &format!(
+            "# test\nMODEL_ID=from-dotenv\nexport ANTHROPIC_API_KEY=\"dotenv-key\"\nANTHROPIC_BASE_URL={}\n",
+            mock.url()
+        ),
+    );
+    let mut cmd = stepwise(cwd.path());
+    cmd.args(["run", "--workspace"]).arg(ws.path()).args(["--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    let mut cmd = stepwise(cwd.path());
+    cmd.env("MODEL_ID", "from-env").args(["run", "--workspace"]).arg(ws.path()).args(["--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].body["model"], "from-dotenv");
+    assert_eq!(reqs[0].header("x-api-key"), Some("dotenv-key"));
+    assert_eq!(reqs[1].body["model"], "from-env");
+    assert_eq!(reqs[1].header("x-api-key"), Some("dotenv-key"));
+}
+
+#[tokio::test]
+async fn dotenv_in_the_current_directory_and_workspace_first() {
+    let mock = MockModel::start(vec![Step::text("one"), Step::text("two")]).await;
+    let ws = TempDir::new("cli-ws");
+    let cwd = TempDir::new("cli-cwd");
+    cwd.write(".env", &format!("MODEL_ID=from-cwd\nANTHROPIC_API_KEY=cwd-key\nANTHROPIC_BASE_URL={}\n", mock.url()));
+    let mut cmd = stepwise(cwd.path());
+    cmd.args(["run", "--workspace"]).arg(ws.path()).args(["--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    ws.write(".env", "MODEL_ID=from-workspace\n");
+    let mut cmd = stepwise(cwd.path());
+    cmd.args(["run", "--workspace"]).arg(ws.path()).args(["--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].body["model"], "from-cwd");
+    assert_eq!(reqs[1].body["model"], "from-workspace", "the workspace's .env comes first");
+    assert_eq!(reqs[1].header("x-api-key"), Some("cwd-key"), "the current directory's .env fills in the rest");
+}
+
+#[tokio::test]
+async fn chat_keeps_the_conversation_and_quits_on_q() {
+    let mock =
+        MockModel::start(vec![Step::text("First answer."), Step::text("Second answer."), Step::text("never")]).await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"task one\n\ntask two\nq\ntask three\n").await.unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("stepwise >> "), "{}", show(&o));
+    assert!(out.matches("stepwise >> ").count() >= 3, "{}", show(&o));
+    assert!(out.contains("First answer.") && out.contains("Second answer."), "{}", show(&o));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "`q` quits: nothing after it is sent");
+    assert_eq!(
+        reqs[1].body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "task one"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "First answer."}]},
+            {"role": "user", "content": [{"type": "text", "text": "task two"}]}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn chat_ends_at_end_of_input() {
+    let mock = MockModel::start(vec![Step::text("Only answer.")]).await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["chat"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"just one\n").await.unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn record_then_replay_without_the_model() {
+    let mock = MockModel::start(vec![
+        plan_step(),
+        call("write_file", json!({"path": "out.txt", "content": "from the model\n"})),
+        call("bash", json!({"command": "cat out.txt"})),
+        Step::text("Wrote and checked out.txt."),
+    ])
+    .await;
+    let files = TempDir::new("cli-files");
+    let rec = files.join("session.jsonl");
+    let ws1 = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws1.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--yes", "--record"]).arg(&rec).arg("make out.txt");
+    let live = output(&mut cmd).await;
+    assert_eq!(live.status.code(), Some(0), "{}", show(&live));
+    assert_eq!(mock.requests().len(), 4);
+    assert_eq!(std::fs::read_to_string(&rec).unwrap().lines().count(), 4);
+    drop(mock);
+
+    // No model variables at all: the replay needs none.
+    let ws2 = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws2.path());
+    cmd.args(["run", "--yes", "--replay"]).arg(&rec).arg("make out.txt");
+    let replayed = output(&mut cmd).await;
+    assert_eq!(replayed.status.code(), Some(0), "{}", show(&replayed));
+    assert_eq!(text(&replayed.stdout), text(&live.stdout));
+    assert_eq!(ws2.read("out.txt"), "from the model\n");
+    assert!(text(&replayed.stdout).contains("Wrote and checked out.txt."));
+}
+
+#[tokio::test]
+async fn demo_runs_the_scripted_session() {
+    let cwd = TempDir::new("cli-cwd");
+    let mut cmd = stepwise(cwd.path());
+    cmd.arg("demo");
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.lines().next().unwrap_or("").contains("SCRIPTED"), "{}", show(&o));
+    assert!(out.contains("(5/5 completed)"), "{}", show(&o));
+    let tail = out.rsplit("--- hello.py after the session ---").next().unwrap();
+    assert!(out.contains("--- hello.py after the session ---"), "{}", show(&o));
+    assert!(
+        tail.contains("def greet(name: str) -> str:\n    \"\"\"Return a friendly greeting for `name`.\"\"\""),
+        "{tail}"
+    );
+    assert!(tail.contains("def shout(name: str) -> str:"), "{tail}");
+    assert!(tail.contains("if __name__ == \"__main__\":\n    main()\n"), "{tail}");
+    assert!(out.trim_end().ends_with("--- end (scripted demo) ---"), "{}", show(&o));
+}
+
+#[tokio::test]
+async fn sigint_during_a_model_request_exits_130() {
+    let mock = MockModel::start(vec![Step::Hang]).await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--yes", "wait for it"]);
+    let child = cmd.spawn().unwrap();
+    let pid = child.id().unwrap() as i32;
+    mock.wait_for_requests(1, WAIT).await;
+    // The Ctrl-C watcher is installed before the request is sent; give it a moment anyway.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let o = tokio::time::timeout(Duration::from_secs(5), child.wait_with_output())
+        .await
+        .expect("no exit after SIGINT")
+        .unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", show(&o));
+}
+
+#[tokio::test]
+async fn usage_errors_exit_2() {
+    let cwd = TempDir::new("cli-cwd");
+    for args in [vec!["run"], vec!["frobnicate"], vec!["run", "--bogus", "x"]] {
+        let mut cmd = stepwise(cwd.path());
+        cmd.args(&args);
+        let o = output(&mut cmd).await;
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", show(&o));
+    }
+    let mut cmd = stepwise(cwd.path());
+    cmd.arg("--version");
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).starts_with("stepwise "));
+}

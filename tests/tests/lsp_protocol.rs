@@ -1,0 +1,228 @@
+//! The protocol edges: malformed input, provider failures and misconfiguration, and the real binary's stdio.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step};
+
+const T: Duration = Duration::from_secs(10);
+const TRANSCRIPT: [&str; 4] = ["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"];
+
+/// Responses the server sent without a request id (answers to frames it could not read).
+fn null_id_errors(ed: &TestEditor) -> Vec<ErrorObj> {
+    ed.transcript()
+        .into_iter()
+        .filter_map(|m| match m {
+            Incoming::Response { id: Value::Null, result: Err(e) } => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
+    let dir = TempDir::new("malformed");
+    let state = TempDir::new("malformed-state");
+    let mut ed = TestEditor::builder(ClientPreset::VsCode).folder(dir.path()).state_dir(state.path()).connect().await;
+
+    // Before initialize, requests are refused.
+    let early = ed.request("workspace/executeCommand", json!({"command": "stepwise.plan", "arguments": []})).await;
+    assert_eq!(early.unwrap_err().code, -32002);
+    ed.initialize().await.unwrap();
+    ed.await_handled("workspace/configuration", T).await;
+    let ws = ed.folder_uri(0);
+
+    // A body that is not JSON: a parse error (id null), and the connection lives on.
+    ed.send_frame(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ");
+    let plan = ed.execute("stepwise.plan", json!({})).await;
+    assert_eq!(plan.unwrap(), json!({"workspace": ws, "items": [], "completed": 0, "total": 0}));
+    let errors = null_id_errors(&ed);
+    assert_eq!(errors.iter().map(|e| e.code).collect::<Vec<_>>(), vec![codes::PARSE_ERROR], "{errors:?}");
+
+    // JSON that is no JSON-RPC message: invalid request.
+    ed.send_frame(b"[1, 2, 3]");
+    ed.send_frame(b"\xff\xfe not utf-8");
+    assert!(ed.execute("stepwise.plan", json!({})).await.is_ok());
+    let codes_seen: Vec<i64> = null_id_errors(&ed).iter().map(|e| e.code).collect();
+    assert_eq!(codes_seen, vec![codes::PARSE_ERROR, codes::INVALID_REQUEST, codes::PARSE_ERROR]);
+
+    // Unknown methods: a request gets MethodNotFound, a notification is ignored.
+    let e = ed.request("stepwise/noSuchMethod", json!({})).await.unwrap_err();
+    assert_eq!(e.code, codes::METHOD_NOT_FOUND);
+    ed.notify("stepwise/noSuchNotification", json!({"x": 1}));
+    ed.notify("$/noSuchNotification", json!({}));
+
+    // Wrong params.
+    let e = ed.request("workspace/executeCommand", json!({"command": 5})).await.unwrap_err();
+    assert_eq!(e.code, codes::INVALID_PARAMS, "{e}");
+    let e = ed.execute("stepwise.run", json!(42)).await.unwrap_err();
+    assert_eq!(e.code, codes::INVALID_PARAMS, "{e}");
+    let e = ed.execute("stepwise.run", json!({"prompt": "   "})).await.unwrap_err();
+    assert_eq!(e.code, codes::INVALID_PARAMS, "{e}");
+    let e = ed.execute("stepwise.nope", json!({})).await.unwrap_err();
+    assert_eq!(e.code, codes::INVALID_PARAMS, "{e}");
+    let e = ed.request("textDocument/codeLens", json!({"textDocument": 7})).await.unwrap_err();
+    assert_eq!(e.code, codes::INVALID_PARAMS, "{e}");
+
+    // Unknown workspace folders.
+    for cmd in ["stepwise.run", "stepwise.cancel", "stepwise.reset", "stepwise.plan"] {
+        let e = ed.execute(cmd, json!({"prompt": "hi", "workspace": "file:///no/such/folder"})).await.unwrap_err();
+        assert_eq!(e.code, codes::INVALID_PARAMS, "{cmd}: {e}");
+        assert!(e.message.contains("file:///no/such/folder"), "{cmd}: {e}");
+    }
+
+    // Still serving.
+    assert!(ed.execute("stepwise.plan", json!({"workspace": ws})).await.is_ok());
+    assert_eq!(ed.framing_errors(), Vec::<String>::new());
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_provider_error_is_shown_and_the_folder_recovers() {
+    let dir = TempDir::new("401");
+    let state = TempDir::new("401-state");
+    let mock = MockModel::start(vec![Step::http_error(401), Step::text("fine now")]).await;
+    let ed = TestEditor::builder(ClientPreset::VsCode)
+        .folder(dir.path())
+        .mock(&mock)
+        .state_dir(state.path())
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let log = ed.run("first").await;
+    assert_eq!(log.reason(), "error");
+    let idle = log.idle();
+    let message = idle["message"].as_str().unwrap_or_else(|| panic!("idle without message: {idle}"));
+    assert!(message.contains("401"), "{message}");
+    let shown = ed.await_notification("window/showMessage").await;
+    assert_eq!(shown["type"], 1, "{shown}");
+    assert!(shown["message"].as_str().unwrap().contains("401"), "{shown}");
+    assert_eq!(mock.requests().len(), 1, "a 401 is not retried");
+
+    let log = ed.run("second").await;
+    assert_eq!(log.reason(), "end_turn");
+    assert_eq!(log.text(), "fine now");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_missing_model_is_reported_without_calling_the_provider() {
+    // The binary, so that no MODEL_ID of the test's own environment can leak in.
+    let dir = TempDir::new("nomodel");
+    let state = TempDir::new("nomodel-state");
+    let mock = MockModel::start(vec![Step::text("configured now")]).await;
+    let ed = TestEditor::builder(ClientPreset::VsCode)
+        .binary()
+        .folder(dir.path())
+        .state_dir(state.path())
+        .env("ANTHROPIC_BASE_URL", &mock.url())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    ed.await_handled("workspace/configuration", T).await;
+    let log = ed.run("first").await;
+    assert_eq!(log.reason(), "error");
+    assert!(log.idle()["message"].as_str().unwrap().contains("no model configured"), "{}", log.idle());
+    let shown = ed.await_notification("window/showMessage").await;
+    assert_eq!(shown["type"], 1);
+    assert!(shown["message"].as_str().unwrap().contains("MODEL_ID"), "{shown}");
+    assert!(mock.requests().is_empty());
+
+    // The user configures a model; the folder runs fine.
+    ed.notify("workspace/didChangeConfiguration", json!({"settings": {"stepwise": {"model": "mock-model"}}}));
+    ed.await_handled("workspace/configuration", T).await;
+    let log = ed.run("second").await;
+    assert_eq!(log.reason(), "end_turn");
+    assert_eq!(mock.requests()[0].body["model"], "mock-model");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_the_binary_speaks_only_lsp_on_stdout() {
+    let dir = TempDir::new("stdio");
+    let state = TempDir::new("stdio-state");
+    dir.write("a.txt", "alpha\n");
+    let mock = MockModel::start(vec![
+        Step::tool("todo", json!({"items": [{"id": "1", "text": "Edit a", "status": "in_progress"}]})),
+        Step::tool("edit_file", json!({"path": "a.txt", "old_text": "alpha", "new_text": "beta"})),
+        Step::text("done"),
+    ])
+    .await;
+    let mut ed = TestEditor::builder(ClientPreset::VsCode)
+        .binary()
+        .folder(dir.path())
+        .state_dir(state.path())
+        .mock_env_only(&mock)
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    assert_eq!(ed.initialize_result()["serverInfo"]["name"], "stepwise");
+    ed.await_handled("workspace/configuration", T).await;
+    let uri = ed.open("a.txt", "alpha\n");
+    let log = ed.run("edit a").await;
+    assert_eq!(log.reason(), "end_turn");
+    assert_eq!(log.plans().len(), 1);
+    assert_eq!(ed.text(&uri).unwrap(), "beta\n");
+    ed.shutdown().await;
+    assert!(ed.exit_status().is_some_and(|s| s.success()), "{:?}", ed.exit_status());
+    // Every byte of stdout was a well-formed frame holding a JSON-RPC message.
+    assert_eq!(ed.framing_errors(), Vec::<String>::new());
+    let (bytes, frames) = ed.bytes_read();
+    assert!(frames >= 10 && bytes > 1000, "{bytes} bytes in {frames} frames");
+    // Logs go to stderr.
+    let stderr = ed.stderr();
+    assert!(stderr.contains("serving LSP on stdio"), "stderr: {stderr}");
+    ed.finish_without_shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_the_binary_accepts_stdio_flags() {
+    let bin = stepwise_binary(false);
+    for (i, args) in [&["--stdio"][..], &["lsp", "--stdio"][..]].into_iter().enumerate() {
+        let dir = TempDir::new("flags");
+        let state = TempDir::new("flags-state");
+        let mut builder =
+            TestEditor::builder(ClientPreset::Neovim).binary_at(&bin, args).folder(dir.path()).state_dir(state.path());
+        if i == 1 {
+            // An older client: only rootUri, no workspaceFolders.
+            builder = builder.root_uri_only();
+        }
+        let mut ed = builder.start().await;
+        assert_eq!(ed.initialize_result()["capabilities"]["positionEncoding"], "utf-8", "{args:?}");
+        ed.await_handled("workspace/configuration", T).await;
+        let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
+        assert_eq!(plan, json!({"workspace": ed.folder_uri(0), "items": [], "completed": 0, "total": 0}));
+        ed.shutdown().await;
+        assert!(ed.exit_status().is_some_and(|s| s.success()), "{args:?}");
+        ed.finish_without_shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_exit_is_prompt_while_a_request_to_the_editor_is_unanswered() {
+    // An editor that never answers workspace/configuration, and quits right after starting.
+    for binary in [false, true] {
+        let dir = TempDir::new("quick-exit");
+        let state = TempDir::new("quick-exit-state");
+        let mut b = TestEditor::builder(ClientPreset::VsCode)
+            .folder(dir.path())
+            .state_dir(state.path())
+            .policy("workspace/configuration", Policy::NeverAnswer);
+        if binary {
+            b = b.binary();
+        }
+        let mut ed = b.start().await;
+        ed.await_handled("workspace/configuration", T).await;
+        // The unanswered request holds nothing up.
+        assert_eq!(ed.execute("stepwise.plan", json!({})).await.unwrap()["total"], 0);
+        let t = std::time::Instant::now();
+        assert_eq!(ed.request("shutdown", Value::Null).await, Ok(Value::Null));
+        ed.notify("exit", Value::Null);
+        assert!(ed.wait_server_exit(Duration::from_secs(9)).await, "binary: {binary}");
+        // The configuration request would have held it up for its 10 s timeout.
+        assert!(t.elapsed() < Duration::from_secs(5), "exit took {:?} (binary: {binary})", t.elapsed());
+        ed.finish_without_shutdown();
+    }
+}
