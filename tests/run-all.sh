@@ -8,10 +8,8 @@ echo "== cargo test (workspace)"
 cargo build --workspace --bins
 cargo test --workspace
 
-for editor in neovim vscode; do
-  script="editors/$editor/scripts/test.sh"
-  if [ -f "$script" ]; then
-    echo "== $editor"
-    bash "$script"
-  fi
-done
+echo "== neovim"
+bash editors/neovim/scripts/test.sh
+
+echo "== vscode"
+bash editors/vscode/scripts/test.sh

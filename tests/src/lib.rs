@@ -3,5 +3,7 @@
 
 pub mod lsp_client;
 pub mod mock;
+pub mod temp;
 
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};
+pub use temp::TempDir;

@@ -10,10 +10,11 @@
 //! Every notification and queued request must be read by the test: [`TestEditor::finish`] (and drop)
 //! fails listing whatever went unread, except methods declared ignorable with [`TestEditor::ignore`].
 
+pub use crate::temp::TempDir;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -1786,45 +1787,6 @@ impl Drop for TestEditor {
 // ------------------------------------------------------------------------------------------------
 // Helpers for tests
 // ------------------------------------------------------------------------------------------------
-
-/// A fresh directory (canonical path) removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let name = format!("stepwise-lsp-{tag}-{}-{}-{nanos}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let dir = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(std::fs::canonicalize(&dir).unwrap())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    pub fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-
-    pub fn write(&self, p: &str, text: &str) -> PathBuf {
-        let path = self.0.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    pub fn read(&self, p: &str) -> String {
-        std::fs::read_to_string(self.0.join(p)).unwrap_or_else(|e| panic!("read {p}: {e}"))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The tool results of the last message of a model request body: `(content, is_error)`.
 pub fn tool_results(body: &Value) -> Vec<(String, bool)> {

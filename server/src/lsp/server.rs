@@ -147,6 +147,18 @@ impl Shared {
         Some(folder)
     }
 
+    /// Restored plans show at once, lenses included (the editor may have asked for them already).
+    fn announce_restored(&self, folders: &[Arc<Folder>]) {
+        let mut any = false;
+        for f in folders.iter().filter(|f| !f.plan().is_empty()) {
+            self.notifier.send(Outgoing::Plan(f.plan_json()));
+            any = true;
+        }
+        if any {
+            self.notifier.send(Outgoing::RefreshLenses);
+        }
+    }
+
     fn remove_folder(&self, uri: &Uri) {
         if let Some((_, f)) = self.folders.remove(uri.as_str()) {
             f.cancel_run();
@@ -512,12 +524,8 @@ impl LanguageServer for Backend {
         for out in early {
             self.shared.notifier.send(out);
         }
-        // Restored plans show at once.
-        for f in self.shared.folders.iter() {
-            if !f.plan().is_empty() {
-                self.shared.notifier.send(Outgoing::Plan(f.plan_json()));
-            }
-        }
+        let folders: Vec<Arc<Folder>> = self.shared.folders.iter().map(|f| f.clone()).collect();
+        self.shared.announce_restored(&folders);
         self.shared.clone().fetch_configuration_later();
     }
 
@@ -574,11 +582,7 @@ impl LanguageServer for Backend {
                 added.push(folder);
             }
         }
-        for f in added {
-            if !f.plan().is_empty() {
-                self.shared.notifier.send(Outgoing::Plan(f.plan_json()));
-            }
-        }
+        self.shared.announce_restored(&added);
         self.shared.clone().fetch_configuration_later();
     }
 

@@ -2,7 +2,7 @@
 //! wired to the scripted mock model, and checks on what the model was sent.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,43 +25,7 @@ pub const WAIT: Duration = Duration::from_secs(5);
 // Temp directories
 // ------------------------------------------------------------------------------------------------
 
-/// A fresh directory under the system temp dir, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let name = format!("stepwise-e2e-{tag}-{}-{}-{nanos}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let dir = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(std::fs::canonicalize(&dir).unwrap())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    pub fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-
-    pub fn write(&self, p: &str, text: &str) {
-        let path = self.0.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    pub fn read(&self, p: &str) -> String {
-        std::fs::read_to_string(self.0.join(p)).unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use stepwise_tests::TempDir;
 
 // ------------------------------------------------------------------------------------------------
 // Events

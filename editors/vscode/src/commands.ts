@@ -1,0 +1,84 @@
+// Which folder a command goes to, and the arguments of the server's commands. Pure logic: no `vscode` import.
+import type { FolderRef } from './plan';
+
+export const SERVER_COMMANDS = {
+  run: 'stepwise.run',
+  cancel: 'stepwise.cancel',
+  reset: 'stepwise.reset',
+  plan: 'stepwise.plan',
+} as const;
+
+/** The extension's own commands (the server's command ids are registered by the language client). */
+export const EXTENSION_COMMANDS = {
+  runTask: 'stepwise.runTask',
+  cancelRun: 'stepwise.cancelRun',
+  newSession: 'stepwise.newSession',
+  showPlan: 'stepwise.showPlan',
+  setApiKey: 'stepwise.setApiKey',
+  showTranscript: 'stepwise.showTranscript',
+  showServerLog: 'stepwise.showServerLog',
+} as const;
+
+function withSlash(uri: string): string {
+  return uri.endsWith('/') ? uri : uri + '/';
+}
+
+/** The folder that holds a document (the innermost one when folders nest). */
+export function folderForUri(folders: FolderRef[], uri: string | undefined): FolderRef | undefined {
+  if (!uri) return undefined;
+  let best: FolderRef | undefined;
+  for (const f of folders) {
+    if (uri === f.uri || uri.startsWith(withSlash(f.uri))) {
+      if (!best || f.uri.length > best.uri.length) best = f;
+    }
+  }
+  return best;
+}
+
+export type FolderChoice = { kind: 'folder'; folder: FolderRef } | { kind: 'ask'; candidates: FolderRef[] } | { kind: 'none' };
+
+/**
+ * The folder a command runs in: the active editor's folder; else the only folder; else ask.
+ * `candidates` narrows the choice (e.g. the folders with a run going on, for Cancel).
+ */
+export function chooseFolder(folders: FolderRef[], activeUri: string | undefined, candidates?: FolderRef[]): FolderChoice {
+  const pool = candidates ?? folders;
+  if (pool.length === 0) return { kind: 'none' };
+  const active = folderForUri(folders, activeUri);
+  if (active && pool.some((f) => f.uri === active.uri)) return { kind: 'folder', folder: active };
+  if (pool.length === 1) return { kind: 'folder', folder: pool[0] };
+  return { kind: 'ask', candidates: pool };
+}
+
+/** Arguments of `stepwise.run`, or undefined for an empty prompt. */
+export function runArguments(prompt: string | undefined, workspace: string | undefined): [{ prompt: string; workspace?: string }] | undefined {
+  const p = (prompt ?? '').trim();
+  if (!p) return undefined;
+  return [workspace ? { prompt: p, workspace } : { prompt: p }];
+}
+
+/** Arguments of `stepwise.cancel`, `stepwise.reset`, `stepwise.plan`. */
+export function workspaceArguments(workspace: string | undefined): [{ workspace?: string }] {
+  return [workspace ? { workspace } : {}];
+}
+
+/** Params of `workspace/executeCommand`. */
+export function executeCommandParams(command: string, args: unknown[]): { command: string; arguments: unknown[] } {
+  return { command, arguments: args };
+}
+
+/** Validates the input box of "Run Task": a message, or undefined when fine. */
+export function validatePrompt(value: string): string | undefined {
+  return value.trim() ? undefined : 'Describe the task for the agent';
+}
+
+/** Validates the input box of "Set API Key". Empty means "remove the stored key". */
+export function validateApiKey(value: string): string | undefined {
+  if (/\s/.test(value.trim())) return 'An API key has no spaces';
+  return undefined;
+}
+
+/** The code lens command of the server (`stepwise.plan`) is shown as the plan view instead. */
+export function mapLensCommand(command: string | undefined): string | undefined {
+  return command === SERVER_COMMANDS.plan ? EXTENSION_COMMANDS.showPlan : command;
+}

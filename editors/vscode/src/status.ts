@@ -1,0 +1,112 @@
+// The status-bar item: run state + plan progress. Pure logic: no `vscode` import.
+import { planCounts, planSummary, type PlanParams } from './plan';
+import { EXTENSION_COMMANDS } from './commands';
+
+export type RunStateName = 'running' | 'waiting' | 'idle';
+
+/** The params of `stepwise/status`. */
+export interface StatusParams {
+  workspace: string;
+  state: RunStateName | string;
+  runId?: string;
+  reason?: string;
+  message?: string;
+}
+
+/** The params of `stepwise/usage`. */
+export interface UsageParams {
+  workspace: string;
+  runId?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  runInputTokens?: number;
+  runOutputTokens?: number;
+}
+
+export interface StatusBarModel {
+  text: string;
+  tooltip: string;
+  command: string;
+  /** Whether a run is going on (clicking cancels it). */
+  busy: boolean;
+  severity?: 'error' | 'warning';
+}
+
+export function formatTokens(n: number | undefined): string {
+  const v = Number(n ?? 0);
+  if (!Number.isFinite(v)) return '0';
+  if (v >= 1_000_000) return `${(v / 1_000_000).toFixed(1)}M`;
+  if (v >= 10_000) return `${Math.round(v / 1000)}k`;
+  if (v >= 1000) return `${(v / 1000).toFixed(1)}k`;
+  return String(Math.round(v));
+}
+
+export function usageText(u: UsageParams | undefined): string | undefined {
+  if (!u) return undefined;
+  const i = u.runInputTokens ?? u.inputTokens;
+  const o = u.runOutputTokens ?? u.outputTokens;
+  if (i === undefined && o === undefined) return undefined;
+  return `${formatTokens(i)} in / ${formatTokens(o)} out`;
+}
+
+/** The run's tokens so far (input + output), if known. */
+export function totalTokens(u: UsageParams | undefined): number | undefined {
+  if (!u) return undefined;
+  const i = u.runInputTokens ?? u.inputTokens;
+  const o = u.runOutputTokens ?? u.outputTokens;
+  if (i === undefined && o === undefined) return undefined;
+  return Number(i ?? 0) + Number(o ?? 0);
+}
+
+const REASONS: Record<string, string> = {
+  end_turn: 'done',
+  cancelled: 'cancelled',
+  error: 'error',
+  loop_detected: 'stopped: loop detected',
+  max_rounds: 'stopped: max rounds',
+};
+
+export function statusBarModel(
+  status: StatusParams | undefined,
+  plan: PlanParams | undefined,
+  usage?: UsageParams,
+  folderName?: string,
+): StatusBarModel {
+  const { completed, total } = planCounts(plan);
+  const progress = total > 0 ? ` ${completed}/${total}` : '';
+  const where = folderName ? ` (${folderName})` : '';
+  const tokens = usageText(usage);
+  const tip: string[] = [];
+  const state = status?.state;
+  let text: string;
+  let busy = false;
+  let severity: StatusBarModel['severity'];
+  if (state === 'running') {
+    busy = true;
+    text = `$(sync~spin) stepwise: running${progress}`;
+    tip.push(`Stepwise is running${where}. Click to cancel.`);
+  } else if (state === 'waiting') {
+    busy = true;
+    text = `$(bell) stepwise: waiting${progress}`;
+    tip.push(`Stepwise is waiting for your approval${where}. Click to cancel the run.`);
+    severity = 'warning';
+  } else {
+    const reason = status?.reason;
+    const word = reason ? REASONS[reason] ?? reason : undefined;
+    if (reason === 'cancelled') text = `$(circle-slash) stepwise: cancelled${progress}`;
+    else if (reason === 'error') {
+      text = `$(error) stepwise: error${progress}`;
+      severity = 'error';
+    } else if (reason === 'loop_detected' || reason === 'max_rounds') {
+      text = `$(warning) stepwise: idle${progress}`;
+      severity = 'warning';
+    } else text = `$(checklist) stepwise: idle${progress}`;
+    tip.push(`Stepwise is idle${where}${word ? ` (last run: ${word})` : ''}. Click to show the plan.`);
+    if (status?.message) tip.push(status.message);
+  }
+  const used = totalTokens(usage);
+  if (used !== undefined) text += ` · ${formatTokens(used)} tok`;
+  if (total > 0) tip.push(`Plan: ${planSummary(plan)}`);
+  if (tokens) tip.push(`Tokens this run: ${tokens}`);
+  return { text, tooltip: tip.join('\n'), command: busy ? EXTENSION_COMMANDS.cancelRun : EXTENSION_COMMANDS.showPlan, busy, severity };
+}

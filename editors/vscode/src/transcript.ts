@@ -1,0 +1,82 @@
+// Lines of the live transcript (output channel "Stepwise"). Pure logic: no `vscode` import.
+import type { UsageParams } from './status';
+import { formatTokens } from './status';
+import { planSummary, type PlanParams } from './plan';
+
+export interface ToolCallParams {
+  workspace: string;
+  runId?: string;
+  id?: string;
+  name: string;
+  phase: 'started' | 'finished' | string;
+  summary?: string;
+  output?: string;
+  isError?: boolean;
+}
+
+const MAX_OUTPUT_LINES = 8;
+
+/** Indents a tool's output, cut to a few lines. */
+export function shortOutput(output: string | undefined, maxLines = MAX_OUTPUT_LINES): string[] {
+  if (output === undefined || output === null) return [];
+  const lines = String(output).replace(/\s+$/, '').split(/\r?\n/);
+  const shown = lines.slice(0, maxLines).map((l) => `    ${l}`);
+  if (lines.length > maxLines) shown.push(`    … (${lines.length - maxLines} more lines)`);
+  return shown;
+}
+
+export function toolCallLines(p: ToolCallParams): string[] {
+  const summary = p.summary ? ` ${p.summary}` : '';
+  if (p.phase === 'started') return [`▶ ${p.name}${summary}`];
+  const mark = p.isError ? '✗' : '✓';
+  return [`  ${mark} ${p.name}${p.isError ? ' failed' : ''}`, ...shortOutput(p.output)];
+}
+
+export function reminderLine(text: string): string {
+  return `⚑ reminder: ${text}`;
+}
+
+export function usageLine(u: UsageParams): string {
+  const round = `${formatTokens(u.inputTokens)} in / ${formatTokens(u.outputTokens)} out`;
+  const run = `${formatTokens(u.runInputTokens)} in / ${formatTokens(u.runOutputTokens)} out`;
+  return `· tokens: ${round} (run: ${run})`;
+}
+
+export function runStartLine(prompt: string | undefined, folderName: string | undefined, runId?: string): string {
+  const where = folderName ? ` in ${folderName}` : '';
+  const id = runId ? ` [${runId}]` : '';
+  return `━━ stepwise run${where}${id}: ${prompt ?? ''}`.trimEnd();
+}
+
+export function runEndLine(reason: string | undefined, message: string | undefined, usage: UsageParams | undefined, plan: PlanParams | undefined): string {
+  const parts = [`━━ run ended: ${reason ?? 'idle'}`];
+  if (message) parts.push(message);
+  if (plan && (plan.items?.length ?? 0) > 0) parts.push(`plan ${planSummary(plan)}`);
+  if (usage) parts.push(`tokens ${formatTokens(usage.runInputTokens)} in / ${formatTokens(usage.runOutputTokens)} out`);
+  return parts.join(' · ');
+}
+
+/**
+ * Streams assistant text into line-oriented output: remembers whether the channel is mid-line so that the
+ * next structured line starts on a fresh one.
+ */
+export class TranscriptWriter {
+  private midLine = false;
+  constructor(private readonly sink: { append(s: string): void }) {}
+
+  text(chunk: string): void {
+    if (!chunk) return;
+    this.sink.append(chunk);
+    this.midLine = !chunk.endsWith('\n');
+  }
+
+  line(s: string): void {
+    if (this.midLine) this.sink.append('\n');
+    this.sink.append(s + '\n');
+    this.midLine = false;
+  }
+
+  lines(ls: string[]): void {
+    for (const l of ls) this.line(l);
+  }
+}

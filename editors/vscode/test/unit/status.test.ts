@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+import { formatTokens, statusBarModel, totalTokens, usageText } from '../../src/status';
+import { TranscriptWriter, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/transcript';
+import type { PlanParams } from '../../src/plan';
+
+const WS = 'file:///work/demo';
+const plan: PlanParams = {
+  workspace: WS,
+  items: [
+    { id: 1, text: 'a', status: 'completed' },
+    { id: 2, text: 'b', status: 'in_progress', activeForm: 'Doing b' },
+  ],
+  completed: 1,
+  total: 2,
+};
+
+test('status bar: running shows progress and cancels on click', () => {
+  const m = statusBarModel({ workspace: WS, state: 'running', runId: 'r1' }, plan, { workspace: WS, runInputTokens: 1500, runOutputTokens: 20 });
+  assert.equal(m.text, '$(sync~spin) stepwise: running 1/2 · 1.5k tok');
+  assert.equal(m.command, 'stepwise.cancelRun');
+  assert.equal(m.busy, true);
+  assert.match(m.tooltip, /Click to cancel/);
+  assert.match(m.tooltip, /Plan: 1\/2 · Doing b/);
+  assert.match(m.tooltip, /1\.5k in \/ 20 out/);
+});
+
+test('status bar: idle states', () => {
+  assert.equal(statusBarModel(undefined, undefined).text, '$(checklist) stepwise: idle');
+  const cancelled = statusBarModel({ workspace: WS, state: 'idle', reason: 'cancelled' }, plan);
+  assert.equal(cancelled.text, '$(circle-slash) stepwise: cancelled 1/2');
+  assert.equal(cancelled.command, 'stepwise.showPlan');
+  assert.equal(cancelled.busy, false);
+  const err = statusBarModel({ workspace: WS, state: 'idle', reason: 'error', message: 'MODEL_ID is not set' }, undefined);
+  assert.equal(err.text, '$(error) stepwise: error');
+  assert.equal(err.severity, 'error');
+  assert.match(err.tooltip, /MODEL_ID is not set/);
+  assert.equal(statusBarModel({ workspace: WS, state: 'idle', reason: 'end_turn' }, plan).text, '$(checklist) stepwise: idle 1/2');
+  assert.equal(statusBarModel({ workspace: WS, state: 'waiting' }, plan, undefined, 'demo').text, '$(bell) stepwise: waiting 1/2');
+  assert.match(statusBarModel({ workspace: WS, state: 'waiting' }, plan, undefined, 'demo').tooltip, /\(demo\)/);
+});
+
+test('token formatting', () => {
+  assert.equal(totalTokens({ workspace: WS, runInputTokens: 100, runOutputTokens: 20 }), 120);
+  assert.equal(totalTokens(undefined), undefined);
+  assert.equal(formatTokens(999), '999');
+  assert.equal(formatTokens(1234), '1.2k');
+  assert.equal(formatTokens(45678), '46k');
+  assert.equal(formatTokens(2_500_000), '2.5M');
+  assert.equal(formatTokens(undefined), '0');
+  assert.equal(usageText(undefined), undefined);
+  assert.equal(usageText({ workspace: WS, inputTokens: 10, outputTokens: 2 }), '10 in / 2 out');
+});
+
+test('transcript lines: tool calls with short output, reminders, usage, run start/end', () => {
+  assert.deepEqual(toolCallLines({ workspace: WS, name: 'bash', phase: 'started', summary: 'npm test' }), ['▶ bash npm test']);
+  assert.deepEqual(toolCallLines({ workspace: WS, name: 'bash', phase: 'finished', output: 'ok\n' }), ['  ✓ bash', '    ok']);
+  assert.deepEqual(toolCallLines({ workspace: WS, name: 'edit_file', phase: 'finished', output: 'Error: Text not found in a.js', isError: true }), [
+    '  ✗ edit_file failed',
+    '    Error: Text not found in a.js',
+  ]);
+  const long = Array.from({ length: 12 }, (_, i) => `l${i}`).join('\n');
+  const out = shortOutput(long);
+  assert.equal(out.length, 9);
+  assert.equal(out[8], '    … (4 more lines)');
+  assert.equal(reminderLine('<reminder>Update your todos.</reminder>'), '⚑ reminder: <reminder>Update your todos.</reminder>');
+  assert.equal(usageLine({ workspace: WS, inputTokens: 100, outputTokens: 20, runInputTokens: 300, runOutputTokens: 40 }), '· tokens: 100 in / 20 out (run: 300 in / 40 out)');
+  assert.equal(runStartLine('fix it', 'demo', 'r1'), '━━ stepwise run in demo [r1]: fix it');
+  assert.equal(
+    runEndLine('end_turn', undefined, { workspace: WS, runInputTokens: 300, runOutputTokens: 40 }, plan),
+    '━━ run ended: end_turn · plan 1/2 · Doing b · tokens 300 in / 40 out',
+  );
+});
+
+test('streamed text is followed by structured lines on a fresh line', () => {
+  let out = '';
+  const w = new TranscriptWriter({ append: (s) => (out += s) });
+  w.text('Hello');
+  w.text(' world');
+  w.line('▶ bash ls');
+  w.text('done\n');
+  w.line('x');
+  assert.equal(out, 'Hello world\n▶ bash ls\ndone\nx\n');
+});
