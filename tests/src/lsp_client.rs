@@ -1538,6 +1538,18 @@ impl TestEditor {
         out
     }
 
+    /// The params of every notification of `method` received so far (read or not), in arrival order.
+    pub fn received(&self, method: &str) -> Vec<Value> {
+        lock(&self.inner.state)
+            .transcript
+            .iter()
+            .filter_map(|m| match m {
+                Incoming::Notification { method: m2, params } if m2 == method => Some(params.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether a notification of `method` matching `pred` was received at any time (read or not).
     pub fn has_received(&self, method: &str, pred: impl Fn(&Value) -> bool) -> bool {
         lock(&self.inner.state)
@@ -1787,6 +1799,22 @@ impl Drop for TestEditor {
 // ------------------------------------------------------------------------------------------------
 // Helpers for tests
 // ------------------------------------------------------------------------------------------------
+
+/// The transcript notifications of a run (progress, usage, assistant text, tool calls): tests that
+/// look only at a run's outcome pass them to [`EditorBuilder::ignore`].
+pub const TRANSCRIPT: [&str; 4] = ["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"];
+
+/// A test's workspace folder and the directory its server saves sessions in: tagged `tag` and
+/// `{tag}-state`.
+pub fn folder_and_state(tag: &str) -> (TempDir, TempDir) {
+    (TempDir::new(tag), TempDir::new(&format!("{tag}-state")))
+}
+
+/// The usual editor of one folder: `dir` as its only folder, sessions saved in `state`, and `mock` as
+/// the model. Add options, policies and ignored methods, then [`EditorBuilder::start`] it.
+pub fn editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
+    TestEditor::builder(preset).folder(dir.path()).mock(mock).state_dir(state.path())
+}
 
 /// The tool results of the last message of a model request body: `(content, is_error)`.
 pub fn tool_results(body: &Value) -> Vec<(String, bool)> {

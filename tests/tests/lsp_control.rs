@@ -8,7 +8,6 @@ use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step, Turn};
 
 const T: Duration = Duration::from_secs(10);
-const TRANSCRIPT: [&str; 4] = ["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"];
 
 /// Waits until the mock is hanging on the first request. The mock records a request before it takes
 /// the request's step, so waiting for the request alone could let the next run's request take the
@@ -32,6 +31,17 @@ fn processes_running(marker: &str) -> Vec<u32> {
     out
 }
 
+/// Cancels run `run` in `ws` with `stepwise.cancel` (taking `args`) and waits for it: the run ends
+/// within 5 s, cancelled.
+async fn cancel_promptly(ed: &TestEditor, ws: &str, run: &str, args: Value) -> RunLog {
+    let t = Instant::now();
+    assert_eq!(ed.execute("stepwise.cancel", args).await, Ok(Value::Null));
+    let log = ed.await_run(ws, run, T).await;
+    assert!(t.elapsed() < Duration::from_secs(5), "cancel took {:?}", t.elapsed());
+    assert_eq!(log.reason(), "cancelled");
+    log
+}
+
 fn text(s: &str) -> Value {
     json!({"type": "text", "text": s})
 }
@@ -40,24 +50,13 @@ fn text(s: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_cancel_by_command_while_the_model_hangs() {
-    let dir = TempDir::new("cancel-hang");
-    let state = TempDir::new("cancel-hang-state");
+    let (dir, state) = folder_and_state("cancel-hang");
     let mock = MockModel::start(vec![Step::Hang, Step::text("second answer")]).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "first").await;
     hanging(&mock).await;
-    let t = Instant::now();
-    assert_eq!(ed.execute("stepwise.cancel", json!({"workspace": ws})).await, Ok(Value::Null));
-    let log = ed.await_run(&ws, &run, T).await;
-    assert!(t.elapsed() < Duration::from_secs(5), "cancel took {:?}", t.elapsed());
-    assert_eq!(log.reason(), "cancelled");
+    let log = cancel_promptly(&ed, &ws, &run, json!({"workspace": ws})).await;
     assert_eq!(log.idle(), json!({"workspace": ws, "state": "idle", "runId": run, "reason": "cancelled"}));
     assert_eq!(log.progress().last().unwrap()["value"], json!({"kind": "end", "message": "cancelled"}));
     // Cancelling when nothing runs is fine.
@@ -73,15 +72,11 @@ async fn lsp_cancel_by_command_while_the_model_hangs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_cancel_by_command_during_a_long_shell_command() {
-    let dir = TempDir::new("cancel-bash");
-    let state = TempDir::new("cancel-bash-state");
+    let (dir, state) = folder_and_state("cancel-bash");
     // `&&` keeps bash itself running, with the marker in its command line.
     let command = "sleep 30.0271828 && echo late";
     let mock = MockModel::start(vec![Step::tool("bash", json!({ "command": command })), Step::text("after")]).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("approval", json!("auto"))
         .ignore(&["$/progress", "stepwise/usage", "stepwise/assistantText"])
         .start()
@@ -91,11 +86,7 @@ async fn lsp_cancel_by_command_during_a_long_shell_command() {
     let started = ed.await_notification_matching("stepwise/toolCall", |p| p["phase"] == "started", T).await;
     assert_eq!(started["summary"], command);
     eventually("the command to start", T, || !processes_running("30.0271828").is_empty()).await;
-    let t = Instant::now();
-    assert_eq!(ed.execute("stepwise.cancel", json!({})).await, Ok(Value::Null));
-    let log = ed.await_run(&ws, &run, T).await;
-    assert!(t.elapsed() < Duration::from_secs(5), "cancel took {:?}", t.elapsed());
-    assert_eq!(log.reason(), "cancelled");
+    let log = cancel_promptly(&ed, &ws, &run, json!({})).await;
     assert_eq!(log.results(), vec![("bash".to_string(), "Error: Cancelled by the user".to_string(), true)]);
     // The command and its children were killed.
     eventually("the command to be killed", T, || processes_running("30.0271828").is_empty()).await;
@@ -116,13 +107,9 @@ async fn lsp_cancel_by_command_during_a_long_shell_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_cancel_from_the_progress_ui() {
-    let dir = TempDir::new("cancel-progress");
-    let state = TempDir::new("cancel-progress-state");
+    let (dir, state) = folder_and_state("cancel-progress");
     let mock = MockModel::start(vec![Step::Hang, Step::text("again")]).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .ignore(&["stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"])
         .start()
         .await;
@@ -153,16 +140,9 @@ async fn lsp_cancel_from_the_progress_ui() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_cancel_while_waiting_for_approval() {
-    let dir = TempDir::new("cancel-approval");
-    let state = TempDir::new("cancel-approval-state");
+    let (dir, state) = folder_and_state("cancel-approval");
     let mock = MockModel::start(vec![Step::tool("bash", json!({"command": "echo never"})), Step::text("next")]).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "ask me").await;
     let (id, _) = ed.await_request("window/showMessageRequest", T).await;
@@ -249,14 +229,7 @@ async fn lsp_two_folders_run_at_once_without_leaking() {
     assert!(wrong.requests().is_empty());
 
     // The runs overlapped: B started and ended while A ran.
-    let statuses: Vec<Value> = ed
-        .transcript()
-        .into_iter()
-        .filter_map(|m| match m {
-            Incoming::Notification { method, params } if method == "stepwise/status" => Some(params),
-            _ => None,
-        })
-        .collect();
+    let statuses = ed.received("stepwise/status");
     let at = |run: &str, state: &str| statuses.iter().position(|s| s["runId"] == run && s["state"] == state).unwrap();
     assert!(at(&run_b, "running") < at(&run_a, "idle"));
     assert!(at(&run_b, "idle") < at(&run_a, "idle"));
@@ -275,8 +248,7 @@ async fn lsp_two_folders_run_at_once_without_leaking() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_shell_commands_are_approved_in_the_editor() {
-    let dir = TempDir::new("approval");
-    let state = TempDir::new("approval-state");
+    let (dir, state) = folder_and_state("approval");
     let bash = |c: &str| Step::tool("bash", json!({"command": c}));
     let mock = MockModel::start(vec![
         bash("echo one"),
@@ -287,13 +259,7 @@ async fn lsp_shell_commands_are_approved_in_the_editor() {
         Step::text("done"),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let ws = ed.folder_uri(0);
     let name = dir.path().file_name().unwrap().to_str().unwrap().to_string();
     let run = ed.start_run(&ws, "echo things").await;
@@ -319,16 +285,8 @@ async fn lsp_shell_commands_are_approved_in_the_editor() {
     assert_eq!(log.reason(), "end_turn");
     // "five" ran without asking.
     // The whole status sequence, including the `waiting` ones read above.
-    let states: Vec<String> = ed
-        .transcript()
-        .into_iter()
-        .filter_map(|m| match m {
-            Incoming::Notification { method, params } if method == "stepwise/status" => {
-                params["state"].as_str().map(String::from)
-            }
-            _ => None,
-        })
-        .collect();
+    let states: Vec<String> =
+        ed.received("stepwise/status").iter().filter_map(|s| s["state"].as_str().map(String::from)).collect();
     let expected =
         ["running", "waiting", "running", "waiting", "running", "waiting", "running", "waiting", "running", "idle"];
     assert_eq!(states, expected);
@@ -362,8 +320,7 @@ async fn lsp_shell_commands_are_approved_in_the_editor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_restart_restores_the_plan_and_the_conversation() {
-    let dir = TempDir::new("restart");
-    let state = TempDir::new("restart-state");
+    let (dir, state) = folder_and_state("restart");
     let items = json!([
         {"id": "1", "text": "Survive a restart", "status": "in_progress", "activeForm": "Surviving"},
         {"id": "2", "text": "Carry on", "status": "pending"},
@@ -374,24 +331,12 @@ async fn lsp_a_restart_restores_the_plan_and_the_conversation() {
         Step::text("after the restart"),
     ])
     .await;
-    let first = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let first = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let ws = first.folder_uri(0);
     assert_eq!(first.run("first prompt").await.reason(), "end_turn");
     first.finish().await;
 
-    let second = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let second = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let restored = second.await_notification("stepwise/plan").await;
     assert_eq!(restored, json!({"workspace": ws, "items": items, "completed": 0, "total": 2}));
     assert_eq!(second.execute("stepwise.plan", json!({})).await.unwrap(), restored);
@@ -410,22 +355,14 @@ async fn lsp_a_restart_restores_the_plan_and_the_conversation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_corrupt_state_file_is_moved_aside_and_reported() {
-    let dir = TempDir::new("corrupt");
-    let state = TempDir::new("corrupt-state");
+    let (dir, state) = folder_and_state("corrupt");
     let mock = MockModel::start(vec![
         Step::tool("todo", json!({"items": [{"id": "1", "text": "Soon lost", "status": "in_progress"}]})),
         Step::text("saved"),
     ])
     .await;
     // The binary: once it has exited, nothing of it can still be writing the state file.
-    let first = TestEditor::builder(ClientPreset::Neovim)
-        .binary()
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let first = editor(ClientPreset::Neovim, &dir, &state, &mock).binary().ignore(&TRANSCRIPT).start().await;
     assert_eq!(first.run("make a plan").await.reason(), "end_turn");
     first.finish().await;
     let files: Vec<_> = std::fs::read_dir(state.path()).unwrap().map(|e| e.unwrap().path()).collect();
@@ -433,13 +370,7 @@ async fn lsp_a_corrupt_state_file_is_moved_aside_and_reported() {
     assert!(files[0].extension().is_some_and(|e| e == "json"), "{files:?}");
     std::fs::write(&files[0], "{\"format\": 1, \"session\": [garbage").unwrap();
 
-    let second = TestEditor::builder(ClientPreset::Neovim)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let second = editor(ClientPreset::Neovim, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let shown = second.await_notification("window/showMessage").await;
     assert_eq!(shown["type"], 2, "{shown}");
     let message = shown["message"].as_str().unwrap();

@@ -8,19 +8,13 @@ use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
 
 const T: Duration = Duration::from_secs(10);
-const TRANSCRIPT: [&str; 4] = ["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"];
-
-async fn editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> TestEditor {
-    TestEditor::builder(preset).folder(dir.path()).mock(mock).state_dir(state.path()).ignore(&TRANSCRIPT).start().await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_the_agent_reads_the_unsaved_buffer() {
-    let dir = TempDir::new("unsaved");
-    let state = TempDir::new("unsaved-state");
+    let (dir, state) = folder_and_state("unsaved");
     dir.write("a.txt", "on disk\n");
     let mock = MockModel::start(vec![Step::tool("read_file", json!({"path": "a.txt"})), Step::text("read it")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let uri = ed.open("a.txt", "opened buffer\n");
     ed.change_full(&uri, "typed, not saved: ünïcödé 😀\nsecond line\n");
     let log = ed.run("read a.txt").await;
@@ -33,8 +27,7 @@ async fn lsp_the_agent_reads_the_unsaved_buffer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_rejected_edit_reaches_the_model_and_the_run_goes_on() {
-    let dir = TempDir::new("reject");
-    let state = TempDir::new("reject-state");
+    let (dir, state) = folder_and_state("reject");
     dir.write("a.txt", "alpha\n");
     let mock = MockModel::start(vec![
         Step::tool("edit_file", json!({"path": "a.txt", "old_text": "alpha", "new_text": "beta"})),
@@ -42,10 +35,7 @@ async fn lsp_a_rejected_edit_reaches_the_model_and_the_run_goes_on() {
         Step::text("gave up"),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .ignore(&TRANSCRIPT)
         .policy("workspace/applyEdit", Policy::RejectEdits("the file is read-only".into()))
         .start()
@@ -70,8 +60,7 @@ async fn lsp_a_rejected_edit_reaches_the_model_and_the_run_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_an_unanswered_edit_times_out_while_the_server_keeps_serving() {
-    let dir = TempDir::new("noanswer");
-    let state = TempDir::new("noanswer-state");
+    let (dir, state) = folder_and_state("noanswer");
     dir.write("a.txt", "alpha\n");
     let mock = MockModel::start(vec![
         Step::tool("todo", json!({"items": [{"id": "1", "text": "Edit a", "status": "in_progress"}]})),
@@ -79,10 +68,7 @@ async fn lsp_an_unanswered_edit_times_out_while_the_server_keeps_serving() {
         Step::text("the editor is stuck"),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("requestTimeoutSecs", json!(1))
         .ignore(&TRANSCRIPT)
         .policy("workspace/applyEdit", Policy::NeverAnswer)
@@ -135,13 +121,12 @@ impl Rng {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_burst_of_incremental_changes_in_utf8_then_a_read() {
-    let dir = TempDir::new("burst");
-    let state = TempDir::new("burst-state");
+    let (dir, state) = folder_and_state("burst");
     let initial = "fn main() {\n    println!(\"héllo wörld\");\n}\n// 中文 😀 end\n";
     dir.write("src/main.rs", initial);
     let mock =
         MockModel::start(vec![Step::tool("read_file", json!({"path": "src/main.rs"})), Step::text("read")]).await;
-    let ed = editor(ClientPreset::Neovim, &dir, &state, &mock).await;
+    let ed = editor(ClientPreset::Neovim, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     assert_eq!(ed.encoding(), PosEncoding::Utf8);
     assert_eq!(ed.initialize_result()["capabilities"]["positionEncoding"], "utf-8");
     let uri = ed.open("src/main.rs", initial);
@@ -175,8 +160,7 @@ async fn lsp_a_burst_of_incremental_changes_in_utf8_then_a_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_client_without_apply_edit_gets_changes_on_disk() {
-    let dir = TempDir::new("noapply");
-    let state = TempDir::new("noapply-state");
+    let (dir, state) = folder_and_state("noapply");
     dir.write("a.txt", "one\ntwo\n");
     let mock = MockModel::start(vec![
         Step::tool("edit_file", json!({"path": "a.txt", "old_text": "two", "new_text": "zwei"})),
@@ -185,10 +169,7 @@ async fn lsp_a_client_without_apply_edit_gets_changes_on_disk() {
         Step::text("done"),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::Bare)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
+    let ed = editor(ClientPreset::Bare, &dir, &state, &mock)
         .ignore(&["stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"])
         .start()
         .await;
@@ -205,35 +186,39 @@ async fn lsp_a_client_without_apply_edit_gets_changes_on_disk() {
     ed.finish().await;
 }
 
-/// The agent edits an open document, then runs `cat` on it: the shell must see the edit.
-fn edit_then_cat() -> Vec<Step> {
-    vec![
+/// The agent edits a document, then runs `cat` on it: the shell must see the edit. Writes `a.txt`
+/// ("alpha") into `dir` and starts the model.
+async fn edit_then_cat(dir: &TempDir) -> MockModel {
+    dir.write("a.txt", "alpha\n");
+    MockModel::start(vec![
         Step::tool("edit_file", json!({"path": "a.txt", "old_text": "alpha", "new_text": "beta"})),
         Step::tool("bash", json!({"command": "cat a.txt"})),
         Step::text("done"),
-    ]
+    ])
+    .await
+}
+
+/// The editor of an [`edit_then_cat`] test: it lets the agent run shell commands without asking.
+fn auto_approving(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
+    editor(preset, dir, state, mock).option("approval", json!("auto")).ignore(&TRANSCRIPT)
+}
+
+/// The `cat` of [`edit_then_cat`] printed the edited text (the tool result of the third request).
+async fn assert_cat_saw_the_edit(mock: &MockModel) {
+    let reqs = mock.wait_for_requests(3, T).await;
+    assert_eq!(tool_results(&reqs[2].body), vec![("beta".to_string(), false)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_without_save_documents_the_server_writes_edited_buffers_before_a_command() {
-    let dir = TempDir::new("nosave");
-    let state = TempDir::new("nosave-state");
-    dir.write("a.txt", "alpha\n");
-    let mock = MockModel::start(edit_then_cat()).await;
-    let ed = TestEditor::builder(ClientPreset::Neovim)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let (dir, state) = folder_and_state("nosave");
+    let mock = edit_then_cat(&dir).await;
+    let ed = auto_approving(ClientPreset::Neovim, &dir, &state, &mock).start().await;
     let uri = ed.open("a.txt", "alpha\n");
     let log = ed.run("edit and show").await;
     assert_eq!(log.reason(), "end_turn");
     assert_eq!(ed.text(&uri).unwrap(), "beta\n");
-    let reqs = mock.wait_for_requests(3, T).await;
-    assert_eq!(tool_results(&reqs[2].body), vec![("beta".to_string(), false)]);
+    assert_cat_saw_the_edit(&mock).await;
     assert_eq!(dir.read("a.txt"), "beta\n");
     assert!(ed.handled("stepwise/saveDocuments").is_empty());
     ed.finish().await;
@@ -241,16 +226,9 @@ async fn lsp_without_save_documents_the_server_writes_edited_buffers_before_a_co
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_with_save_documents_the_editor_is_asked_to_save() {
-    let dir = TempDir::new("save");
-    let state = TempDir::new("save-state");
-    dir.write("a.txt", "alpha\n");
-    let mock = MockModel::start(edit_then_cat()).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
+    let (dir, state) = folder_and_state("save");
+    let mock = edit_then_cat(&dir).await;
+    let ed = auto_approving(ClientPreset::VsCode, &dir, &state, &mock)
         .policy("stepwise/saveDocuments", Policy::Queue)
         .start()
         .await;
@@ -266,23 +244,15 @@ async fn lsp_with_save_documents_the_editor_is_asked_to_save() {
     ed.respond(&id, json!({"saved": [uri]}));
     let log = ed.await_run(&ws, &run, T).await;
     assert_eq!(log.reason(), "end_turn");
-    let reqs = mock.wait_for_requests(3, T).await;
-    assert_eq!(tool_results(&reqs[2].body), vec![("beta".to_string(), false)]);
+    assert_cat_saw_the_edit(&mock).await;
     ed.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_documents_the_editor_did_not_save_are_written_by_the_server() {
-    let dir = TempDir::new("declined");
-    let state = TempDir::new("declined-state");
-    dir.write("a.txt", "alpha\n");
-    let mock = MockModel::start(edit_then_cat()).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
+    let (dir, state) = folder_and_state("declined");
+    let mock = edit_then_cat(&dir).await;
+    let ed = auto_approving(ClientPreset::VsCode, &dir, &state, &mock)
         .policy("stepwise/saveDocuments", Policy::Respond(json!({"saved": []})))
         .start()
         .await;
@@ -291,16 +261,14 @@ async fn lsp_documents_the_editor_did_not_save_are_written_by_the_server() {
     assert_eq!(log.reason(), "end_turn");
     assert_eq!(ed.handled("stepwise/saveDocuments").len(), 1);
     assert_eq!(ed.handled("stepwise/saveDocuments")[0].params, json!({"uris": [uri]}));
-    let reqs = mock.wait_for_requests(3, T).await;
-    assert_eq!(tool_results(&reqs[2].body), vec![("beta".to_string(), false)]);
+    assert_cat_saw_the_edit(&mock).await;
     ed.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_edits_in_a_row_wait_for_the_editors_new_version() {
     // Neovim: utf-8 positions, no code lens refresh; the editor answers applyEdit before its didChange.
-    let dir = TempDir::new("in-a-row");
-    let state = TempDir::new("in-a-row-state");
+    let (dir, state) = folder_and_state("in-a-row");
     let initial = "a😀 = 1;\nb = 2;\nc = 3;\n";
     dir.write("v.rs", initial);
     let mock = MockModel::start(vec![
@@ -311,14 +279,8 @@ async fn lsp_edits_in_a_row_wait_for_the_editors_new_version() {
         Step::text("done"),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::Neovim)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .change_before_reply(false)
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed =
+        editor(ClientPreset::Neovim, &dir, &state, &mock).change_before_reply(false).ignore(&TRANSCRIPT).start().await;
     let uri = ed.open("v.rs", initial);
     let log = ed.run("bump the numbers").await;
     assert_eq!(log.reason(), "end_turn");
@@ -352,7 +314,7 @@ async fn lsp_paths_with_spaces_and_unicode() {
         Step::text("done"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let ws = ed.folder_uri(0);
     assert!(ws.contains("%20") && ws.contains("%C3%BC"), "{ws}");
     let doc = ed.uri("src/ä b.rs");

@@ -7,7 +7,6 @@ use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
 
 const T: Duration = Duration::from_secs(10);
-const TRANSCRIPT: [&str; 4] = ["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"];
 
 /// Responses the server sent without a request id (answers to frames it could not read).
 fn null_id_errors(ed: &TestEditor) -> Vec<ErrorObj> {
@@ -22,8 +21,7 @@ fn null_id_errors(ed: &TestEditor) -> Vec<ErrorObj> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
-    let dir = TempDir::new("malformed");
-    let state = TempDir::new("malformed-state");
+    let (dir, state) = folder_and_state("malformed");
     let mut ed = TestEditor::builder(ClientPreset::VsCode).folder(dir.path()).state_dir(state.path()).connect().await;
 
     // Before initialize, requests are refused.
@@ -80,16 +78,9 @@ async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_provider_error_is_shown_and_the_folder_recovers() {
-    let dir = TempDir::new("401");
-    let state = TempDir::new("401-state");
+    let (dir, state) = folder_and_state("401");
     let mock = MockModel::start(vec![Step::http_error(401), Step::text("fine now")]).await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let log = ed.run("first").await;
     assert_eq!(log.reason(), "error");
     let idle = log.idle();
@@ -109,8 +100,7 @@ async fn lsp_a_provider_error_is_shown_and_the_folder_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_missing_model_is_reported_without_calling_the_provider() {
     // The binary, so that no MODEL_ID of the test's own environment can leak in.
-    let dir = TempDir::new("nomodel");
-    let state = TempDir::new("nomodel-state");
+    let (dir, state) = folder_and_state("nomodel");
     let mock = MockModel::start(vec![Step::text("configured now")]).await;
     let ed = TestEditor::builder(ClientPreset::VsCode)
         .binary()
@@ -141,8 +131,7 @@ async fn lsp_a_missing_model_is_reported_without_calling_the_provider() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_the_binary_speaks_only_lsp_on_stdout() {
-    let dir = TempDir::new("stdio");
-    let state = TempDir::new("stdio-state");
+    let (dir, state) = folder_and_state("stdio");
     dir.write("a.txt", "alpha\n");
     let mock = MockModel::start(vec![
         Step::tool("todo", json!({"items": [{"id": "1", "text": "Edit a", "status": "in_progress"}]})),
@@ -181,8 +170,7 @@ async fn lsp_the_binary_speaks_only_lsp_on_stdout() {
 async fn lsp_the_binary_accepts_stdio_flags() {
     let bin = stepwise_binary(false);
     for (i, args) in [&["--stdio"][..], &["lsp", "--stdio"][..]].into_iter().enumerate() {
-        let dir = TempDir::new("flags");
-        let state = TempDir::new("flags-state");
+        let (dir, state) = folder_and_state("flags");
         let mut builder =
             TestEditor::builder(ClientPreset::Neovim).binary_at(&bin, args).folder(dir.path()).state_dir(state.path());
         if i == 1 {
@@ -204,8 +192,7 @@ async fn lsp_the_binary_accepts_stdio_flags() {
 async fn lsp_exit_is_prompt_while_a_request_to_the_editor_is_unanswered() {
     // An editor that never answers workspace/configuration, and quits right after starting.
     for binary in [false, true] {
-        let dir = TempDir::new("quick-exit");
-        let state = TempDir::new("quick-exit-state");
+        let (dir, state) = folder_and_state("quick-exit");
         let mut b = TestEditor::builder(ClientPreset::VsCode)
             .folder(dir.path())
             .state_dir(state.path())

@@ -21,8 +21,7 @@ const LIB: &str = "pub fn hello() -> &'static str {\n    \"😀 hello\"\n}\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_full_run_in_vscode() {
-    let dir = TempDir::new("full");
-    let state = TempDir::new("full-state");
+    let (dir, state) = folder_and_state("full");
     dir.write("src/lib.rs", LIB);
     let plan1 = vec![
         item("1", "Greet the world", "in_progress", "Greeting the world"),
@@ -54,13 +53,8 @@ async fn lsp_full_run_in_vscode() {
         Step::Turn(Turn::text("All done.").with_usage(300, 30)),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .policy("workspace/applyEdit", Policy::Queue)
-        .start()
-        .await;
+    let ed =
+        editor(ClientPreset::VsCode, &dir, &state, &mock).policy("workspace/applyEdit", Policy::Queue).start().await;
     assert_eq!(ed.initialize_result()["capabilities"]["positionEncoding"], "utf-16");
     // VS Code answers workspace/configuration at `initialized`.
     let conf = ed.await_handled("workspace/configuration", T).await;
@@ -215,8 +209,7 @@ async fn lsp_full_run_in_vscode() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_follow_up_prompts_continue_and_reset_clears() {
-    let dir = TempDir::new("follow");
-    let state = TempDir::new("follow-state");
+    let (dir, state) = folder_and_state("follow");
     let mock = MockModel::start(vec![
         todo(vec![item("1", "First step", "in_progress", "Doing the first step")]),
         Step::text("first answer"),
@@ -226,13 +219,7 @@ async fn lsp_follow_up_prompts_continue_and_reset_clears() {
         Step::text("third answer"),
     ])
     .await;
-    let ed = TestEditor::builder(ClientPreset::VsCode)
-        .folder(dir.path())
-        .mock(&mock)
-        .state_dir(state.path())
-        .ignore(&["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"])
-        .start()
-        .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let ws = ed.folder_uri(0);
     let first = ed.run("first prompt").await;
     assert_eq!(first.reason(), "end_turn");
