@@ -48,6 +48,9 @@ async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
     // Unknown methods: a request gets MethodNotFound, a notification is ignored.
     let e = ed.request("stepwise/noSuchMethod", json!({})).await.unwrap_err();
     assert_eq!(e.code, codes::METHOD_NOT_FOUND);
+    // `$/` requests too (tower-lsp alone would never answer them).
+    let e = ed.request("$/noSuchRequest", json!({})).await.unwrap_err();
+    assert_eq!(e.code, codes::METHOD_NOT_FOUND, "{e}");
     ed.notify("stepwise/noSuchNotification", json!({"x": 1}));
     ed.notify("$/noSuchNotification", json!({}));
 

@@ -132,7 +132,16 @@ fn restore_null_id(body: Vec<u8>) -> Vec<u8> {
 
 /// The body itself when tower-lsp can decode it, else the substitute request.
 fn check(body: Vec<u8>) -> Vec<u8> {
-    if serde_json::from_slice::<Request>(&body).is_ok() || serde_json::from_slice::<Response>(&body).is_ok() {
+    if let Ok(req) = serde_json::from_slice::<Request>(&body) {
+        // tower-lsp never answers an unknown `$/` request, yet the spec wants MethodNotFound for it.
+        let unknown_dollar = req.method().starts_with("$/") && req.method() != INVALID_MESSAGE;
+        if let (true, Some(id)) = (unknown_dollar, req.id()) {
+            let id = serde_json::to_value(id).ok();
+            return substitute(id, ErrorCode::MethodNotFound, &format!("unknown method: {}", req.method()));
+        }
+        return body;
+    }
+    if serde_json::from_slice::<Response>(&body).is_ok() {
         return body;
     }
     let text = match std::str::from_utf8(&body) {
@@ -154,7 +163,7 @@ fn check(body: Vec<u8>) -> Vec<u8> {
 
 fn substitute(id: Option<Value>, code: ErrorCode, message: &str) -> Vec<u8> {
     static N: AtomicU64 = AtomicU64::new(0);
-    tracing::warn!("malformed message from the client: {message}");
+    tracing::warn!("answering a client message with an error: {message}");
     let id = id.unwrap_or_else(|| json!(format!("{NULL_ID_MARK}{}", N.fetch_add(1, Ordering::Relaxed))));
     let req = json!({
         "jsonrpc": "2.0",
@@ -186,6 +195,18 @@ mod tests {
         }
         let v: Value = serde_json::from_slice(&check(b"{\"id\": 3, \"method\": \"x\"}".to_vec())).unwrap();
         assert_eq!(v["id"], 3);
+    }
+
+    #[test]
+    fn unknown_dollar_requests_get_method_not_found() {
+        let v: Value =
+            serde_json::from_slice(&check(br#"{"jsonrpc":"2.0","id":"a","method":"$/unknown"}"#.to_vec())).unwrap();
+        assert_eq!(v["method"], INVALID_MESSAGE);
+        assert_eq!(v["id"], "a");
+        assert_eq!(v["params"]["code"], -32601);
+        // `$/` notifications pass untouched.
+        let note = br#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"off"}}"#.to_vec();
+        assert_eq!(check(note.clone()), note);
     }
 
     #[test]
