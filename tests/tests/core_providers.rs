@@ -215,8 +215,21 @@ async fn cut_stream_is_an_error_not_a_partial_answer() {
     assert_eq!(out.reason, FinishReason::Error);
     let err = out.error.unwrap();
     assert!(err.contains("anthropic"), "{err}");
-    // Nothing of the broken answer joins the conversation.
+    // Nothing of the broken answer joins the conversation, and it is not asked again: its text was shown.
     assert_eq!(h.session.messages.len(), 1);
+    assert_eq!(h.bodies().len(), 1);
+}
+
+#[tokio::test]
+async fn stream_cut_before_any_text_is_retried() {
+    // Nothing of the first answer reached the user, so asking again cannot show anything twice.
+    let mut h = Harness::new(vec![Step::stream_error(None), Step::text("second try")]).await;
+    let out = h.run("x").await;
+    assert_eq!(out.reason, FinishReason::EndTurn, "{:?}", out.error);
+    assert_eq!(out.final_text, "second try");
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0], bodies[1], "the retry resends the same request");
 }
 
 #[tokio::test]

@@ -199,18 +199,29 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                     .and_then(Value::as_str)
                     .unwrap_or("unknown streaming error")
                     .to_string();
-                let status = match v.pointer("/error/type").and_then(Value::as_str) {
-                    Some("overloaded_error") => 529,
-                    Some("rate_limit_error") => 429,
-                    _ => 500,
+                let (status, retryable) = match v.pointer("/error/type").and_then(Value::as_str) {
+                    Some("overloaded_error") => (529, true),
+                    Some("rate_limit_error") => (429, true),
+                    Some("api_error") => (500, true),
+                    _ => (400, false),
                 };
-                return Err(LlmError::Status { provider: PROVIDER, status, message: msg });
+                return Err(LlmError::Interrupted {
+                    provider: PROVIDER,
+                    status: Some(status),
+                    message: msg,
+                    retryable,
+                });
             }
             _ => {} // ping, content_block_stop
         }
     }
     if !finished {
-        return Err(LlmError::Transport { provider: PROVIDER, message: "stream ended before message_stop".into() });
+        return Err(LlmError::Interrupted {
+            provider: PROVIDER,
+            status: None,
+            message: "stream ended before message_stop".into(),
+            retryable: true,
+        });
     }
     let content = blocks
         .into_iter()

@@ -152,6 +152,9 @@ pub enum LlmError {
     Status { provider: &'static str, status: u16, message: String },
     /// No answer: connection refused, timeout, a stream cut off.
     Transport { provider: &'static str, message: String },
+    /// The answer broke off after it had started: a cut connection, or an `error` event in the stream.
+    /// `retryable` when trying again may well work (overload, rate limit, a dropped connection).
+    Interrupted { provider: &'static str, status: Option<u16>, message: String, retryable: bool },
     /// The answer was not what the wire format promises.
     Protocol { provider: &'static str, message: String },
     /// Recorded session ran out, or similar local failure.
@@ -165,6 +168,12 @@ impl std::fmt::Display for LlmError {
                 write!(f, "{provider} API error: HTTP {status}: {message}")
             }
             LlmError::Transport { provider, message } => write!(f, "{provider} API unreachable: {message}"),
+            LlmError::Interrupted { provider, status: Some(status), message, .. } => {
+                write!(f, "{provider} API error during the answer: HTTP {status}: {message}")
+            }
+            LlmError::Interrupted { provider, status: None, message, .. } => {
+                write!(f, "{provider} API answer broke off: {message}")
+            }
             LlmError::Protocol { provider, message } => {
                 write!(f, "{provider} API sent an unexpected response: {message}")
             }
@@ -184,6 +193,8 @@ enum Backend {
 /// A model endpoint: a real provider or a recorded session, optionally recording what it answers.
 pub struct Llm {
     backend: Backend,
+    /// Retries of an answer that broke off before any of it was shown: (how many, first delay).
+    retries: (u32, Duration),
     recorder: Option<Mutex<Recorder>>,
     label: String,
 }
@@ -191,15 +202,21 @@ pub struct Llm {
 impl Llm {
     pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Llm {
         let label = format!("{} {}", cfg.kind.name(), cfg.model);
+        let retries = (cfg.max_retries, cfg.backoff);
         let backend = match cfg.kind {
             ProviderKind::Anthropic => Backend::Anthropic(anthropic::Client::new(cfg, http)),
             ProviderKind::Openai => Backend::Openai(openai::Client::new(cfg, http)),
         };
-        Llm { backend, recorder: None, label }
+        Llm { backend, retries, recorder: None, label }
     }
 
     pub fn replay(replay: Replay) -> Llm {
-        Llm { label: "scripted replay".into(), backend: Backend::Replay(replay), recorder: None }
+        Llm {
+            label: "scripted replay".into(),
+            backend: Backend::Replay(replay),
+            retries: (0, Duration::ZERO),
+            recorder: None,
+        }
     }
 
     pub fn record_to(mut self, path: PathBuf) -> std::io::Result<Llm> {
@@ -217,11 +234,29 @@ impl Llm {
         req: &ModelRequest<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
-        let resp = match &self.backend {
-            Backend::Anthropic(c) => c.complete(req, on_text).await,
-            Backend::Openai(c) => c.complete(req, on_text).await,
-            Backend::Replay(r) => r.next(on_text).await,
-        }?;
+        let mut attempt = 0;
+        let resp = loop {
+            let mut shown = false;
+            let mut track = |t: &str| {
+                shown = true;
+                on_text(t)
+            };
+            let result = match &self.backend {
+                Backend::Anthropic(c) => c.complete(req, &mut track).await,
+                Backend::Openai(c) => c.complete(req, &mut track).await,
+                Backend::Replay(r) => r.next(&mut track).await,
+            };
+            match result {
+                // Nothing reached the user yet, so a second try cannot show anything twice.
+                Err(LlmError::Interrupted { retryable: true, .. }) if !shown && attempt < self.retries.0 => {
+                    let wait = self.retries.1.saturating_mul(1 << attempt.min(10));
+                    tracing::warn!(attempt = attempt + 1, "model answer broke off before any text; retrying");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                other => break other?,
+            }
+        };
         if let Some(rec) = &self.recorder {
             if let Ok(mut rec) = rec.lock() {
                 if let Err(e) = rec.write(&resp) {

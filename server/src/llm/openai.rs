@@ -164,7 +164,8 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         let v: Value = serde_json::from_str(data).map_err(|e| protocol(format!("invalid chunk ({e}): {data}")))?;
         if let Some(err) = v.get("error") {
             let message = err.get("message").and_then(Value::as_str).unwrap_or("streaming error").to_string();
-            return Err(LlmError::Status { provider: PROVIDER, status: 500, message });
+            // The error's kind is the provider's own; a retry is left to the user.
+            return Err(LlmError::Interrupted { provider: PROVIDER, status: None, message, retryable: false });
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             usage = parse_usage(Some(u));
@@ -197,7 +198,12 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         }
     }
     if !done && finish.is_none() {
-        return Err(LlmError::Transport { provider: PROVIDER, message: "stream ended before it finished".into() });
+        return Err(LlmError::Interrupted {
+            provider: PROVIDER,
+            status: None,
+            message: "stream ended before it finished".into(),
+            retryable: true,
+        });
     }
     let mut content = Vec::new();
     if !text.is_empty() {

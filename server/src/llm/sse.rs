@@ -33,9 +33,11 @@ impl SseStream {
             match self.inner.next().await {
                 Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
                 Some(Err(e)) => {
-                    return Err(LlmError::Transport {
+                    return Err(LlmError::Interrupted {
                         provider: self.provider,
+                        status: None,
                         message: format!("stream interrupted: {}", super::http::describe(&e)),
+                        retryable: true,
                     })
                 }
                 None => {
