@@ -65,6 +65,11 @@ impl PlanningStyle {
         }
     }
 
+    /// A planning tool of either style (for views that do not know the configured one).
+    pub fn any_is_planning_tool(name: &str) -> bool {
+        PlanningStyle::Todo.is_planning_tool(name) || PlanningStyle::Tasks.is_planning_tool(name)
+    }
+
     pub fn is_planning_tool(self, name: &str) -> bool {
         match self {
             PlanningStyle::Todo => name == "todo",

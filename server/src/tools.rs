@@ -110,9 +110,7 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
-    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file")
-        || (cx.style == PlanningStyle::Todo && name == "todo")
-        || (cx.style == PlanningStyle::Tasks && (name == "create_todos" || name == "update_todo"));
+    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file") || cx.style.is_planning_tool(name);
     if !known {
         return ToolOutput { text: format!("Unknown tool: {name}"), is_error: true };
     }

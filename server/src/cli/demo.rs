@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ensure_dir, exit_code, Terminal};
+use super::{exit_code, Terminal};
 use crate::agent::{self, AgentConfig, Session};
 use crate::host::DiskHost;
 use crate::llm::{Llm, Replay};
@@ -19,8 +19,8 @@ pub const TASK: &str = "Refactor hello.py: add type hints, docstrings, and a mai
 
 pub async fn run() -> i32 {
     let dir = std::env::temp_dir().join(format!("stepwise-demo-{}", std::process::id()));
-    let prepared =
-        ensure_dir(&dir).and_then(|_| FILES.iter().try_for_each(|(name, text)| std::fs::write(dir.join(name), text)));
+    let prepared = std::fs::create_dir_all(&dir)
+        .and_then(|_| FILES.iter().try_for_each(|(name, text)| std::fs::write(dir.join(name), text)));
     if let Err(e) = prepared {
         eprintln!("stepwise demo: cannot prepare {}: {e}", dir.display());
         return 1;

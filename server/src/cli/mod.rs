@@ -4,7 +4,7 @@ mod demo;
 mod render;
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -290,8 +290,4 @@ async fn chat(opts: Options) -> i32 {
         }
         println!();
     }
-}
-
-pub(crate) fn ensure_dir(p: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(p)
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::events::{Event, EventSink};
-use crate::plan::{Plan, Status};
+use crate::plan::{Plan, PlanningStyle};
 use crate::tools::summary as tools_summary;
 
 const RESET: &str = "\x1b[0m";
@@ -89,15 +89,6 @@ impl Terminal {
         }
         out.trim_end().to_string()
     }
-
-    pub fn status_color(status: Status) -> &'static str {
-        match status {
-            Status::Pending => "\x1b[33m",
-            Status::InProgress => "\x1b[36m",
-            Status::Completed => "\x1b[32m",
-            Status::Failed => "\x1b[31m",
-        }
-    }
 }
 
 impl EventSink for Terminal {
@@ -120,9 +111,7 @@ impl EventSink for Terminal {
             }
             Event::ToolFinished { name, output, is_error, .. } => {
                 // A plan is printed when it changes; other outputs are shown short, as in the seed.
-                let planning = crate::plan::PlanningStyle::Todo.is_planning_tool(name)
-                    || crate::plan::PlanningStyle::Tasks.is_planning_tool(name);
-                if !planning || is_error {
+                if !PlanningStyle::any_is_planning_tool(name) || is_error {
                     let short = crate::host::shell::truncate_chars(output, 200);
                     let _ = writeln!(out, "{}", self.paint(DIM, short));
                 }

@@ -17,7 +17,7 @@ pub struct DiskHost {
 impl DiskHost {
     /// `root` must exist; it is canonicalised so symlinked workspaces compare correctly.
     pub fn new(root: &Path, approver: Option<Approver>) -> std::io::Result<DiskHost> {
-        Ok(DiskHost { root: super::canonical_root(root)?, approver })
+        Ok(DiskHost { root: std::fs::canonicalize(root)?, approver })
     }
 }
 

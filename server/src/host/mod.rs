@@ -8,7 +8,7 @@ mod path;
 pub(crate) mod shell;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 pub use disk::DiskHost;
@@ -71,8 +71,4 @@ pub fn find_first(text: &str, old: &str) -> Option<std::ops::Range<usize>> {
 
 pub(crate) fn not_found(path: &ResolvedPath) -> String {
     format!("Text not found in {}", path.given)
-}
-
-pub(crate) fn canonical_root(root: &Path) -> std::io::Result<PathBuf> {
-    std::fs::canonicalize(root)
 }

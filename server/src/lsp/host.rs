@@ -1,7 +1,7 @@
 //! The sidecar's host: files are the editor's buffers, changes go out as `workspace/applyEdit`,
 //! shell commands are approved through the editor and see the agent's unsaved edits.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,10 +117,7 @@ impl EditorHost {
             return Ok(());
         }
         let enc = self.shared.docs.encoding();
-        let uri = match self.shared.docs.get(&path.abs) {
-            Some(doc) => doc.uri,
-            None => Uri::from_file_path(&path.abs).ok_or_else(|| format!("cannot name {} as a URI", path.given))?,
-        };
+        let uri = self.uri_for(&path.abs).ok_or_else(|| format!("cannot name {} as a URI", path.given))?;
         let range = range_of(text, bytes.clone(), enc);
         let edit = TextEdit { range, new_text: new.to_string() };
         let doc_edit = TextDocumentEdit {
@@ -173,6 +170,14 @@ impl EditorHost {
         self.shared.notifier.send(Outgoing::RefreshLenses);
     }
 
+    /// The URI the editor knows a file by: an open document's own, else one made from the path.
+    fn uri_for(&self, path: &Path) -> Option<Uri> {
+        match self.shared.docs.get(path) {
+            Some(doc) => Some(doc.uri),
+            None => Uri::from_file_path(path),
+        }
+    }
+
     /// Before a command runs on disk, the agent's unsaved edits are saved (by the editor if it can).
     async fn flush_unsaved(&self) -> Result<(), String> {
         let paths: Vec<_> = match self.folder.unsaved.lock() {
@@ -184,13 +189,9 @@ impl EditorHost {
         }
         let mut remaining = paths.clone();
         if self.shared.caps().save_documents {
-            let uris: Vec<String> = paths
-                .iter()
-                .filter_map(|p| match self.shared.docs.get(p) {
-                    Some(d) => Some(d.uri.as_str().to_string()),
-                    None => Uri::from_file_path(p).map(|u| u.as_str().to_string()),
-                })
-                .collect();
+            let named: Vec<(PathBuf, String)> =
+                paths.iter().filter_map(|p| Some((p.clone(), self.uri_for(p)?.as_str().to_string()))).collect();
+            let uris: Vec<&str> = named.iter().map(|(_, u)| u.as_str()).collect();
             self.shared.notifier.flush().await;
             let answer = tokio::time::timeout(
                 self.request_timeout,
@@ -205,11 +206,7 @@ impl EditorHost {
                         .and_then(|s| s.as_array())
                         .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_string)).collect())
                         .unwrap_or_default();
-                    remaining.retain(|p| {
-                        let uri = self.shared.docs.get(p).map(|d| d.uri.as_str().to_string());
-                        let uri = uri.or_else(|| Uri::from_file_path(p).map(|u| u.as_str().to_string()));
-                        !uri.is_some_and(|u| saved.contains(&u))
-                    });
+                    remaining.retain(|p| !named.iter().any(|(np, u)| np == p && saved.contains(u)));
                 }
                 Ok(Err(e)) => tracing::warn!("stepwise/saveDocuments failed: {}", e.message),
                 Err(_) => tracing::warn!("stepwise/saveDocuments not answered in time"),

@@ -296,10 +296,7 @@ impl Backend {
         {
             let mut slot = folder.run.lock().map_err(|_| Error::internal_error())?;
             if slot.is_some() {
-                return Err(Error::invalid_request_with(format!(
-                    "a run is already in progress in {}",
-                    folder.root.display()
-                )));
+                return Err(invalid_request(format!("a run is already in progress in {}", folder.root.display())));
             }
             *slot = Some(RunHandle { id: id.clone(), cancel: cancel.clone() });
         }
@@ -323,15 +320,9 @@ impl Backend {
     }
 }
 
-trait InvalidRequestWith {
-    fn invalid_request_with(msg: String) -> Error;
-}
-impl InvalidRequestWith for Error {
-    fn invalid_request_with(msg: String) -> Error {
-        let mut e = Error::invalid_request();
-        e.message = msg.into();
-        e
-    }
+/// `InvalidRequest` with a message that says what was wrong.
+fn invalid_request(message: String) -> Error {
+    Error { message: message.into(), ..Error::invalid_request() }
 }
 
 async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prompt: String, cancel: CancellationToken) {
@@ -639,7 +630,7 @@ impl LanguageServer for Backend {
                 // A cancelled run lets go of the session promptly; don't hang the editor if it doesn't.
                 let mut session = tokio::time::timeout(Duration::from_secs(5), folder.session.lock())
                     .await
-                    .map_err(|_| Error::invalid_request_with("the running task did not stop; try again".into()))?;
+                    .map_err(|_| invalid_request("the running task did not stop; try again".into()))?;
                 *session = Session::default();
                 folder.save(&session);
                 drop(session);

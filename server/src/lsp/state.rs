@@ -8,11 +8,18 @@ use crate::agent::Session;
 
 const FORMAT: u32 = 1;
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct SavedSession {
     format: u32,
-    folder: PathBuf,
     session: Session,
+}
+
+/// What is written: the same shape, borrowed, so saving after every round copies nothing.
+#[derive(Serialize)]
+struct SessionFile<'a> {
+    format: u32,
+    folder: &'a Path,
+    session: &'a Session,
 }
 
 /// `STEPWISE_STATE_DIR`, else `$XDG_STATE_HOME/stepwise/sessions`, else `~/.local/state/stepwise/sessions`.
@@ -72,7 +79,7 @@ fn set_aside(file: &Path, error: String) -> Loaded {
 }
 
 pub fn encode(folder: &Path, session: &Session) -> Option<Vec<u8>> {
-    serde_json::to_vec(&SavedSession { format: FORMAT, folder: folder.to_path_buf(), session: session.clone() }).ok()
+    serde_json::to_vec(&SessionFile { format: FORMAT, folder, session }).ok()
 }
 
 /// Write-then-rename, so a crash mid-write never leaves half a file.
