@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink};
 use crate::host::Host;
 use crate::llm::{Block, Llm, Message, ModelRequest, Role, Usage};
-use crate::plan::{Plan, PlanningStyle};
+use crate::plan::PlanningStyle;
+pub use crate::session::{FinishReason, RunOutcome, Session};
 use crate::tools::{self, ToolContext, ToolOutput};
 
 pub const REMINDER: &str = "<reminder>Update your todos.</reminder>";
@@ -33,57 +33,6 @@ impl Default for AgentConfig {
             bash_timeout: Duration::from_secs(120),
         }
     }
-}
-
-/// A conversation and its plan: what a follow-up prompt continues, and what the sidecar saves.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Session {
-    pub messages: Vec<Message>,
-    pub plan: Plan,
-}
-
-impl Session {
-    /// Adds the user's prompt. After a cut-short run the last message may already be a user turn
-    /// (tool results); the prompt joins it, so roles keep alternating.
-    pub fn push_prompt(&mut self, prompt: &str) {
-        let block = Block::Text { text: prompt.to_string() };
-        match self.messages.last_mut() {
-            Some(m) if m.role == Role::User => m.content.push(block),
-            _ => self.messages.push(Message { role: Role::User, content: vec![block] }),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    EndTurn,
-    Cancelled,
-    Error,
-    LoopDetected,
-    MaxRounds,
-}
-
-impl FinishReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::EndTurn => "end_turn",
-            FinishReason::Cancelled => "cancelled",
-            FinishReason::Error => "error",
-            FinishReason::LoopDetected => "loop_detected",
-            FinishReason::MaxRounds => "max_rounds",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunOutcome {
-    pub reason: FinishReason,
-    /// The model's text of its last turn.
-    pub final_text: String,
-    pub error: Option<String>,
-    pub rounds: u32,
-    pub usage: Usage,
 }
 
 /// One user prompt, run to the end of the model's turn (or until a guard, an error or `cancel` stops it).

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::agent::{RunOutcome, Session};
 use crate::llm::Usage;
 use crate::plan::Plan;
+use crate::session::{RunOutcome, Session};
 
 #[derive(Debug)]
 pub enum Event<'a> {

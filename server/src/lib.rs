@@ -12,4 +12,5 @@ pub mod host;
 pub mod llm;
 pub mod lsp;
 pub mod plan;
+pub mod session;
 pub mod tools;
