@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::host::{is_dangerous, resolve, shell::truncate_chars, Approval, EditContext, Host};
+use crate::host::output::truncate_chars;
+use crate::host::{is_dangerous, resolve, Approval, EditContext, Host};
 use crate::llm::ToolSpec;
 use crate::plan::{Plan, PlanningStyle};
 
@@ -122,24 +123,30 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
         return ToolOutput::error(format!("{name}: arguments must be a JSON object, got: {shown}"));
     }
     match run(name, input, cx).await {
-        Ok(text) => ToolOutput::ok(text),
+        Ok(out) => out,
         Err(msg) => ToolOutput::error(msg),
     }
 }
 
-async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
+async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<ToolOutput, String> {
+    if name == "bash" {
+        let command = str_arg(input, name, "command")?;
+        if let Some(why) = is_dangerous(command) {
+            // The first line is the seed's text (editors and suites match it); the reason follows.
+            return Err(format!("Dangerous command blocked\n{why}"));
+        }
+        if cx.host.approve_command(command).await == Approval::Deny {
+            return Err("Command denied by the user".into());
+        }
+        let out = cx.host.run_command(command, cx.bash_timeout).await?;
+        return Ok(ToolOutput { text: out.text, is_error: out.is_error });
+    }
+    run_text(name, input, cx).await.map(ToolOutput::ok)
+}
+
+async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
     let ctx = |tool: &'static str, plan: &Plan| EditContext { tool, step: plan.in_progress().map(|i| i.text.clone()) };
     match name {
-        "bash" => {
-            let command = str_arg(input, name, "command")?;
-            if is_dangerous(command) {
-                return Err("Dangerous command blocked".into());
-            }
-            if cx.host.approve_command(command).await == Approval::Deny {
-                return Err("Command denied by the user".into());
-            }
-            cx.host.run_command(command, cx.bash_timeout).await
-        }
         "read_file" => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
             let limit = match input.get("limit") {

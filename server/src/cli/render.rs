@@ -112,7 +112,7 @@ impl EventSink for Terminal {
             Event::ToolFinished { name, output, is_error, .. } => {
                 // A plan is printed when it changes; other outputs are shown short, as in the seed.
                 if !PlanningStyle::any_is_planning_tool(name) || is_error {
-                    let short = crate::host::shell::truncate_chars(output, 200);
+                    let short = crate::host::output::truncate_chars(output, 200);
                     let _ = writeln!(out, "{}", self.paint(DIM, short));
                 }
             }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath};
+use super::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath, ShellOutput};
 
 /// Asks the user about a shell command; `None` means every command is approved.
 pub type Approver = Arc<dyn Fn(&str) -> Approval + Send + Sync>;
@@ -75,7 +75,7 @@ impl Host for DiskHost {
         }
     }
 
-    async fn run_command(&self, command: &str, timeout: Duration) -> Result<String, String> {
+    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
         run_shell(&self.root, command, timeout).await
     }
 }

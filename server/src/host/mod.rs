@@ -4,6 +4,7 @@
 //! implements the same trait on top of the editor's buffers and `workspace/applyEdit`.
 
 pub mod disk;
+pub mod output;
 mod path;
 pub(crate) mod shell;
 
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
-pub use shell::{is_dangerous, run_shell};
+pub use shell::{is_dangerous, run_shell, ShellOutput};
 
 /// What the user said to a shell command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +58,10 @@ pub trait Host: Send + Sync {
     /// Ask whether a shell command may run.
     fn approve_command(&self, command: &str) -> impl Future<Output = Approval> + Send;
 
-    /// Run an approved shell command in the workspace. Dropping the future kills it.
-    fn run_command(&self, command: &str, timeout: Duration) -> impl Future<Output = Result<String, String>> + Send;
+    /// Run an approved shell command in the workspace. Dropping the future kills it. `Err` is a failure
+    /// to run it at all (or its timeout); a command that ran and failed is an `Ok` marked `is_error`.
+    fn run_command(&self, command: &str, timeout: Duration)
+        -> impl Future<Output = Result<ShellOutput, String>> + Send;
 }
 
 /// Byte range of the first occurrence of `old` in `text`.

@@ -36,7 +36,7 @@ impl EventSink for EditorEvents {
             })),
             Event::ToolFinished { id, name, input, output, is_error } => Outgoing::ToolCall(json!({
                 "workspace": ws, "runId": run, "id": id, "name": name, "phase": "finished",
-                "summary": tools::summary(name, input), "output": crate::host::shell::truncate_chars(output, SHORT_OUTPUT), "isError": is_error,
+                "summary": tools::summary(name, input), "output": crate::host::output::truncate_chars(output, SHORT_OUTPUT), "isError": is_error,
             })),
             Event::PlanChanged { plan } => {
                 self.folder.set_plan(plan);

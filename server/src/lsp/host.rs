@@ -20,7 +20,7 @@ use super::notify::Outgoing;
 use super::server::Shared;
 use crate::config::ApprovalMode;
 use crate::host::disk::{io_error, read_disk, write_disk};
-use crate::host::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath};
+use crate::host::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath, ShellOutput};
 
 pub const ALLOW: &str = "Allow";
 pub const ALLOW_SESSION: &str = "Allow for this session";
@@ -294,7 +294,7 @@ impl Host for EditorHost {
         }
     }
 
-    async fn run_command(&self, command: &str, timeout: Duration) -> Result<String, String> {
+    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
         self.flush_unsaved().await?;
         run_shell(&self.folder.root, command, timeout).await
     }
