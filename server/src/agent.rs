@@ -14,6 +14,15 @@ use crate::tools::{self, ToolContext, ToolOutput};
 
 pub const REMINDER: &str = "<reminder>Update your todos.</reminder>";
 const CANCELLED: &str = "Error: Cancelled by the user";
+/// The result of every tool call in a reply that the output limit cut: its input may be cut too.
+pub const CUT_CALL: &str =
+    "Error: This tool call was cut off by the output limit (max_tokens) and was not run. Retry with a smaller call (for example, write a long file in several parts).";
+/// Asked of the model when its text reply was cut by the output limit.
+pub const CONTINUE: &str = "Your reply was cut off by the output limit. Continue exactly where it stopped.";
+/// How many times a cut text reply is continued before the run ends with `max_tokens`.
+const MAX_CONTINUATIONS: u32 = 2;
+/// Stop reasons the loop understands (OpenAI's are normalised to these by the client).
+const KNOWN_STOPS: [&str; 4] = ["end_turn", "tool_use", "stop_sequence", "max_tokens"];
 
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -54,6 +63,7 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
     let mut rounds_since_plan = 0u32;
     let mut last_call: Option<(String, Value)> = None;
     let mut round = 0u32;
+    let mut continuations = 0u32;
 
     let outcome = loop {
         if cancel.is_cancelled() {
@@ -73,7 +83,7 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
             Err(e) => break finish(FinishReason::Error, String::new(), Some(e.to_string()), round, usage),
         };
         usage.add(resp.usage);
-        events.emit(Event::Usage { round: resp.usage, run: usage });
+        events.emit(Event::Usage { round: resp.usage, run: usage, context_window: llm.context_window() });
 
         let calls: Vec<(String, String, Value)> = resp
             .content
@@ -84,8 +94,46 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
             })
             .collect();
         let text = resp.text();
+        let stop_reason = resp.stop_reason.clone();
         if !resp.content.is_empty() {
             session.messages.push(Message { role: Role::Assistant, content: resp.content });
+        }
+        let cut = stop_reason == "max_tokens";
+        if !cut && !KNOWN_STOPS.contains(&stop_reason.as_str()) {
+            // Nothing of an answer we do not understand is run; each call still gets its one result.
+            let why = format!("the model stopped for a reason stepwise does not know: '{stop_reason}'");
+            answer_unrun(session, &calls, &format!("Error: Not run: {why}"));
+            events.checkpoint(session);
+            break finish(FinishReason::Error, text, Some(why), round, usage);
+        }
+        if cut && !calls.is_empty() {
+            // A cut call may carry cut input (half a file): never run it; the model retries smaller.
+            for (id, name, input) in &calls {
+                events.emit(Event::ToolFinished { id, name, input, output: CUT_CALL, is_error: true });
+            }
+            answer_unrun(session, &calls, CUT_CALL);
+            events.checkpoint(session);
+            if round >= cfg.max_rounds {
+                break finish(FinishReason::MaxRounds, text, None, round, usage);
+            }
+            continue;
+        }
+        if cut {
+            if continuations >= MAX_CONTINUATIONS {
+                events.checkpoint(session);
+                let why = format!(
+                    "the model's reply hit the output limit ({} times in a row); raise STEPWISE_MAX_TOKENS or ask for less",
+                    continuations + 1
+                );
+                break finish(FinishReason::MaxTokens, text, Some(why), round, usage);
+            }
+            continuations += 1;
+            session.push_prompt(CONTINUE);
+            events.checkpoint(session);
+            if round >= cfg.max_rounds {
+                break finish(FinishReason::MaxRounds, text, None, round, usage);
+            }
+            continue;
         }
         if calls.is_empty() {
             // Also a `tool_use` stop with no calls: the turn ends, no empty results message is sent.
@@ -161,6 +209,17 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
 
 fn finish(reason: FinishReason, final_text: String, error: Option<String>, rounds: u32, usage: Usage) -> RunOutcome {
     RunOutcome { reason, final_text, error, rounds, usage }
+}
+
+/// One error result per call, none of them run, so the conversation stays valid.
+fn answer_unrun(session: &mut Session, calls: &[(String, String, Value)], text: &str) {
+    let results = calls
+        .iter()
+        .map(|(id, _, _)| Block::ToolResult { tool_use_id: id.clone(), content: text.to_string(), is_error: true })
+        .collect::<Vec<_>>();
+    if !results.is_empty() {
+        session.messages.push(Message { role: Role::User, content: results });
+    }
 }
 
 fn skipped(reason: FinishReason) -> String {

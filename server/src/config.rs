@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::agent::AgentConfig;
-use crate::llm::{ProviderConfig, ProviderKind};
+use crate::llm::{ProviderConfig, ProviderKind, DEFAULT_WINDOW_ANTHROPIC, DEFAULT_WINDOW_OTHER};
 use crate::plan::PlanningStyle;
 
 /// Environment variables, with `.env` values filling in what the real environment lacks.
@@ -80,6 +80,9 @@ pub struct Overrides {
     pub bash_timeout_secs: Option<u64>,
     pub request_timeout_secs: Option<u64>,
     pub approval_timeout_secs: Option<u64>,
+    pub max_tokens: Option<u32>,
+    pub model_timeout_secs: Option<u64>,
+    pub context_window: Option<u64>,
 }
 
 impl Overrides {
@@ -99,7 +102,10 @@ impl Overrides {
             planning_style,
             bash_timeout_secs,
             request_timeout_secs,
-            approval_timeout_secs
+            approval_timeout_secs,
+            max_tokens,
+            model_timeout_secs,
+            context_window
         )
     }
 }
@@ -156,28 +162,48 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         None => return Err(format!("no API key: set {key_var} (in the environment or a .env file)")),
     };
     // How long the model may stay silent; editor request timeouts are a separate setting.
-    let timeout =
-        Duration::from_secs(env.get("STEPWISE_MODEL_TIMEOUT").and_then(|v| v.parse().ok()).unwrap_or(300).max(1));
+    let timeout = match o.model_timeout_secs {
+        Some(s) => s,
+        None => number(env, "STEPWISE_MODEL_TIMEOUT", 300u64)?,
+    };
+    let max_tokens = match o.max_tokens {
+        Some(n) => n,
+        None => number(env, "STEPWISE_MAX_TOKENS", 8000u32)?,
+    };
+    let default_window = match kind {
+        ProviderKind::Anthropic => DEFAULT_WINDOW_ANTHROPIC,
+        ProviderKind::Openai => DEFAULT_WINDOW_OTHER,
+    };
+    let context_window = match o.context_window {
+        Some(n) => n,
+        None => number(env, "STEPWISE_CONTEXT_WINDOW", default_window)?,
+    };
     Ok(ProviderConfig {
+        context_window: context_window.max(1),
         kind,
         model,
         base_url,
         api_key,
-        max_tokens: 8000,
-        timeout,
-        max_retries: env.get("STEPWISE_MAX_RETRIES").and_then(|v| v.parse().ok()).unwrap_or(4),
-        backoff: Duration::from_millis(env.get("STEPWISE_RETRY_BASE_MS").and_then(|v| v.parse().ok()).unwrap_or(1000)),
+        max_tokens: max_tokens.max(1),
+        timeout: Duration::from_secs(timeout.max(1)),
+        max_retries: number(env, "STEPWISE_MAX_RETRIES", 4u32)?,
+        backoff: Duration::from_millis(number(env, "STEPWISE_RETRY_BASE_MS", 1000u64)?),
     })
+}
+
+/// A whole-number variable, its default when unset; a value that is not a number is an error naming it.
+fn number<T: std::str::FromStr>(env: &Env, var: &str, default: T) -> Result<T, String> {
+    match env.get(var) {
+        None => Ok(default),
+        Some(s) => s.trim().parse().map_err(|_| format!("{var} must be a whole number, got '{s}'")),
+    }
 }
 
 pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
     let num = |ov: Option<u32>, var: &str, default: u32| -> Result<u32, String> {
         match ov {
             Some(v) => Ok(v),
-            None => match env.get(var) {
-                None => Ok(default),
-                Some(s) => s.trim().parse().map_err(|_| format!("{var} must be a whole number, got '{s}'")),
-            },
+            None => number(env, var, default),
         }
     };
     let planning = match o.planning_style.clone().or_else(|| env.get("STEPWISE_PLANNING").map(str::to_string)) {
@@ -235,5 +261,26 @@ mod tests {
         let o = Overrides { api_key_env: Some("MY_KEY".into()), model: Some("x".into()), ..Default::default() };
         assert_eq!(provider(&env(&[("MY_KEY", "k")]), &o).unwrap().api_key, "k");
         assert!(!format!("{:?}", provider(&env(&[("MY_KEY", "sekret")]), &o).unwrap()).contains("sekret"));
+    }
+
+    #[test]
+    fn numbers_are_read_and_bad_ones_named() {
+        let base = [("MODEL_ID", "m"), ("ANTHROPIC_API_KEY", "k")];
+        let with = |extra: (&str, &str)| {
+            let mut v = base.to_vec();
+            v.push(extra);
+            provider(&env(&v), &Overrides::default())
+        };
+        assert_eq!(with(("STEPWISE_MAX_TOKENS", "123")).unwrap().max_tokens, 123);
+        assert_eq!(with(("STEPWISE_MAX_RETRIES", "7")).unwrap().max_retries, 7);
+        assert_eq!(with(("STEPWISE_RETRY_BASE_MS", "25")).unwrap().backoff, Duration::from_millis(25));
+        assert_eq!(with(("STEPWISE_MODEL_TIMEOUT", "9")).unwrap().timeout, Duration::from_secs(9));
+        for var in ["STEPWISE_MAX_TOKENS", "STEPWISE_MAX_RETRIES", "STEPWISE_RETRY_BASE_MS", "STEPWISE_MODEL_TIMEOUT"] {
+            let e = with((var, "lots")).unwrap_err();
+            assert_eq!(e, format!("{var} must be a whole number, got 'lots'"));
+        }
+        let o = Overrides { max_tokens: Some(5), model_timeout_secs: Some(2), ..Default::default() };
+        let p = provider(&env(&base), &o).unwrap();
+        assert_eq!((p.max_tokens, p.timeout), (5, Duration::from_secs(2)));
     }
 }

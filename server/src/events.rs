@@ -34,9 +34,12 @@ pub enum Event<'a> {
     Reminder {
         text: &'a str,
     },
+    /// After every answer: its tokens (`round.input_tokens` is the latest prompt's size), the run's
+    /// totals, and the model's context window.
     Usage {
         round: Usage,
         run: Usage,
+        context_window: u64,
     },
     RunFinished {
         outcome: &'a RunOutcome,

@@ -32,6 +32,8 @@ pub enum FinishReason {
     Error,
     LoopDetected,
     MaxRounds,
+    /// The model's replies kept hitting the output limit.
+    MaxTokens,
 }
 
 impl FinishReason {
@@ -42,6 +44,7 @@ impl FinishReason {
             FinishReason::Error => "error",
             FinishReason::LoopDetected => "loop_detected",
             FinishReason::MaxRounds => "max_rounds",
+            FinishReason::MaxTokens => "max_tokens",
         }
     }
 }

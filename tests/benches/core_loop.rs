@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use stepwise::agent::{self, AgentConfig, FinishReason, Session};
 use stepwise::events::{Event, EventSink};
 use stepwise::host::DiskHost;
-use stepwise::llm::{http_client, Llm, ProviderConfig, ProviderKind, Replay};
+use stepwise::llm::{Llm, ProviderConfig, ProviderKind, Replay};
 use tokio_util::sync::CancellationToken;
 
 const ROUNDS: usize = 200;
@@ -373,9 +373,10 @@ fn measure(
                     timeout: Duration::from_secs(30),
                     max_retries: 0,
                     backoff: Duration::from_millis(10),
+                    context_window: 200_000,
                 };
                 mock = Some(m);
-                Llm::new(p.clone(), http_client(p.timeout))
+                Llm::new(p.clone()).unwrap()
             }
         };
         let s = if spawned {

@@ -90,6 +90,22 @@ pub enum Step {
     Hang,
     /// Start an SSE stream, then drop the connection mid-stream.
     StreamError(StreamError),
+    /// Exactly this status, content type and body: what a proxy, a misconfigured or hostile server sends.
+    Raw(Raw),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Raw {
+    pub status: u16,
+    pub content_type: String,
+    pub body: String,
+}
+
+impl Step {
+    pub fn raw(status: u16, content_type: impl Into<String>, body: impl Into<String>) -> Step {
+        Step::Raw(Raw { status, content_type: content_type.into(), body: body.into() })
+    }
 }
 
 impl Step {
@@ -157,7 +173,18 @@ impl Turn {
         self
     }
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Turn {
-        self.usage = Some(Usage { input_tokens, output_tokens });
+        self.usage = Some(Usage { input_tokens, output_tokens, ..Usage::default() });
+        self
+    }
+    /// Anthropic's split of the prompt: `input` uncached, `read` from the cache, `write` into it.
+    /// OpenAI renders `prompt_tokens = input + read + write` with `cached_tokens = read`.
+    pub fn with_cache_usage(mut self, input: u64, read: u64, write: u64, output_tokens: u64) -> Turn {
+        self.usage = Some(Usage {
+            input_tokens: input,
+            output_tokens,
+            cache_read_input_tokens: read,
+            cache_creation_input_tokens: write,
+        });
         self
     }
     pub fn with_delay_ms(mut self, ms: u64) -> Turn {
@@ -191,11 +218,26 @@ pub struct ToolCall {
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
 }
 
 impl Default for Usage {
     fn default() -> Usage {
-        Usage { input_tokens: 10, output_tokens: 5 }
+        Usage { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 }
+    }
+}
+
+impl Usage {
+    fn anthropic(&self, output_tokens: u64) -> Value {
+        let mut u = json!({"input_tokens": self.input_tokens, "output_tokens": output_tokens});
+        if self.cache_read_input_tokens + self.cache_creation_input_tokens > 0 {
+            u["cache_read_input_tokens"] = json!(self.cache_read_input_tokens);
+            u["cache_creation_input_tokens"] = json!(self.cache_creation_input_tokens);
+        }
+        u
     }
 }
 
@@ -843,6 +885,7 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
             Some(Step::HttpError(_)) => "http_error",
             Some(Step::Hang) => "hang",
             Some(Step::StreamError(_)) => "stream_error",
+            Some(Step::Raw(_)) => "raw",
         };
         eprintln!("mock-model: #{n} {} {} -> {what}", req.method, req.target);
     }
@@ -864,6 +907,19 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
             Ok(After::Continue)
         }
         Some(Step::Hang) => Ok(After::Hang),
+        Some(Step::Raw(raw)) => {
+            let head = format!(
+                "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n",
+                raw.status,
+                reason(raw.status),
+                raw.content_type,
+                raw.body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(raw.body.as_bytes()).await?;
+            stream.flush().await?;
+            Ok(After::Continue)
+        }
         Some(Step::HttpError(e)) => {
             if e.delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(e.delay_ms)).await;
@@ -1065,7 +1121,7 @@ fn anthropic_message(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Value {
         "content": content,
         "stop_reason": stop_reason(turn, calls, Provider::Anthropic),
         "stop_sequence": null,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "usage": usage.anthropic(usage.output_tokens),
     })
 }
 
@@ -1077,7 +1133,7 @@ fn anthropic_events(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Vec<(&'static str
             json!({"type": "message_start", "message": {
                 "id": ctx.message_id(), "type": "message", "role": "assistant", "model": ctx.model,
                 "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": usage.input_tokens, "output_tokens": 1},
+                "usage": usage.anthropic(1),
             }}),
         ),
         ("ping", json!({"type": "ping"})),
@@ -1128,8 +1184,13 @@ fn anthropic_events(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Vec<(&'static str
 
 fn openai_usage(turn: &Turn) -> Value {
     let u = turn.usage.unwrap_or_default();
-    json!({"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
-           "total_tokens": u.input_tokens + u.output_tokens})
+    let prompt = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+    let mut v = json!({"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
+           "total_tokens": prompt + u.output_tokens});
+    if u.cache_read_input_tokens > 0 {
+        v["prompt_tokens_details"] = json!({"cached_tokens": u.cache_read_input_tokens});
+    }
+    v
 }
 
 fn openai_completion(turn: &Turn, calls: &[Call], ctx: &Ctx) -> Value {

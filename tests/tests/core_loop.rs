@@ -170,7 +170,7 @@ async fn usage_per_round_and_per_run() {
     ])
     .await;
     let out = h.run("count").await;
-    let u = |i, o| Usage { input_tokens: i, output_tokens: o };
+    let u = |i, o| Usage { input_tokens: i, output_tokens: o, ..Usage::default() };
     assert_eq!(h.events.usages(), vec![(u(100, 20), u(100, 20)), (u(150, 30), u(250, 50)), (u(200, 10), u(450, 60))]);
     assert_eq!(out.usage, u(450, 60));
     // A new run counts from zero.

@@ -79,7 +79,7 @@ async fn openai_format_round_trip() {
     let out = h.run("look").await;
     assert_eq!(out.reason, FinishReason::EndTurn);
     assert_eq!(out.final_text, "Saw hi.");
-    assert_eq!(out.usage, Usage { input_tokens: 31, output_tokens: 10 });
+    assert_eq!(out.usage, Usage { input_tokens: 31, output_tokens: 10, ..Usage::default() });
 
     let reqs = h.mock.requests();
     assert_eq!(reqs.len(), 2);

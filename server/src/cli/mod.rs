@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{self, FinishReason, Session};
 use crate::config::{self, Env, Overrides};
 use crate::host::{Approval, DiskHost};
-use crate::llm::{http_client, Llm, Replay};
+use crate::llm::{Llm, Replay};
 
 pub use render::Terminal;
 
@@ -149,7 +149,7 @@ fn setup(opts: &Options) -> Result<Setup, String> {
         Some(path) => Llm::replay(Replay::load(path)?),
         None => {
             let p = config::provider(&env, &overrides)?;
-            Llm::new(p.clone(), http_client(p.timeout))
+            Llm::new(p)?
         }
     };
     let llm = match &opts.record {

@@ -15,6 +15,8 @@ const DIM: &str = "\x1b[2m";
 pub struct Terminal {
     color: bool,
     spinner: Option<Arc<AtomicBool>>,
+    /// The latest prompt's size and the context window, for the end-of-run line.
+    context: std::sync::Mutex<(u64, u64)>,
 }
 
 impl Terminal {
@@ -43,7 +45,7 @@ impl Terminal {
             });
             flag
         });
-        Terminal { color, spinner }
+        Terminal { color, spinner, context: std::sync::Mutex::new((0, 0)) }
     }
 
     fn spin(&self, on: bool) {
@@ -122,27 +124,19 @@ impl EventSink for Terminal {
             Event::Reminder { text } => {
                 let _ = writeln!(out, "{}", self.paint("\x1b[35m", text));
             }
-            Event::Usage { .. } => self.spin(false),
+            Event::Usage { round, context_window, .. } => {
+                if let Ok(mut c) = self.context.lock() {
+                    *c = (round.input_tokens, context_window);
+                }
+                self.spin(false)
+            }
             Event::RunFinished { outcome } => {
                 self.spin(false);
                 let _ = writeln!(out);
                 let _ = out.flush();
                 let mut err = std::io::stderr().lock();
-                let u = outcome.usage;
-                let _ = writeln!(
-                    err,
-                    "{}",
-                    self.paint(
-                        DIM,
-                        &format!(
-                            "[{}: {} rounds, {} input / {} output tokens]",
-                            outcome.reason.as_str(),
-                            outcome.rounds,
-                            u.input_tokens,
-                            u.output_tokens
-                        )
-                    )
-                );
+                let context = self.context.lock().map(|c| *c).unwrap_or_default();
+                let _ = writeln!(err, "{}", self.paint(DIM, &end_line(outcome, context)));
                 if let Some(e) = &outcome.error {
                     let _ = writeln!(err, "{}", self.paint("\x1b[31m", &format!("error: {e}")));
                 }
@@ -150,4 +144,22 @@ impl EventSink for Terminal {
         }
         let _ = out.flush();
     }
+}
+
+/// `[end_turn: 3 rounds, 12000 input tokens (9000 cached) / 300 output · context 6% of 200000]`
+pub fn end_line(outcome: &crate::session::RunOutcome, (context, window): (u64, u64)) -> String {
+    let u = outcome.usage;
+    let cached = if u.cache_read_tokens > 0 { format!(" ({} cached)", u.cache_read_tokens) } else { String::new() };
+    let context = if window > 0 && context > 0 {
+        format!(" · context {}% of {window}", (100 * context).div_ceil(window))
+    } else {
+        String::new()
+    };
+    format!(
+        "[{}: {} rounds, {} input tokens{cached} / {} output{context}]",
+        outcome.reason.as_str(),
+        outcome.rounds,
+        u.input_tokens,
+        u.output_tokens
+    )
 }

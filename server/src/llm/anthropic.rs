@@ -85,9 +85,17 @@ impl Serialize for WireMessage<'_> {
     }
 }
 
+/// The whole prompt is `input_tokens` (uncached) + cache writes + cache reads; missing or malformed counts
+/// as 0.
 fn parse_usage(v: Option<&Value>) -> Usage {
     let get = |k: &str| v.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    Usage { input_tokens: get("input_tokens"), output_tokens: get("output_tokens") }
+    let (read, write) = (get("cache_read_input_tokens"), get("cache_creation_input_tokens"));
+    Usage {
+        input_tokens: get("input_tokens") + read + write,
+        output_tokens: get("output_tokens"),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+    }
 }
 
 fn parse_message(v: &Value) -> Result<ModelResponse, LlmError> {
@@ -135,13 +143,13 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         let v: Value =
             serde_json::from_str(&ev.data).map_err(|e| protocol(format!("invalid event data ({e}): {}", ev.data)))?;
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(ev.event.as_str());
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        if index >= super::MAX_STREAM_INDEX {
+            return Err(protocol(format!("content block index {index} is out of range")));
+        }
+        let index = index as usize;
         match kind {
-            "message_start" => {
-                let u = parse_usage(v.pointer("/message/usage"));
-                usage.input_tokens = u.input_tokens;
-                usage.output_tokens = u.output_tokens;
-            }
+            "message_start" => usage = parse_usage(v.pointer("/message/usage")),
             "content_block_start" => {
                 let b = v.get("content_block").cloned().unwrap_or(Value::Null);
                 let partial = match b.get("type").and_then(Value::as_str) {
@@ -185,8 +193,10 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                 if let Some(o) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
                     usage.output_tokens = o;
                 }
-                if let Some(i) = v.pointer("/usage/input_tokens").and_then(Value::as_u64) {
-                    usage.input_tokens = i;
+                // Some servers report the prompt only at the end; then it replaces message_start's.
+                if v.pointer("/usage/input_tokens").and_then(Value::as_u64).is_some() {
+                    let late = parse_usage(v.get("usage"));
+                    usage = Usage { output_tokens: usage.output_tokens, ..late };
                 }
             }
             "message_stop" => {

@@ -28,7 +28,7 @@ impl Endpoint {
         // Encoded once: retries resend the same bytes.
         let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Other(format!("cannot encode the request: {e}")))?;
         let resp = post(&self.http, &self.cfg, &self.url, headers, bytes::Bytes::from(bytes)).await?;
-        read_body(resp, self.cfg.kind.name()).await
+        read_body(resp, self.cfg.kind.name(), self.cfg.timeout).await
     }
 }
 
@@ -38,19 +38,54 @@ pub enum Body {
     Json(Value),
 }
 
-async fn read_body(resp: reqwest::Response, provider: &'static str) -> Result<Body, LlmError> {
-    let is_sse = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if is_sse {
-        return Ok(Body::Stream(SseStream::new(resp, provider)));
+async fn read_body(resp: reqwest::Response, provider: &'static str, silence: Duration) -> Result<Body, LlmError> {
+    let status = resp.status().as_u16();
+    let content_type =
+        resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").trim().to_ascii_lowercase();
+    if content_type.starts_with("text/event-stream") {
+        return Ok(Body::Stream(SseStream::new(resp, provider, silence)));
     }
-    let text = resp.text().await.map_err(|e| LlmError::Transport { provider, message: describe(&e) })?;
-    serde_json::from_str(&text)
+    let text = match tokio::time::timeout(silence, resp.text()).await {
+        Err(_) => return Err(silent(provider, silence)),
+        Ok(r) => r.map_err(|e| LlmError::Transport { provider, message: describe(&e) })?,
+    };
+    parse_whole(&text, &content_type, status)
         .map(Body::Json)
-        .map_err(|e| LlmError::Protocol { provider, message: format!("invalid JSON: {e}") })
+        .map_err(|message| LlmError::Protocol { provider, message })
+}
+
+/// A whole JSON answer, or an error that says what came instead (an HTML page from a proxy, an event
+/// stream labelled as JSON), not just where the JSON parser stopped.
+fn parse_whole(text: &str, content_type: &str, status: u16) -> Result<Value, String> {
+    let shown = if content_type.is_empty() { "no content type".to_string() } else { content_type.to_string() };
+    let start = text.trim_start();
+    if content_type.starts_with("text/html") || start.starts_with('<') {
+        let title = start
+            .find("<title>")
+            .and_then(|i| start[i + 7..].find("</title>").map(|j| start[i + 7..i + 7 + j].trim().to_string()))
+            .filter(|t| !t.is_empty())
+            .map(|t| format!(" titled '{t}'"))
+            .unwrap_or_default();
+        return Err(format!(
+            "expected JSON but got an HTML page{title} (HTTP {status}, {shown}); is the base URL the API's address?"
+        ));
+    }
+    if start.starts_with("data:") || start.starts_with("event:") {
+        return Err(format!("expected JSON but got an event stream labelled '{shown}' (HTTP {status})"));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        let head: String = start.chars().take(120).collect();
+        format!("expected JSON ({shown}, HTTP {status}) but could not read it ({e}); it begins: {head}")
+    })
+}
+
+pub(crate) fn silent(provider: &'static str, silence: Duration) -> LlmError {
+    LlmError::Interrupted {
+        provider,
+        status: None,
+        message: format!("the model sent nothing for {}s (STEPWISE_MODEL_TIMEOUT)", silence.as_secs()),
+        retryable: true,
+    }
 }
 
 /// A whole (non-streamed) response still shows its text to the user.
@@ -85,9 +120,16 @@ async fn post(
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let (delay, err) = match req.send().await {
-            Ok(resp) if resp.status().is_success() => return Ok(resp),
-            Ok(resp) => {
+        let (delay, err) = match tokio::time::timeout(cfg.timeout, req.send()).await {
+            Err(_) => (
+                None,
+                LlmError::Transport {
+                    provider,
+                    message: format!("no answer within {}s (STEPWISE_MODEL_TIMEOUT)", cfg.timeout.as_secs()),
+                },
+            ),
+            Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+            Ok(Ok(resp)) => {
                 let status = resp.status().as_u16();
                 let retry_after = resp
                     .headers()
@@ -103,7 +145,7 @@ async fn post(
                 }
                 (retry_after, err)
             }
-            Err(e) => (None, LlmError::Transport { provider, message: describe(&e) }),
+            Ok(Err(e)) => (None, LlmError::Transport { provider, message: describe(&e) }),
         };
         if attempt >= cfg.max_retries || delay.is_some_and(|d| d > MAX_RETRY_AFTER) {
             return Err(err);

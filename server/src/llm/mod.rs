@@ -4,6 +4,7 @@
 //! formats); the OpenAI client translates at its edge.
 
 mod anthropic;
+pub mod client;
 mod http;
 mod openai;
 mod replay;
@@ -50,18 +51,34 @@ pub struct Message {
     pub content: Vec<Block>,
 }
 
+/// Tokens of one answer (or a sum of answers), the same on both wire formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
+    /// The whole prompt, cached or not.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The part of the prompt read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// The part of the prompt written to the provider's cache.
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
+
+/// Context windows when none is configured: Anthropic's models, and a common size for the rest.
+pub const DEFAULT_WINDOW_ANTHROPIC: u64 = 200_000;
+pub const DEFAULT_WINDOW_OTHER: u64 = 128_000;
+
+/// Stream indices past this are a broken or hostile server, not a model's answer (no giant vectors).
+pub(crate) const MAX_STREAM_INDEX: u64 = 1024;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -128,11 +145,13 @@ pub struct ProviderConfig {
     pub base_url: String,
     pub api_key: String,
     pub max_tokens: u32,
-    /// Connect timeout and the longest silence allowed while a response streams.
+    /// The longest silence allowed: waiting for the answer to start, and between pieces of a stream.
     pub timeout: Duration,
     pub max_retries: u32,
     /// First backoff delay; doubles per retry.
     pub backoff: Duration,
+    /// The model's context window in tokens (`STEPWISE_CONTEXT_WINDOW`).
+    pub context_window: u64,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -197,17 +216,21 @@ pub struct Llm {
     retries: (u32, Duration),
     recorder: Option<Mutex<Recorder>>,
     label: String,
+    context_window: u64,
 }
 
 impl Llm {
-    pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Llm {
+    /// A provider endpoint on the process's shared HTTP client; an error when that cannot be set up.
+    pub fn new(cfg: ProviderConfig) -> Result<Llm, String> {
+        let http = client::for_url(&cfg.base_url)?;
         let label = format!("{} {}", cfg.kind.name(), cfg.model);
         let retries = (cfg.max_retries, cfg.backoff);
+        let context_window = cfg.context_window;
         let backend = match cfg.kind {
             ProviderKind::Anthropic => Backend::Anthropic(anthropic::Client::new(cfg, http)),
             ProviderKind::Openai => Backend::Openai(openai::Client::new(cfg, http)),
         };
-        Llm { backend, retries, recorder: None, label }
+        Ok(Llm { backend, retries, recorder: None, label, context_window })
     }
 
     pub fn replay(replay: Replay) -> Llm {
@@ -216,6 +239,7 @@ impl Llm {
             backend: Backend::Replay(replay),
             retries: (0, Duration::ZERO),
             recorder: None,
+            context_window: DEFAULT_WINDOW_ANTHROPIC,
         }
     }
 
@@ -226,6 +250,11 @@ impl Llm {
 
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The model's context window in tokens.
+    pub fn context_window(&self) -> u64 {
+        self.context_window
     }
 
     /// One model turn. `on_text` receives assistant text as it streams.
@@ -266,16 +295,6 @@ impl Llm {
         }
         Ok(resp)
     }
-}
-
-/// One HTTP client for the whole process: connection pools are shared by every session.
-pub fn http_client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(timeout)
-        .read_timeout(timeout)
-        .user_agent(concat!("stepwise/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
 }
 
 /// A tool input that is not a JSON object cannot be echoed back to Anthropic as-is.

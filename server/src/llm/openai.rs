@@ -1,5 +1,7 @@
 //! OpenAI-compatible chat completions (OpenAI, Ollama, llama.cpp, vLLM), streamed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{json, Value};
 
 use super::http::{self, Body, Endpoint};
@@ -8,11 +10,16 @@ use super::{Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfi
 
 const PROVIDER: &str = "openai";
 
-pub struct Client(Endpoint);
+pub struct Client {
+    endpoint: Endpoint,
+    /// Reasoning models refuse `max_tokens`; once one has said so, the limit goes as
+    /// `max_completion_tokens` for the rest of the session (local servers keep getting `max_tokens`).
+    completion_tokens: AtomicBool,
+}
 
 impl Client {
     pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Self {
-        Client(Endpoint::new(cfg, http, "/chat/completions"))
+        Client { endpoint: Endpoint::new(cfg, http, "/chat/completions"), completion_tokens: AtomicBool::new(false) }
     }
 
     pub async fn complete(
@@ -20,7 +27,7 @@ impl Client {
         req: &ModelRequest<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
-        let cfg = &self.0.cfg;
+        let cfg = &self.endpoint.cfg;
         let tools: Vec<Value> = req
             .tools
             .iter()
@@ -29,9 +36,8 @@ impl Client {
                     "name": t.name, "description": t.description, "parameters": t.input_schema}})
             })
             .collect();
-        let body = json!({
+        let mut body = json!({
             "model": cfg.model,
-            "max_tokens": cfg.max_tokens,
             "messages": wire_messages(req.system, req.messages),
             "tools": tools,
             "stream": true,
@@ -39,11 +45,36 @@ impl Client {
         });
         let auth = format!("Bearer {}", cfg.api_key);
         let headers: &[(&str, &str)] = if cfg.api_key.is_empty() { &[] } else { &[("authorization", auth.as_str())] };
-        match self.0.post(headers, &body).await? {
+        let answer = loop {
+            let modern = self.completion_tokens.load(Ordering::Relaxed);
+            let (key, other) = if modern { LIMIT_KEYS } else { (LIMIT_KEYS.1, LIMIT_KEYS.0) };
+            if let Some(obj) = body.as_object_mut() {
+                obj.remove(other);
+                obj.insert(key.into(), json!(cfg.max_tokens));
+            }
+            match self.endpoint.post(headers, &body).await {
+                Err(LlmError::Status { status: 400, message, .. }) if !modern && refuses_max_tokens(&message) => {
+                    tracing::info!("the server wants max_completion_tokens instead of max_tokens; switching");
+                    self.completion_tokens.store(true, Ordering::Relaxed);
+                }
+                other => break other?,
+            }
+        };
+        match answer {
             Body::Json(v) => Ok(http::announce(parse_completion(&v)?, on_text)),
             Body::Stream(sse) => read_stream(sse, on_text).await,
         }
     }
+}
+
+/// (the newer name, the older one).
+const LIMIT_KEYS: (&str, &str) = ("max_completion_tokens", "max_tokens");
+
+/// OpenAI's answer to `max_tokens` on a reasoning model: "Unsupported parameter: 'max_tokens' ... Use
+/// 'max_completion_tokens' instead."
+fn refuses_max_tokens(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("max_tokens") && (m.contains("max_completion_tokens") || m.contains("unsupported"))
 }
 
 fn protocol(message: String) -> LlmError {
@@ -98,6 +129,7 @@ fn stop_reason(finish: Option<&str>, has_tools: bool) -> String {
         Some("length") => "max_tokens".into(),
         Some("stop") | None if has_tools => "tool_use".into(),
         Some("stop") | None => "end_turn".into(),
+        // Passed on as they are (`content_filter`, ...): the loop ends the run on a stop it does not know.
         Some(other) => other.to_string(),
     }
 }
@@ -109,9 +141,15 @@ fn parse_args(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
 
+/// `prompt_tokens` is the whole prompt, cached part included; anything missing or malformed counts as 0.
 fn parse_usage(v: Option<&Value>) -> Usage {
-    let get = |k: &str| v.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    Usage { input_tokens: get("prompt_tokens"), output_tokens: get("completion_tokens") }
+    let get = |p: &str| v.and_then(|u| u.pointer(p)).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: get("/prompt_tokens"),
+        output_tokens: get("/completion_tokens"),
+        cache_read_tokens: get("/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+    }
 }
 
 fn parse_completion(v: &Value) -> Result<ModelResponse, LlmError> {
@@ -178,7 +216,11 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
             }
         }
         for tc in choice.pointer("/delta/tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let idx = tc.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64) as usize;
+            let idx = tc.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64);
+            if idx >= super::MAX_STREAM_INDEX {
+                return Err(protocol(format!("tool call index {idx} is out of range")));
+            }
+            let idx = idx as usize;
             while calls.len() <= idx {
                 calls.push(PartialCall::default());
             }

@@ -14,11 +14,16 @@ pub struct SseStream {
     buf: Vec<u8>,
     provider: &'static str,
     done: bool,
+    /// The longest the server may stay silent between two pieces of the stream.
+    silence: std::time::Duration,
 }
 
+/// One event larger than this is not a model's answer but a broken or hostile server.
+const MAX_EVENT: usize = 16 * 1024 * 1024;
+
 impl SseStream {
-    pub fn new(resp: reqwest::Response, provider: &'static str) -> Self {
-        SseStream { inner: resp.bytes_stream().boxed(), buf: Vec::new(), provider, done: false }
+    pub fn new(resp: reqwest::Response, provider: &'static str, silence: std::time::Duration) -> Self {
+        SseStream { inner: resp.bytes_stream().boxed(), buf: Vec::new(), provider, done: false, silence }
     }
 
     /// The next event, `None` at the end of the stream.
@@ -30,7 +35,16 @@ impl SseStream {
             if self.done {
                 return Ok(None);
             }
-            match self.inner.next().await {
+            if self.buf.len() > MAX_EVENT {
+                return Err(LlmError::Protocol {
+                    provider: self.provider,
+                    message: format!("an event of the stream passed {} MB", MAX_EVENT / (1024 * 1024)),
+                });
+            }
+            let next = tokio::time::timeout(self.silence, self.inner.next())
+                .await
+                .map_err(|_| super::http::silent(self.provider, self.silence))?;
+            match next {
                 Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
                 Some(Err(e)) => {
                     return Err(LlmError::Interrupted {

@@ -56,10 +56,12 @@ impl EventSink for EditorEvents {
                 Outgoing::RefreshLenses
             }
             Event::Reminder { text } => Outgoing::Reminder(json!({"workspace": ws, "text": text})),
-            Event::Usage { round, run: total } => Outgoing::Usage(json!({
+            Event::Usage { round, run: total, context_window } => Outgoing::Usage(json!({
                 "workspace": ws, "runId": run,
                 "inputTokens": round.input_tokens, "outputTokens": round.output_tokens,
                 "runInputTokens": total.input_tokens, "runOutputTokens": total.output_tokens,
+                "cacheReadTokens": round.cache_read_tokens, "cacheWriteTokens": round.cache_write_tokens,
+                "contextTokens": round.input_tokens, "contextWindow": context_window,
             })),
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,

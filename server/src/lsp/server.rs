@@ -21,7 +21,7 @@ use super::notify::{Notifier, Outgoing};
 use super::state;
 use crate::agent::{self, FinishReason, Session};
 use crate::config::{self, ApprovalMode, Env, Overrides};
-use crate::llm::{http_client, Llm};
+use crate::llm::Llm;
 
 pub const COMMANDS: [&str; 4] = ["stepwise.run", "stepwise.cancel", "stepwise.reset", "stepwise.plan"];
 
@@ -46,9 +46,6 @@ pub struct Shared {
     caps: RwLock<Caps>,
     init_settings: RwLock<Overrides>,
     refresh_lenses: Arc<AtomicBool>,
-    /// Built on first use (off the async workers): loading the system's CA certificates takes tens of
-    /// milliseconds, which `initialize` should not wait for.
-    http: Arc<std::sync::OnceLock<reqwest::Client>>,
     /// Where sessions are saved: `initializationOptions.stateDir`, else the environment (state.rs).
     state_dir: RwLock<Option<PathBuf>>,
     runs: AtomicU64,
@@ -178,17 +175,6 @@ impl Shared {
         }
     }
 
-    /// The shared HTTP client, built on a blocking thread the first time.
-    pub async fn http_client(&self) -> reqwest::Client {
-        if let Some(c) = self.http.get() {
-            return c.clone();
-        }
-        let cell = self.http.clone();
-        tokio::task::spawn_blocking(move || cell.get_or_init(|| http_client(Duration::from_secs(300))).clone())
-            .await
-            .unwrap_or_else(|_| http_client(Duration::from_secs(300)))
-    }
-
     /// Asks for the configuration in the background: a notification handler that waited for the
     /// client's answer would hold up `exit` (tower-lsp finishes every handler in flight, and reads no
     /// more answers once `exit` has arrived) for as long as the request's timeout.
@@ -278,7 +264,6 @@ impl Backend {
                 caps: RwLock::new(Caps::default()),
                 init_settings: RwLock::new(Overrides::default()),
                 refresh_lenses,
-                http: Arc::new(std::sync::OnceLock::new()),
                 state_dir: RwLock::new(state::state_dir()),
                 runs: AtomicU64::new(0),
                 early: std::sync::Mutex::new(Some(Vec::new())),
@@ -364,14 +349,15 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prom
     let env = Env::load(&[folder.root.as_path(), cwd.as_path()]);
     drop(shared.config_pending.read().await);
     let settings = shared.settings_for(&folder);
-    let configured = config::agent(&env, &settings).and_then(|a| Ok((a, config::provider(&env, &settings)?)));
+    let configured = config::agent(&env, &settings)
+        .and_then(|a| Ok((a, config::provider(&env, &settings)?)))
+        .and_then(|(a, p)| Ok((a, Llm::new(p)?)));
     let (reason, error) = match configured {
         Err(msg) => (FinishReason::Error, Some(msg)),
-        Ok((cfg, provider)) => {
+        Ok((cfg, llm)) => {
             let timeout = Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1));
             let approval_timeout = Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1));
             let approval = settings.approval.as_deref().and_then(ApprovalMode::parse).unwrap_or(ApprovalMode::Ask);
-            let llm = Llm::new(provider, shared.http_client().await);
             let host = EditorHost {
                 shared: shared.clone(),
                 folder: folder.clone(),
@@ -505,11 +491,6 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        // Build the HTTP client now, in the background, so the first run does not wait for it.
-        let shared = self.shared.clone();
-        tokio::spawn(async move {
-            shared.http_client().await;
-        });
         // Messages from `initialize` (a folder that cannot be used, a saved session that cannot be read).
         let early = self.shared.early.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
         for out in early {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use stepwise::agent::{self, AgentConfig, RunOutcome, Session};
 use stepwise::events::{Event, EventSink};
 use stepwise::host::DiskHost;
-use stepwise::llm::{http_client, Llm, ProviderConfig, ProviderKind, Usage};
+use stepwise::llm::{Llm, ProviderConfig, ProviderKind, Usage};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use tokio_util::sync::CancellationToken;
 
@@ -92,7 +92,7 @@ impl EventSink for Collect {
             }
             Event::PlanChanged { plan } => Ev::Plan(plan.render()),
             Event::Reminder { text } => Ev::Reminder(text.into()),
-            Event::Usage { round, run } => Ev::Usage { round, run },
+            Event::Usage { round, run, .. } => Ev::Usage { round, run },
             Event::RunFinished { outcome } => Ev::Finished(outcome.clone()),
         };
         self.events.lock().unwrap().push(ev);
@@ -118,6 +118,7 @@ pub fn provider(kind: ProviderKind, base_url: String) -> ProviderConfig {
         timeout: Duration::from_secs(10),
         max_retries: 3,
         backoff: Duration::from_millis(10),
+        context_window: 200_000,
     }
 }
 
@@ -153,7 +154,7 @@ impl Harness {
             ProviderKind::Openai => mock.openai_base(),
         };
         let p = tweak(provider(kind, base));
-        let llm = Llm::new(p.clone(), http_client(p.timeout));
+        let llm = Llm::new(p.clone()).unwrap();
         let ws = TempDir::new("ws");
         let host = DiskHost::new(ws.path(), None).unwrap();
         Harness { mock: Arc::new(mock), ws, llm, host, cfg, session: Session::default(), events: Collect::default() }
