@@ -365,3 +365,25 @@ async fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).starts_with("stepwise "));
 }
+
+#[tokio::test]
+async fn run_hitting_the_output_limit_exits_1_and_says_so() {
+    let cut = |t: &str| Step::Turn(Turn::text(t).with_stop_reason("max_tokens").with_cache_usage(10, 90, 0, 5));
+    let mock = MockModel::start(vec![cut("a"), cut("b"), cut("c")]).await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.env("STEPWISE_MAX_TOKENS", "77").env("STEPWISE_CONTEXT_WINDOW", "1000");
+    cmd.args(["run", "--yes", "write", "a", "novel"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(err.contains("error: the model's reply hit the output limit"), "{}", show(&o));
+    // The end-of-run line: the whole prompt, its cached share, and context use of the window.
+    assert!(
+        err.contains("[max_tokens: 3 rounds, 300 input tokens (270 cached) / 15 output · context 10% of 1000]"),
+        "{}",
+        show(&o)
+    );
+    assert!(mock.requests().iter().all(|r| r.body["max_tokens"] == 77), "STEPWISE_MAX_TOKENS reaches the wire");
+}

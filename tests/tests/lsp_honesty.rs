@@ -1,0 +1,79 @@
+//! The sidecar reports what really happened: the output limit, a silent model, token and context use.
+
+use std::time::Duration;
+
+use serde_json::json;
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step, Turn};
+
+const T: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_output_limit_ends_the_run_with_max_tokens() {
+    let (dir, state) = folder_and_state("max-tokens");
+    let cut = |t: &str| Step::Turn(Turn::text(t).with_stop_reason("max_tokens"));
+    let mock = MockModel::start(vec![cut("one"), cut("two"), cut("three")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+    let log = ed.run("write a lot").await;
+    assert_eq!(log.reason(), "max_tokens");
+    let idle = log.idle();
+    assert!(idle["message"].as_str().is_some_and(|m| m.contains("output limit")), "{idle}");
+    let shown = ed.await_notification("window/showMessage").await;
+    assert!(shown["message"].as_str().is_some_and(|m| m.contains("output limit")), "{shown}");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_honours_stepwise_model_timeout() {
+    let (dir, state) = folder_and_state("model-timeout");
+    let mock = MockModel::start(vec![Step::Hang]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .binary()
+        .env("STEPWISE_MODEL_TIMEOUT", "1")
+        .env("STEPWISE_MAX_RETRIES", "0")
+        .timeout(T)
+        .start()
+        .await;
+    let log = ed.run("anyone there?").await;
+    assert_eq!(log.reason(), "error");
+    let message = log.idle()["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("1s") && message.contains("STEPWISE_MODEL_TIMEOUT"), "{message}");
+    assert_eq!(ed.await_notification("window/showMessage").await["message"], format!("stepwise: {message}"));
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_bad_numbers_in_the_environment_are_named() {
+    let (dir, state) = folder_and_state("bad-retries");
+    let mock = MockModel::start(vec![Step::text("never asked")]).await;
+    let ed =
+        editor(ClientPreset::VsCode, &dir, &state, &mock).binary().env("STEPWISE_MAX_RETRIES", "many").start().await;
+    let log = ed.run("x").await;
+    assert_eq!(log.reason(), "error");
+    assert_eq!(log.idle()["message"], "STEPWISE_MAX_RETRIES must be a whole number, got 'many'");
+    assert!(mock.requests().is_empty(), "nothing is sent with a bad setting");
+    let shown = ed.await_notification("window/showMessage").await;
+    assert_eq!(shown["message"], "stepwise: STEPWISE_MAX_RETRIES must be a whole number, got 'many'");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_usage_reports_cache_and_context() {
+    let (dir, state) = folder_and_state("usage");
+    let mock = MockModel::start(vec![Step::Turn(Turn::text("hi").with_cache_usage(100, 5000, 900, 12))]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).option("contextWindow", json!(10000)).start().await;
+    let ws = ed.folder_uri(0);
+    let log = ed.run("hello").await;
+    let usage = log.usage();
+    assert_eq!(usage.len(), 1);
+    let u = &usage[0];
+    assert_eq!(u["workspace"], ws.as_str());
+    assert_eq!(u["inputTokens"], 6000, "the whole prompt, cached or not");
+    assert_eq!(u["outputTokens"], 12);
+    assert_eq!(u["cacheReadTokens"], 5000);
+    assert_eq!(u["cacheWriteTokens"], 900);
+    assert_eq!(u["contextTokens"], 6000);
+    assert_eq!(u["contextWindow"], 10000);
+    assert_eq!(u["runInputTokens"], 6000);
+    ed.finish().await;
+}
