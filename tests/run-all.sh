@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Every test of the project: the Rust workspace (engine, mock model, LSP harness), then the Neovim
-# plugin and the VS Code extension end to end. Each editor script installs what it needs.
+# Every test of the project: formatting and lints, the Rust workspace (engine, mock model, LSP harness), a
+# real model server (llama.cpp), then the Neovim plugin and the VS Code extension end to end. Each script
+# installs what it needs (cached under ~/.cache/stepwise-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check, clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo test (workspace)"
 cargo build --workspace --bins
 cargo test --workspace
+
+echo "== llama-server (real model, both wire formats)"
+bash tests/llama/test.sh
 
 echo "== neovim"
 bash editors/neovim/scripts/test.sh
