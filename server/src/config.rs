@@ -1,39 +1,79 @@
 //! Configuration from the environment and `.env` files (CONTRACT.md), with overrides from editors.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::AgentConfig;
 use crate::llm::{ProviderConfig, ProviderKind, DEFAULT_WINDOW_ANTHROPIC, DEFAULT_WINDOW_OTHER};
 use crate::plan::PlanningStyle;
 
-/// Environment variables, with `.env` values filling in what the real environment lacks.
+/// Environment variables, with `.env` values filling in what the real environment lacks; remembers
+/// which `.env` file each of those came from.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
     vars: HashMap<String, String>,
+    files: HashMap<String, PathBuf>,
 }
 
 impl Env {
     /// The process environment plus `.env` from `dirs` (earlier directories win).
     pub fn load(dirs: &[&Path]) -> Env {
-        let mut vars: HashMap<String, String> = std::env::vars().collect();
+        let mut env = Env { vars: std::env::vars().collect(), files: HashMap::new() };
         for dir in dirs {
-            if let Ok(text) = std::fs::read_to_string(dir.join(".env")) {
-                for (k, v) in parse_dotenv(&text) {
-                    vars.entry(k).or_insert(v);
-                }
+            let path = dir.join(".env");
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                env.add_file(&path, &text);
             }
         }
-        Env { vars }
+        env
+    }
+
+    /// Adds a `.env` file's values that are not set yet.
+    pub fn add_file(&mut self, path: &Path, text: &str) {
+        for (k, v) in parse_dotenv(text) {
+            if !self.vars.contains_key(&k) {
+                self.files.insert(k.clone(), path.to_path_buf());
+                self.vars.insert(k, v);
+            }
+        }
     }
 
     pub fn from_map(vars: HashMap<String, String>) -> Env {
-        Env { vars }
+        Env { vars, files: HashMap::new() }
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.vars.get(key).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+
+    /// The `.env` file a value came from; `None` for the process environment.
+    pub fn file_of(&self, key: &str) -> Option<&Path> {
+        self.files.get(key).map(PathBuf::as_path)
+    }
+}
+
+/// A base URL from a `.env` file that would receive an API key from elsewhere: the key is not sent there
+/// until the user approves the endpoint (see `trust`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignEndpoint {
+    pub var: &'static str,
+    pub url: String,
+    pub file: PathBuf,
+    pub key_var: String,
+}
+
+impl ForeignEndpoint {
+    pub fn message(&self) -> String {
+        format!(
+            "{} in {} points the API key ({}, set elsewhere) at {}; stepwise only uses a base URL from a .env file with a key from the same file. Put the key in that file, set {} yourself, or approve the endpoint once with `stepwise run` on a terminal.",
+            self.var,
+            self.file.display(),
+            self.key_var,
+            self.url,
+            self.var
+        )
     }
 }
 
@@ -161,6 +201,11 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         None if kind == ProviderKind::Openai && base_is_local => String::new(),
         None => return Err(format!("no API key: set {key_var} (in the environment or a .env file)")),
     };
+    if let Some(foreign) = foreign_endpoint(env, o) {
+        if !crate::trust::is_trusted(&foreign.file, &foreign.url) {
+            return Err(foreign.message());
+        }
+    }
     // How long the model may stay silent; editor request timeouts are a separate setting.
     let timeout = match o.model_timeout_secs {
         Some(s) => s,
@@ -189,6 +234,32 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         max_retries: number(env, "STEPWISE_MAX_RETRIES", 4u32)?,
         backoff: Duration::from_millis(number(env, "STEPWISE_RETRY_BASE_MS", 1000u64)?),
     })
+}
+
+/// The endpoint a `.env` file sets when the key it would receive comes from elsewhere (the process
+/// environment or another file). Editor settings and the environment are the user's own: never foreign.
+pub fn foreign_endpoint(env: &Env, o: &Overrides) -> Option<ForeignEndpoint> {
+    if o.base_url.as_deref().is_some_and(|b| !b.trim().is_empty()) {
+        return None;
+    }
+    let kind = o
+        .provider
+        .as_deref()
+        .or_else(|| env.get("STEPWISE_PROVIDER"))
+        .and_then(ProviderKind::parse)
+        .unwrap_or(ProviderKind::Anthropic);
+    let (key_var, var) = match kind {
+        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+        ProviderKind::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    };
+    let key_var = o.api_key_env.clone().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| key_var.to_string());
+    let url = env.get(var)?.to_string();
+    let file = env.file_of(var)?;
+    // No key, nothing to steal; a key from the same file was put there together with its URL.
+    if env.get(&key_var).is_none() || env.file_of(&key_var) == Some(file) {
+        return None;
+    }
+    Some(ForeignEndpoint { var, url, file: file.to_path_buf(), key_var })
 }
 
 /// A whole-number variable, its default when unset; a value that is not a number is an error naming it.
@@ -261,6 +332,41 @@ mod tests {
         let o = Overrides { api_key_env: Some("MY_KEY".into()), model: Some("x".into()), ..Default::default() };
         assert_eq!(provider(&env(&[("MY_KEY", "k")]), &o).unwrap().api_key, "k");
         assert!(!format!("{:?}", provider(&env(&[("MY_KEY", "sekret")]), &o).unwrap()).contains("sekret"));
+    }
+
+    #[test]
+    fn a_base_url_from_dotenv_needs_the_key_from_the_same_file() {
+        let ws = std::env::temp_dir().join(format!("stepwise-trust-{}", std::process::id()));
+        let state = ws.join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let dotenv = ws.join(".env");
+        let url = "http://evil.example:8080";
+        // The key comes from the environment, the URL from the workspace's .env: refused, naming the file.
+        let mut env = env(&[("MODEL_ID", "m"), ("ANTHROPIC_API_KEY", "sk-user")]);
+        env.add_file(&dotenv, &format!("ANTHROPIC_BASE_URL={url}\n"));
+        let foreign = foreign_endpoint(&env, &Overrides::default()).expect("foreign");
+        assert_eq!(
+            (foreign.var, foreign.url.as_str(), foreign.file.as_path()),
+            ("ANTHROPIC_BASE_URL", url, dotenv.as_path())
+        );
+        std::env::set_var("STEPWISE_STATE_DIR", &state);
+        let e = provider(&env, &Overrides::default()).unwrap_err();
+        assert!(e.contains(&dotenv.display().to_string()) && e.contains(url), "{e}");
+        assert!(!e.contains("sk-user"), "the key is never shown");
+        // Approved once: used from then on.
+        crate::trust::remember(&dotenv, url).unwrap();
+        assert_eq!(provider(&env, &Overrides::default()).unwrap().base_url, url);
+        std::env::remove_var("STEPWISE_STATE_DIR");
+        // Key and URL from the same file; an editor setting; no key at all: none of them is foreign.
+        let mut same = Env::default();
+        same.add_file(&dotenv, &format!("ANTHROPIC_BASE_URL={url}\nANTHROPIC_API_KEY=k\n"));
+        assert_eq!(foreign_endpoint(&same, &Overrides::default()), None);
+        let o = Overrides { base_url: Some("http://mine".into()), ..Default::default() };
+        assert_eq!(foreign_endpoint(&env, &o), None);
+        let mut keyless = Env::default();
+        keyless.add_file(&dotenv, &format!("ANTHROPIC_BASE_URL={url}\n"));
+        assert_eq!(foreign_endpoint(&keyless, &Overrides::default()), None);
+        std::fs::remove_dir_all(&ws).unwrap();
     }
 
     #[test]

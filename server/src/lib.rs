@@ -14,3 +14,4 @@ pub mod lsp;
 pub mod plan;
 pub mod session;
 pub mod tools;
+pub mod trust;

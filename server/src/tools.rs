@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::host::output::truncate_chars;
-use crate::host::{is_dangerous, resolve, Approval, EditContext, Host};
+use crate::host::{is_dangerous, protected, resolve, Approval, Ask, EditContext, Host, ResolvedPath};
 use crate::llm::ToolSpec;
 use crate::plan::{Plan, PlanningStyle};
 
@@ -135,7 +135,7 @@ async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) ->
             // The first line is the seed's text (editors and suites match it); the reason follows.
             return Err(format!("Dangerous command blocked\n{why}"));
         }
-        if cx.host.approve_command(command).await == Approval::Deny {
+        if cx.host.approve(&Ask::Command(command)).await == Approval::Deny {
             return Err("Command denied by the user".into());
         }
         let out = cx.host.run_command(command, cx.bash_timeout).await?;
@@ -163,6 +163,7 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
         }
         "write_file" => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
+            approve_write(cx.host, &path).await?;
             let content = str_arg(input, name, "content")?;
             cx.host.write_file(&path, content, &ctx("write_file", cx.plan)).await?;
             Ok(format!("Wrote {} bytes", content.chars().count()))
@@ -170,6 +171,7 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
         "edit_file" => {
             let given = str_arg(input, name, "path")?;
             let path = resolve(cx.host.root(), given)?;
+            approve_write(cx.host, &path).await?;
             let old = str_arg(input, name, "old_text")?;
             let new = str_arg(input, name, "new_text")?;
             cx.host.edit_file(&path, old, new, &ctx("edit_file", cx.plan)).await?;
@@ -193,6 +195,16 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
             cx.plan.set_status(&id, status)
         }
         other => Err(format!("Unknown tool: {other}")),
+    }
+}
+
+/// Writes to files that can run code or redirect credentials need the same approval as commands.
+async fn approve_write<H: Host>(host: &H, path: &ResolvedPath) -> Result<(), String> {
+    let rel = path.abs.strip_prefix(host.root()).unwrap_or(&path.abs);
+    let Some(why) = protected(rel) else { return Ok(()) };
+    match host.approve(&Ask::Write { path: &path.given, why }).await {
+        Approval::Allow => Ok(()),
+        Approval::Deny => Err(format!("Write to {} denied by the user ({why})", path.given)),
     }
 }
 

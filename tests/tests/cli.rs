@@ -387,3 +387,32 @@ async fn run_hitting_the_output_limit_exits_1_and_says_so() {
     );
     assert!(mock.requests().iter().all(|r| r.body["max_tokens"] == 77), "STEPWISE_MAX_TOKENS reaches the wire");
 }
+
+#[tokio::test]
+async fn a_workspace_env_cannot_send_the_key_elsewhere() {
+    let mock = MockModel::start(vec![Step::text("key received")]).await;
+    let ws = TempDir::new("cli-ws");
+    let state = TempDir::new("cli-state");
+    ws.write(".env", &format!("ANTHROPIC_BASE_URL={}\n", mock.url()));
+    let mut cmd = stepwise(ws.path());
+    cmd.env("ANTHROPIC_API_KEY", "sk-from-the-environment")
+        .env("MODEL_ID", "m")
+        .env("STEPWISE_STATE_DIR", state.path());
+    cmd.args(["run", "--yes", "hello"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = text(&o.stderr);
+    let dotenv = std::fs::canonicalize(ws.join(".env")).unwrap();
+    assert!(err.contains(&format!("ANTHROPIC_BASE_URL in {}", dotenv.display())), "{}", show(&o));
+    assert!(!err.contains("sk-from-the-environment"));
+    assert!(mock.requests().is_empty(), "the key never left");
+
+    // The key in the same file as the URL: both were put there together, so they are used.
+    ws.write(".env", &format!("ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-in-the-file\n", mock.url()));
+    let mut cmd = stepwise(ws.path());
+    cmd.env("MODEL_ID", "m").env("STEPWISE_STATE_DIR", state.path());
+    cmd.args(["run", "--yes", "hello"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(mock.requests()[0].header("x-api-key"), Some("sk-in-the-file"));
+}

@@ -77,3 +77,44 @@ async fn lsp_usage_reports_cache_and_context() {
     assert_eq!(u["runInputTokens"], 6000);
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_protected_writes_are_approved_through_the_editor() {
+    let (dir, state) = folder_and_state("protected");
+    let mock = MockModel::start(vec![
+        Step::tool("write_file", json!({"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\nid\n"})),
+        Step::tool("write_file", json!({"path": ".env", "content": "MODEL_ID=x\n"})),
+        Step::text("done"),
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .policy("workspace/applyEdit", Policy::ApplyEdits)
+        .ignore(&["stepwise/toolCall", "stepwise/assistantText", "stepwise/usage", "$/progress"])
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "plant a hook").await;
+    let (id, params) = ed.await_request("window/showMessageRequest", T).await;
+    let folder = dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        params["message"],
+        format!("stepwise wants to write .git/hooks/post-checkout in {folder} (inside .git/: hooks and config there run commands)")
+    );
+    ed.respond(&id, json!({"title": "Deny"}));
+    let (id, params) = ed.await_request("window/showMessageRequest", T).await;
+    assert!(params["message"].as_str().unwrap().contains("write .env in"), "{params}");
+    ed.respond(&id, json!({"title": "Allow"}));
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    assert!(!dir.join(".git/hooks/post-checkout").exists(), "a denied write touches nothing");
+    let results = mock.wait_for_requests(3, T).await;
+    let denied = &results[1].body["messages"][2]["content"][0];
+    assert_eq!(denied["is_error"], true);
+    assert!(denied["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Error: Write to .git/hooks/post-checkout denied by the user"));
+    let allowed = &results[2].body["messages"][4]["content"][0];
+    assert_eq!(allowed["content"], "Wrote 11 bytes");
+    ed.finish().await;
+}

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, FinishReason, Session};
 use crate::config::{self, Env, Overrides};
-use crate::host::{Approval, DiskHost};
+use crate::host::{Approval, Ask, DiskHost};
 use crate::llm::{Llm, Replay};
 
 pub use render::Terminal;
@@ -145,6 +145,10 @@ fn setup(opts: &Options) -> Result<Setup, String> {
     let env = Env::load(&[ws.as_path(), cwd.as_path()]);
     let overrides = Overrides::default();
     let cfg = config::agent(&env, &overrides)?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if opts.replay.is_none() && interactive {
+        ask_about_foreign_endpoint(&env, &overrides);
+    }
     let llm = match &opts.replay {
         Some(path) => Llm::replay(Replay::load(path)?),
         None => {
@@ -156,7 +160,6 @@ fn setup(opts: &Options) -> Result<Setup, String> {
         Some(path) => llm.record_to(path.clone()).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
         None => llm,
     };
-    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let approver = if opts.yes { None } else { Some(terminal_approver(interactive)) };
     let host = DiskHost::new(ws, approver).map_err(|e| format!("workspace {}: {e}", ws.display()))?;
     let stdout_tty = std::io::stdout().is_terminal();
@@ -165,18 +168,51 @@ fn setup(opts: &Options) -> Result<Setup, String> {
 }
 
 /// Asks on the terminal before each shell command; without a terminal, refuses (use `--yes`).
+/// A base URL from a `.env` file that would receive a key from elsewhere: ask once on the terminal
+/// (`--yes` does not cover it: it is about where the key goes, not what the agent does).
+fn ask_about_foreign_endpoint(env: &Env, overrides: &Overrides) {
+    let Some(f) = config::foreign_endpoint(env, overrides) else { return };
+    if crate::trust::is_trusted(&f.file, &f.url) {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\x1b[1m{} in {} sends your API key ({}) to {}.\x1b[0m\nAllow this endpoint? [y/N]: ",
+        f.var,
+        f.file.display(),
+        f.key_var,
+        f.url
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
+        if let Err(e) = crate::trust::remember(&f.file, &f.url) {
+            let _ = writeln!(err, "stepwise: could not remember the approval: {e}");
+        }
+    }
+}
+
 fn terminal_approver(interactive: bool) -> crate::host::disk::Approver {
     let always = Arc::new(AtomicBool::new(false));
-    Arc::new(move |command: &str| {
+    Arc::new(move |ask: &Ask<'_>| {
         if always.load(Ordering::Relaxed) {
             return Approval::Allow;
         }
+        let (refused, question) = match ask {
+            Ask::Command(command) => {
+                (format!("shell command refused: {command}"), format!("Run shell command?\x1b[0m {command}"))
+            }
+            Ask::Write { path, why } => {
+                (format!("write to {path} refused ({why})"), format!("Write {path}?\x1b[0m ({why})"))
+            }
+        };
         if !interactive {
-            eprintln!("stepwise: shell command refused (no terminal to ask; pass --yes to allow): {command}");
+            eprintln!("stepwise: {refused} (no terminal to ask; pass --yes to allow)");
             return Approval::Deny;
         }
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\n\x1b[1mRun shell command?\x1b[0m {command}\n[y]es / [a]lways / [N]o: ");
+        let _ = write!(err, "\n\x1b[1m{question}\n[y]es / [a]lways / [N]o: ");
         let _ = err.flush();
         let mut line = String::new();
         if std::io::stdin().lock().read_line(&mut line).is_err() {

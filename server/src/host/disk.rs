@@ -4,10 +4,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath, ShellOutput};
+use super::beneath;
+use super::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
 
-/// Asks the user about a shell command; `None` means every command is approved.
-pub type Approver = Arc<dyn Fn(&str) -> Approval + Send + Sync>;
+/// Asks the user (commands, protected writes); `None` means everything is approved (`--yes`).
+pub type Approver = Arc<dyn Fn(&Ask<'_>) -> Approval + Send + Sync>;
 
 pub struct DiskHost {
     root: PathBuf,
@@ -21,18 +22,103 @@ impl DiskHost {
     }
 }
 
+/// The largest file read or edited whole; larger ones are for the shell (`head`, `sed`).
+pub const MAX_FILE: u64 = 16 * 1024 * 1024;
+
 pub(crate) async fn read_disk(path: &ResolvedPath) -> Result<String, String> {
-    tokio::fs::read_to_string(&path.abs).await.map_err(|e| io_error(path, e))
+    let p = path.clone();
+    tokio::task::spawn_blocking(move || read_beneath(&p))
+        .await
+        .unwrap_or_else(|e| Err(format!("reading {} failed: {e}", path.given)))
 }
 
 pub(crate) async fn write_disk(path: &ResolvedPath, content: &str) -> Result<(), String> {
-    if let Some(parent) = path.abs.parent() {
-        tokio::fs::create_dir_all(parent).await.map_err(|e| io_error(path, e))?;
+    let (p, c) = (path.clone(), content.to_string());
+    tokio::task::spawn_blocking(move || write_beneath(&p, &c))
+        .await
+        .unwrap_or_else(|e| Err(format!("writing {} failed: {e}", path.given)))
+}
+
+/// What a file is, when it is not a regular file (a FIFO would block a read forever).
+fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_block_device() || t.is_char_device() {
+        Some("a device")
+    } else {
+        Some("not a regular file")
     }
-    tokio::fs::write(&path.abs, content).await.map_err(|e| io_error(path, e))
+}
+
+fn read_beneath(path: &ResolvedPath) -> Result<String, String> {
+    use std::io::Read;
+    // Non-blocking, so opening a FIFO returns at once; the type is checked on the opened file itself.
+    let mut file = beneath::open(&path.root, &path.rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0)
+        .map_err(|e| io_error(path, e))?;
+    let meta = file.metadata().map_err(|e| io_error(path, e))?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(format!("{} is {kind}; only regular files can be read", path.given));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(too_large(path, meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // `take`: a file that grows while it is read still stops at the limit.
+    (&mut file).take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| io_error(path, e))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(too_large(path, bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{} is not a UTF-8 text file", path.given))
+}
+
+fn too_large(path: &ResolvedPath, size: u64) -> String {
+    format!(
+        "{} is {} MB; files up to {} MB are read whole (use the shell, e.g. head or sed, for larger ones)",
+        path.given,
+        size.div_ceil(1024 * 1024),
+        MAX_FILE / (1024 * 1024)
+    )
+}
+
+fn write_beneath(path: &ResolvedPath, content: &str) -> Result<(), String> {
+    use std::io::Write;
+    if let Some(parent) = path.rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        beneath::create_dirs(&path.root, parent).map_err(|e| io_error(path, e))?;
+    }
+    let mut file =
+        beneath::open(&path.root, &path.rel, libc::O_WRONLY | libc::O_CREAT | libc::O_NONBLOCK | libc::O_NOCTTY, 0o666)
+            .map_err(|e| io_error(path, e))?;
+    let meta = file.metadata().map_err(|e| io_error(path, e))?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(format!("{} is {kind}; only regular files can be written", path.given));
+    }
+    // Writing through a hard link would change the other name's file too, which may lie outside the
+    // workspace. (Reads are allowed: a hard link is made by the user or a command they approved, never by
+    // a cloned repository or a file tool.)
+    use std::os::unix::fs::MetadataExt;
+    if meta.nlink() > 1 {
+        return Err(format!(
+            "{} has {} hard links; stepwise does not write through a hard link, whose other names may lie outside the workspace",
+            path.given,
+            meta.nlink()
+        ));
+    }
+    file.set_len(0).map_err(|e| io_error(path, e))?;
+    file.write_all(content.as_bytes()).map_err(|e| io_error(path, e))
 }
 
 pub(crate) fn io_error(path: &ResolvedPath, e: std::io::Error) -> String {
+    if beneath::is_escape(&e) {
+        return format!("Path escapes workspace: {}", path.given);
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound => format!("No such file: {}", path.given),
         std::io::ErrorKind::InvalidData => format!("{} is not a UTF-8 text file", path.given),
@@ -63,14 +149,22 @@ impl Host for DiskHost {
         write_disk(path, &out).await
     }
 
-    async fn approve_command(&self, command: &str) -> Approval {
+    async fn approve(&self, ask: &Ask<'_>) -> Approval {
         match &self.approver {
             None => Approval::Allow,
-            Some(ask) => {
-                let ask = ask.clone();
-                let command = command.to_string();
-                // The terminal prompt blocks on stdin: keep it off the async workers.
-                tokio::task::spawn_blocking(move || ask(&command)).await.unwrap_or(Approval::Deny)
+            Some(approver) => {
+                let approver = approver.clone();
+                // Owned copies: the terminal prompt blocks on stdin, so it runs off the async workers.
+                let (command, path, why) = match *ask {
+                    Ask::Command(c) => (Some(c.to_string()), String::new(), ""),
+                    Ask::Write { path, why } => (None, path.to_string(), why),
+                };
+                tokio::task::spawn_blocking(move || match &command {
+                    Some(c) => approver(&Ask::Command(c)),
+                    None => approver(&Ask::Write { path: &path, why }),
+                })
+                .await
+                .unwrap_or(Approval::Deny)
             }
         }
     }

@@ -3,6 +3,8 @@
 //! The agent reads, writes and runs through a `Host`. The command line uses `DiskHost`; the LSP sidecar
 //! implements the same trait on top of the editor's buffers and `workspace/applyEdit`.
 
+mod approval;
+mod beneath;
 pub mod disk;
 pub mod output;
 mod path;
@@ -12,16 +14,10 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+pub use approval::{protected, Approval, Ask};
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
 pub use shell::{is_dangerous, run_shell, ShellOutput};
-
-/// What the user said to a shell command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
-    Allow,
-    Deny,
-}
 
 /// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser").
 #[derive(Debug, Clone, Default)]
@@ -55,8 +51,8 @@ pub trait Host: Send + Sync {
         ctx: &EditContext,
     ) -> impl Future<Output = Result<(), String>> + Send;
 
-    /// Ask whether a shell command may run.
-    fn approve_command(&self, command: &str) -> impl Future<Output = Approval> + Send;
+    /// Ask the user whether a shell command may run, or a protected file may be written.
+    fn approve(&self, ask: &Ask<'_>) -> impl Future<Output = Approval> + Send;
 
     /// Run an approved shell command in the workspace. Dropping the future kills it. `Err` is a failure
     /// to run it at all (or its timeout); a command that ran and failed is an `Ok` marked `is_error`.

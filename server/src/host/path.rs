@@ -8,6 +8,10 @@ pub struct ResolvedPath {
     pub given: String,
     /// Absolute path inside the workspace, symlinks in existing parts resolved.
     pub abs: PathBuf,
+    /// The workspace, and the path relative to it: files are opened beneath the workspace through these
+    /// (`beneath.rs`), so a symlink swapped in after this check still cannot lead outside.
+    pub root: PathBuf,
+    pub rel: PathBuf,
 }
 
 /// Resolve `given` against the canonical workspace `root`.
@@ -61,7 +65,8 @@ pub fn resolve(root: &Path, given: &str) -> Result<ResolvedPath, String> {
     for name in rest.into_iter().rev() {
         abs.push(name);
     }
-    Ok(ResolvedPath { given: given.to_string(), abs })
+    let rel = abs.strip_prefix(root).map_err(|_| escapes())?.to_path_buf();
+    Ok(ResolvedPath { given: given.to_string(), abs, root: root.to_path_buf(), rel })
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::notify::Outgoing;
 use super::server::Shared;
 use crate::config::ApprovalMode;
 use crate::host::disk::{io_error, read_disk, write_disk};
-use crate::host::{find_first, not_found, run_shell, Approval, EditContext, Host, ResolvedPath, ShellOutput};
+use crate::host::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
 
 pub const ALLOW: &str = "Allow";
 pub const ALLOW_SESSION: &str = "Allow for this session";
@@ -216,7 +216,7 @@ impl EditorHost {
         for p in remaining {
             let text = self.shared.docs.text(&p).or_else(|| self.folder.overlay.get(&p).map(|t| t.clone()));
             if let Some(text) = text {
-                let rp = ResolvedPath { given: p.display().to_string(), abs: p.clone() };
+                let rp = crate::host::resolve(&self.folder.root, &p.to_string_lossy())?;
                 write_disk(&rp, &text).await?;
             }
         }
@@ -263,7 +263,7 @@ impl Host for EditorHost {
         self.replace(path, Some(&current), range, new, ctx).await
     }
 
-    async fn approve_command(&self, command: &str) -> Approval {
+    async fn approve(&self, ask: &Ask<'_>) -> Approval {
         match self.approval {
             ApprovalMode::Auto => return Approval::Allow,
             ApprovalMode::Deny => return Approval::Deny,
@@ -274,7 +274,7 @@ impl Host for EditorHost {
         }
         self.status("waiting");
         let folder_name = self.folder.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let message = format!("stepwise wants to run a shell command in {folder_name}: {command}");
+        let message = ask.question(&folder_name);
         self.shared.notifier.flush().await;
         let actions =
             [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });

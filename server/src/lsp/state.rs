@@ -22,15 +22,7 @@ struct SessionFile<'a> {
     session: &'a Session,
 }
 
-/// `STEPWISE_STATE_DIR`, else `$XDG_STATE_HOME/stepwise/sessions`, else `~/.local/state/stepwise/sessions`.
-pub fn state_dir() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(d) = var("STEPWISE_STATE_DIR") {
-        return Some(d);
-    }
-    let base = var("XDG_STATE_HOME").or_else(|| var("HOME").map(|h| h.join(".local/state")))?;
-    Some(base.join("stepwise").join("sessions"))
-}
+pub use crate::trust::state_dir;
 
 /// One file per folder, named by a stable hash of its path (FNV-1a: no dependency, same on every run).
 pub fn file_for(dir: &Path, folder: &Path) -> PathBuf {

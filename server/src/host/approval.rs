@@ -1,0 +1,92 @@
+//! What needs the user's leave: shell commands, and writes to files that can run code or redirect
+//! credentials. The model is untrusted; writing `.git/hooks/pre-commit` or `.env` is as strong as a shell
+//! command, so it goes through the same approval.
+
+use std::path::{Component, Path};
+
+/// What the user said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    Allow,
+    Deny,
+}
+
+/// One thing the agent asks leave for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask<'a> {
+    Command(&'a str),
+    /// A write to a protected file: the path as the model gave it, and why it is protected.
+    Write {
+        path: &'a str,
+        why: &'static str,
+    },
+}
+
+impl Ask<'_> {
+    /// A one-line question for a terminal or an editor prompt, naming `folder`.
+    pub fn question(&self, folder: &str) -> String {
+        match self {
+            Ask::Command(command) => format!("stepwise wants to run a shell command in {folder}: {command}"),
+            Ask::Write { path, why } => format!("stepwise wants to write {path} in {folder} ({why})"),
+        }
+    }
+}
+
+/// Why writing `rel` (relative to the workspace) needs approval, if it does.
+pub fn protected(rel: &Path) -> Option<&'static str> {
+    let names: Vec<String> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_string_lossy().to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect();
+    let file = names.last().map(String::as_str).unwrap_or("");
+    if names.iter().any(|n| n == ".git") {
+        return Some("inside .git/: hooks and config there run commands");
+    }
+    if file == ".env" || file.starts_with(".env.") {
+        return Some("a .env file: it can redirect the API key and change stepwise's settings");
+    }
+    if file == ".envrc" {
+        return Some("direnv runs .envrc as shell code");
+    }
+    if names.first().is_some_and(|n| n == ".vscode") {
+        return Some("editor settings and tasks there can run commands");
+    }
+    if matches!(file, ".nvim.lua" | ".nvimrc" | ".exrc") && names.len() == 1 {
+        return Some("Neovim runs it as code when the folder is opened");
+    }
+    if names.first().is_some_and(|n| n == ".stepwise") {
+        return Some("stepwise's own state");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths() {
+        for p in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "sub/.git/config",
+            ".GIT/config",
+            ".env",
+            ".env.local",
+            "app/.env",
+            ".envrc",
+            ".vscode/tasks.json",
+            ".nvim.lua",
+        ] {
+            assert!(protected(Path::new(p)).is_some(), "{p}");
+        }
+        for p in
+            ["src/main.rs", "env.txt", ".environment", "docs/.gitignore", ".github/workflows/ci.yml", "a/.nvim.lua"]
+        {
+            assert_eq!(protected(Path::new(p)), None, "{p}");
+        }
+    }
+}
