@@ -1455,6 +1455,15 @@ impl TestEditor {
         self.wait(timeout, |st| st.responses.remove(&key)).await
     }
 
+    /// Waits until `f` finds what it looks for in everything received so far.
+    pub async fn await_transcript<T>(
+        &self,
+        timeout: Duration,
+        mut f: impl FnMut(&[Incoming]) -> Option<T>,
+    ) -> Option<T> {
+        self.wait(timeout, |st| f(&st.transcript)).await
+    }
+
     // ---- receiving ----------------------------------------------------------------------------
 
     async fn wait<T>(&self, timeout: Duration, mut f: impl FnMut(&mut State) -> Option<T>) -> Option<T> {

@@ -216,3 +216,57 @@ async fn lsp_exit_is_prompt_while_a_request_to_the_editor_is_unanswered() {
         ed.finish_without_shutdown();
     }
 }
+
+/// Responses carrying this id, errors only.
+fn errors_for(ed: &TestEditor, id: &Value) -> Vec<ErrorObj> {
+    ed.transcript()
+        .into_iter()
+        .filter_map(|m| match m {
+            Incoming::Response { id: got, result: Err(e) } if &got == id => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_hostile_frames_are_answered_and_bounded() {
+    let (dir, state) = folder_and_state("hostile");
+    let mut ed = TestEditor::builder(ClientPreset::VsCode).folder(dir.path()).state_dir(state.path()).connect().await;
+    ed.initialize().await.unwrap();
+    ed.await_handled("workspace/configuration", T).await;
+    // Ids tower-lsp cannot hold are answered under their own id, and the session goes on.
+    for raw in ["1.5", "9223372036854775808", "1e300"] {
+        ed.send_frame(format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"shutdown"}}"#).as_bytes());
+        assert!(ed.execute("stepwise.plan", json!({})).await.is_ok(), "after id {raw}");
+        let id: Value = serde_json::from_str(raw).unwrap();
+        let errs = errors_for(&ed, &id);
+        assert_eq!(errs.len(), 1, "one answer for id {raw}");
+        assert_eq!(errs[0].code, codes::INVALID_REQUEST);
+    }
+    // A request nested deeper than the parser goes keeps its id.
+    let deep = format!(r#"{{"jsonrpc":"2.0","id":77,"method":"x","params":{}0{}}}"#, "[".repeat(300), "]".repeat(300));
+    ed.send_frame(deep.as_bytes());
+    assert!(ed.execute("stepwise.plan", json!({})).await.is_ok());
+    assert_eq!(errors_for(&ed, &json!(77)).len(), 1);
+    // A header line of 1 MB without an end is skipped in bounded pieces, then a normal frame follows.
+    let mut long = vec![b'X'; 1024 * 1024];
+    long.extend_from_slice(b": y\r\n\r\n");
+    ed.send_raw(&long);
+    assert!(ed.execute("stepwise.plan", json!({})).await.is_ok());
+    // A Content-Length the server will not allocate: answered (id null), then the input is consumed.
+    ed.send_raw(b"Content-Length: 18446744073709551615\r\n\r\n");
+    let message = ed
+        .await_transcript(T, |transcript| {
+            transcript.iter().find_map(|m| match m {
+                Incoming::Response { id: Value::Null, result: Err(e) }
+                    if e.message.contains("over the 64 MB limit") =>
+                {
+                    Some(e.message.clone())
+                }
+                _ => None,
+            })
+        })
+        .await;
+    assert!(message.is_some(), "no answer to an oversized frame");
+    ed.finish_without_shutdown();
+}

@@ -18,6 +18,13 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Request, Response, Result};
 pub const INVALID_MESSAGE: &str = "$/stepwise/invalidMessage";
 /// Ids of substitutes that must reach the client as `null` start with this.
 const NULL_ID_MARK: &str = "$/stepwise/null-id/";
+/// Ids tower-lsp cannot hold (1.5, 2^63, 1e300) travel as this prefix and their JSON text, and are
+/// restored on the way out, so the client's request is answered under its own id.
+const RAW_ID_MARK: &str = "$/stepwise/raw-id/";
+/// The largest message body read; a larger one is answered with an error and skipped.
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+/// The longest header line kept; the rest of a longer one is skipped.
+const MAX_HEADER_LINE: u64 = 8 * 1024;
 /// How tower-lsp begins an error response (fields in declaration order).
 const ERROR_RESPONSE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"error\":";
 
@@ -44,8 +51,24 @@ async fn read_headers<R: AsyncBufReadExt + Unpin>(
     let mut seen_header = false;
     loop {
         line.clear();
-        if r.read_until(b'\n', line).await? == 0 {
+        if (&mut *r).take(MAX_HEADER_LINE).read_until(b'\n', line).await? == 0 {
             return Ok(None);
+        }
+        if !line.ends_with(b"\n") && line.len() as u64 == MAX_HEADER_LINE {
+            // An endless header line: skip to its end in bounded pieces; the frame has no usable length.
+            let mut rest = Vec::new();
+            loop {
+                rest.clear();
+                if (&mut *r).take(MAX_HEADER_LINE).read_until(b'\n', &mut rest).await? == 0 {
+                    return Ok(None);
+                }
+                if rest.ends_with(b"\n") {
+                    break;
+                }
+            }
+            seen_header = true;
+            length = None;
+            continue;
         }
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end_matches(['\r', '\n']);
@@ -79,6 +102,17 @@ where
     let mut line = Vec::new();
     while let Some(length) = read_headers(&mut r, &mut line).await? {
         let body = match length {
+            Some(n) if n > MAX_FRAME => {
+                // Never allocated: answered at once, then skipped in bounded pieces (or input ends first).
+                let message = format!("message of {n} bytes is over the {} MB limit", MAX_FRAME / (1024 * 1024));
+                write_frame(out, &substitute(None, ErrorCode::InvalidRequest, &message)).await?;
+                out.flush().await?;
+                let skipped = tokio::io::copy(&mut (&mut r).take(n as u64), &mut tokio::io::sink()).await?;
+                if (skipped as usize) < n {
+                    return Ok(());
+                }
+                continue;
+            }
             Some(n) => {
                 let mut body = vec![0u8; n];
                 if r.read_exact(&mut body).await.is_err() {
@@ -109,7 +143,7 @@ where
         let mut body = vec![0u8; n];
         r.read_exact(&mut body).await?;
         if body.starts_with(ERROR_RESPONSE) {
-            body = restore_null_id(body);
+            body = restore_id(body);
         }
         write_frame(&mut output, &body).await?;
         // Batch what is already waiting; flush when caught up.
@@ -121,13 +155,68 @@ where
     output.shutdown().await
 }
 
-fn restore_null_id(body: Vec<u8>) -> Vec<u8> {
+fn restore_id(body: Vec<u8>) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<Value>(&body) else { return body };
-    if !v.get("id").and_then(Value::as_str).is_some_and(|id| id.starts_with(NULL_ID_MARK)) {
+    let Some(id) = v.get("id").and_then(Value::as_str) else { return body };
+    let restored = if id.starts_with(NULL_ID_MARK) {
+        Value::Null
+    } else if let Some(raw) = id.strip_prefix(RAW_ID_MARK) {
+        serde_json::from_str(raw).unwrap_or(Value::Null)
+    } else {
         return body;
-    }
-    v["id"] = Value::Null;
+    };
+    v["id"] = restored;
     serde_json::to_vec(&v).unwrap_or(body)
+}
+
+/// An id tower-lsp can carry (a string or an i64), else its marked JSON text.
+fn carried_id(id: &Value) -> Option<Value> {
+    match id {
+        Value::String(_) => Some(id.clone()),
+        Value::Number(n) if n.is_i64() => Some(id.clone()),
+        Value::Number(n) => Some(json!(format!("{RAW_ID_MARK}{n}"))),
+        _ => None,
+    }
+}
+
+/// The top-level `"id"` of a JSON object too deep (or too broken) for the parser, by a shallow scan:
+/// nested values are skipped by counting brackets outside strings.
+fn shallow_id(body: &[u8]) -> Option<Value> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    let mut key_start = None;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < body.len() && body[i] != b'"' {
+                    i += if body[i] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 {
+                    key_start = Some((start, i));
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                key_start = None;
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b':' if depth == 1 => {
+                if let Some((s, e)) = key_start.take() {
+                    if &body[s..=e.min(body.len() - 1)] == b"\"id\"" {
+                        let rest = &body[i + 1..];
+                        let end = rest.iter().position(|b| *b == b',' || *b == b'}').unwrap_or(rest.len());
+                        return serde_json::from_slice(rest[..end].trim_ascii()).ok();
+                    }
+                }
+            }
+            b',' => key_start = None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The body itself when tower-lsp can decode it, else the substitute request.
@@ -149,14 +238,22 @@ fn check(body: Vec<u8>) -> Vec<u8> {
         Err(_) => return substitute(None, ErrorCode::ParseError, "message body is not UTF-8"),
     };
     match serde_json::from_str::<Value>(text) {
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            let id = shallow_id(&body).as_ref().and_then(carried_id);
+            substitute(id, ErrorCode::InvalidRequest, "message nested too deeply")
+        }
         Err(e) => substitute(None, ErrorCode::ParseError, &format!("message body is not JSON: {e}")),
         Ok(v) => {
             // Answer a broken request under its own id, so the client's request does not hang.
             let id = match (v.get("method"), v.get("id")) {
-                (Some(_), Some(id @ (Value::Number(_) | Value::String(_)))) => Some(id.clone()),
+                (Some(_), Some(id)) => carried_id(id),
                 _ => None,
             };
-            substitute(id, ErrorCode::InvalidRequest, "not a valid JSON-RPC 2.0 message")
+            let message = match v.get("id") {
+                Some(Value::Number(n)) if !n.is_i64() => "request ids must be strings or integers",
+                _ => "not a valid JSON-RPC 2.0 message",
+            };
+            substitute(id, ErrorCode::InvalidRequest, message)
         }
     }
 }
@@ -212,9 +309,33 @@ mod tests {
     #[test]
     fn marked_ids_go_out_as_null() {
         let marked = format!(r#"{{"jsonrpc":"2.0","error":{{"code":-32700,"message":"m"}},"id":"{NULL_ID_MARK}7"}}"#);
-        let v: Value = serde_json::from_slice(&restore_null_id(marked.into_bytes())).unwrap();
+        let v: Value = serde_json::from_slice(&restore_id(marked.into_bytes())).unwrap();
         assert_eq!(v["id"], Value::Null);
         let other = br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"m"},"id":5}"#.to_vec();
-        assert_eq!(restore_null_id(other.clone()), other);
+        assert_eq!(restore_id(other.clone()), other);
+    }
+
+    #[test]
+    fn ids_tower_lsp_cannot_hold_are_answered_under_their_own_id() {
+        for raw in ["1.5", "9223372036854775808", "1e300", "-0.5"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"shutdown"}}"#);
+            let sub: Value = serde_json::from_slice(&check(body.into_bytes())).unwrap();
+            // The substitute itself is a request tower-lsp can decode.
+            assert!(serde_json::from_value::<Request>(sub.clone()).is_ok(), "{sub}");
+            let answer = json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "m"}, "id": sub["id"]});
+            let back: Value = serde_json::from_slice(&restore_id(serde_json::to_vec(&answer).unwrap())).unwrap();
+            let want: Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(back["id"], want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn a_deeply_nested_request_keeps_its_id() {
+        let deep =
+            format!(r#"{{"jsonrpc":"2.0","method":"x","params":{}1{},"id":42}}"#, "[".repeat(200), "]".repeat(200));
+        let sub: Value = serde_json::from_slice(&check(deep.into_bytes())).unwrap();
+        assert_eq!(sub["id"], 42);
+        assert_eq!(sub["params"]["message"], "message nested too deeply");
+        assert_eq!(shallow_id(br#"{"a":{"id":1},"s":"\"id\":2","id":"top"}"#), Some(json!("top")));
     }
 }
