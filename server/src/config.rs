@@ -123,6 +123,7 @@ pub struct Overrides {
     pub max_tokens: Option<u32>,
     pub model_timeout_secs: Option<u64>,
     pub context_window: Option<u64>,
+    pub prompt_cache: Option<bool>,
 }
 
 impl Overrides {
@@ -145,7 +146,8 @@ impl Overrides {
             approval_timeout_secs,
             max_tokens,
             model_timeout_secs,
-            context_window
+            context_window,
+            prompt_cache
         )
     }
 }
@@ -223,8 +225,18 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         Some(n) => n,
         None => number(env, "STEPWISE_CONTEXT_WINDOW", default_window)?,
     };
+    let prompt_cache = match o.prompt_cache {
+        Some(on) => on,
+        None => match env.get("STEPWISE_PROMPT_CACHE").map(|v| v.trim().to_ascii_lowercase()) {
+            None => true,
+            Some(v) if v == "on" || v == "true" || v == "1" => true,
+            Some(v) if v == "off" || v == "false" || v == "0" => false,
+            Some(v) => return Err(format!("STEPWISE_PROMPT_CACHE must be 'on' or 'off', not '{v}'")),
+        },
+    };
     Ok(ProviderConfig {
         context_window: context_window.max(1),
+        prompt_cache,
         kind,
         model,
         base_url,
@@ -367,6 +379,22 @@ mod tests {
         keyless.add_file(&dotenv, &format!("ANTHROPIC_BASE_URL={url}\n"));
         assert_eq!(foreign_endpoint(&keyless, &Overrides::default()), None);
         std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn prompt_cache_switch() {
+        let base = [("MODEL_ID", "m"), ("ANTHROPIC_API_KEY", "k")];
+        let with = |value: Option<&str>, o: Overrides| {
+            let mut v = base.to_vec();
+            v.extend(value.map(|x| ("STEPWISE_PROMPT_CACHE", x)));
+            provider(&env(&v), &o)
+        };
+        assert!(with(None, Overrides::default()).unwrap().prompt_cache);
+        assert!(!with(Some("off"), Overrides::default()).unwrap().prompt_cache);
+        assert!(with(Some("on"), Overrides::default()).unwrap().prompt_cache);
+        assert!(!with(Some("on"), Overrides { prompt_cache: Some(false), ..Default::default() }).unwrap().prompt_cache);
+        let e = with(Some("maybe"), Overrides::default()).unwrap_err();
+        assert!(e.contains("STEPWISE_PROMPT_CACHE"), "{e}");
     }
 
     #[test]

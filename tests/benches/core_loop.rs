@@ -374,6 +374,7 @@ fn measure(
                     max_retries: 0,
                     backoff: Duration::from_millis(10),
                     context_window: 200_000,
+                    prompt_cache: true,
                 };
                 mock = Some(m);
                 Llm::new(p.clone()).unwrap()

@@ -349,7 +349,7 @@ async fn tasks_planning_style_through_the_loop() {
     let b0 = h.body(0);
     let names: Vec<&str> = b0["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["bash", "read_file", "write_file", "edit_file", "create_todos", "update_todo"]);
-    assert!(b0["system"].as_str().unwrap().contains("create_todos"));
+    assert!(system_text(&b0).contains("create_todos"));
     let got = results(&h.body(1));
     let texts: Vec<&str> = got.iter().map(|r| r.1.as_str()).collect();
     assert_eq!(

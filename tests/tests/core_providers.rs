@@ -25,7 +25,7 @@ async fn anthropic_request_shape() {
     assert_eq!(r.body["model"], "mock-model-1");
     assert_eq!(r.body["stream"], json!(true));
     assert_eq!(r.body["max_tokens"], json!(1024));
-    assert!(r.body["system"].as_str().unwrap().contains(h.ws.path().to_str().unwrap()));
+    assert!(system_text(&r.body).contains(h.ws.path().to_str().unwrap()));
     assert_eq!(r.body["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "hello"}]}]));
     let bash = &r.body["tools"][0];
     assert_eq!(bash["name"], "bash");

@@ -152,6 +152,8 @@ pub struct ProviderConfig {
     pub backoff: Duration,
     /// The model's context window in tokens (`STEPWISE_CONTEXT_WINDOW`).
     pub context_window: u64,
+    /// Anthropic cache breakpoints on the stable prefix and the newest messages (`STEPWISE_PROMPT_CACHE`).
+    pub prompt_cache: bool,
 }
 
 impl std::fmt::Debug for ProviderConfig {

@@ -119,6 +119,7 @@ pub fn provider(kind: ProviderKind, base_url: String) -> ProviderConfig {
         max_retries: 3,
         backoff: Duration::from_millis(10),
         context_window: 200_000,
+        prompt_cache: true,
     }
 }
 
@@ -239,6 +240,15 @@ pub fn tool_results(m: &Value) -> Vec<(String, String, bool)> {
 /// The texts of the tool results of the last message, in order.
 pub fn result_texts(body: &Value) -> Vec<String> {
     results(body).into_iter().map(|(_, c, _)| c).collect()
+}
+
+/// The system prompt of an Anthropic request: a string, or text blocks (with cache breakpoints).
+pub fn system_text(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        other => panic!("no system prompt: {other}"),
+    }
 }
 
 /// The text blocks of a message.
