@@ -932,6 +932,8 @@ impl EditorBuilder {
         self.init_options.insert("model".into(), json!("mock-model"));
         self.init_options.insert("baseUrl".into(), json!(mock.url()));
         self.init_options.insert("apiKeyEnv".into(), json!(TEST_KEY_ENV));
+        // Tests compare conversations exactly; the cache breakpoints have their own tests (`.option` turns them on).
+        self.init_options.insert("promptCache".into(), json!(false));
         self.env.push((TEST_KEY_ENV.into(), TEST_KEY.into()));
         self.env.push(("ANTHROPIC_BASE_URL".into(), mock.url()));
         self.env.push(("ANTHROPIC_API_KEY".into(), TEST_KEY.into()));

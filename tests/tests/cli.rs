@@ -237,6 +237,8 @@ async fn chat_keeps_the_conversation_and_quits_on_q() {
     let ws = TempDir::new("cli-ws");
     let mut cmd = stepwise(ws.path());
     with_mock(&mut cmd, &mock);
+    // Without cache breakpoints the history is sent exactly as kept (the switch read from the environment).
+    cmd.env("STEPWISE_PROMPT_CACHE", "off");
     cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();

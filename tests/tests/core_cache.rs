@@ -48,7 +48,11 @@ fn without_cache_control(v: &Value) -> Value {
 
 #[tokio::test]
 async fn anthropic_marks_tools_system_and_the_newest_messages() {
-    let mut h = Harness::new(script()).await;
+    let mut h = Harness::with(ProviderKind::Anthropic, script(), AgentConfig::default(), |p| ProviderConfig {
+        prompt_cache: true,
+        ..p
+    })
+    .await;
     h.run("look around").await;
     let bodies = h.bodies();
     assert_eq!(bodies.len(), 3);
