@@ -32,7 +32,7 @@ pub fn for_url(base_url: &str) -> Result<reqwest::Client, String> {
         .https_only(false)
         .user_agent(concat!("stepwise/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {}", super::http::describe(&e)))?;
+        .map_err(|e| format!("cannot set up the HTTP client: {}", super::error::describe(&e)))?;
     *slot = Some(client.clone());
     Ok(client)
 }

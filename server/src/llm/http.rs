@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::error::{describe, silent};
 use super::sse::SseStream;
 use super::{LlmError, ModelResponse, ProviderConfig};
 
@@ -77,15 +78,6 @@ fn parse_whole(text: &str, content_type: &str, status: u16) -> Result<Value, Str
         let head: String = start.chars().take(120).collect();
         format!("expected JSON ({shown}, HTTP {status}) but could not read it ({e}); it begins: {head}")
     })
-}
-
-pub(crate) fn silent(provider: &'static str, silence: Duration) -> LlmError {
-    LlmError::Interrupted {
-        provider,
-        status: None,
-        message: format!("the model sent nothing for {}s (STEPWISE_MODEL_TIMEOUT)", silence.as_secs()),
-        retryable: true,
-    }
 }
 
 /// A whole (non-streamed) response still shows its text to the user.
@@ -172,16 +164,4 @@ pub fn error_message(body: &str) -> String {
         None if body.trim().is_empty() => "(empty response body)".into(),
         None => body.chars().take(500).collect(),
     }
-}
-
-pub fn describe(e: &reqwest::Error) -> String {
-    use std::error::Error;
-    let mut msg = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
-    msg
 }

@@ -5,6 +5,7 @@
 
 mod anthropic;
 pub mod client;
+mod error;
 mod http;
 mod openai;
 mod replay;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use error::LlmError;
 pub use replay::{Recorder, Replay};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,44 +168,6 @@ impl std::fmt::Debug for ProviderConfig {
             .finish_non_exhaustive()
     }
 }
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LlmError {
-    /// The provider answered with an error status (after retries, where retrying made sense).
-    Status { provider: &'static str, status: u16, message: String },
-    /// No answer: connection refused, timeout, a stream cut off.
-    Transport { provider: &'static str, message: String },
-    /// The answer broke off after it had started: a cut connection, or an `error` event in the stream.
-    /// `retryable` when trying again may well work (overload, rate limit, a dropped connection).
-    Interrupted { provider: &'static str, status: Option<u16>, message: String, retryable: bool },
-    /// The answer was not what the wire format promises.
-    Protocol { provider: &'static str, message: String },
-    /// Recorded session ran out, or similar local failure.
-    Other(String),
-}
-
-impl std::fmt::Display for LlmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LlmError::Status { provider, status, message } => {
-                write!(f, "{provider} API error: HTTP {status}: {message}")
-            }
-            LlmError::Transport { provider, message } => write!(f, "{provider} API unreachable: {message}"),
-            LlmError::Interrupted { provider, status: Some(status), message, .. } => {
-                write!(f, "{provider} API error during the answer: HTTP {status}: {message}")
-            }
-            LlmError::Interrupted { provider, status: None, message, .. } => {
-                write!(f, "{provider} API answer broke off: {message}")
-            }
-            LlmError::Protocol { provider, message } => {
-                write!(f, "{provider} API sent an unexpected response: {message}")
-            }
-            LlmError::Other(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for LlmError {}
 
 enum Backend {
     Anthropic(anthropic::Client),

@@ -43,14 +43,14 @@ impl SseStream {
             }
             let next = tokio::time::timeout(self.silence, self.inner.next())
                 .await
-                .map_err(|_| super::http::silent(self.provider, self.silence))?;
+                .map_err(|_| super::error::silent(self.provider, self.silence))?;
             match next {
                 Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
                 Some(Err(e)) => {
                     return Err(LlmError::Interrupted {
                         provider: self.provider,
                         status: None,
-                        message: format!("stream interrupted: {}", super::http::describe(&e)),
+                        message: format!("stream interrupted: {}", super::error::describe(&e)),
                         retryable: true,
                     })
                 }
