@@ -3,6 +3,7 @@
 
 pub mod lsp_client;
 pub mod mock;
+pub mod mock_cache;
 pub mod temp;
 
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};

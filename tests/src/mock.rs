@@ -358,6 +358,9 @@ pub struct MockOptions {
     pub record: Option<PathBuf>,
     /// Log one line per request to stderr.
     pub log: bool,
+    /// Turns without scripted usage report estimated tokens (characters / 4) with a simulated prompt
+    /// cache: Anthropic's breakpoints, OpenAI's automatic prefix cache (see `mock_cache`).
+    pub simulate_usage: bool,
 }
 
 struct Shared {
@@ -368,6 +371,7 @@ struct Shared {
     connections: AtomicU64,
     record: Option<Mutex<std::fs::File>>,
     log: bool,
+    cache: Option<Mutex<crate::mock_cache::PrefixCache>>,
 }
 
 impl Shared {
@@ -429,6 +433,7 @@ impl MockModel {
             connections: AtomicU64::new(0),
             record,
             log: options.log,
+            cache: options.simulate_usage.then(Default::default),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(MockModel { addr, shared, task })
@@ -931,7 +936,14 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::
             write_json(stream, e.status, &headers, &body).await?;
             Ok(After::Continue)
         }
-        Some(Step::Turn(turn)) => {
+        Some(Step::Turn(mut turn)) => {
+            if let (None, Some(cache)) = (turn.usage, &shared.cache) {
+                let out = turn.text.as_deref().map_or(0, str::len)
+                    + turn.tool_calls.iter().map(|c| c.input.to_string().len()).sum::<usize>();
+                let mut cache = cache.lock().unwrap();
+                let openai = provider == Provider::OpenAi;
+                turn.usage = Some(crate::mock_cache::simulated(&mut cache, openai, &request, out));
+            }
             if turn.delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(turn.delay_ms)).await;
             }

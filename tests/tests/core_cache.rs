@@ -6,8 +6,8 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use stepwise::agent::AgentConfig;
-use stepwise::llm::{ProviderConfig, ProviderKind};
-use stepwise_tests::mock::Step;
+use stepwise::llm::{ProviderConfig, ProviderKind, Usage};
+use stepwise_tests::mock::{MockModel, MockOptions, Step};
 
 fn script() -> Vec<Step> {
     vec![
@@ -113,5 +113,51 @@ async fn openai_requests_never_carry_cache_control() {
     for pair in bodies.windows(2) {
         assert_eq!(pair[0]["tools"], pair[1]["tools"]);
         assert_eq!(pair[0]["messages"][0], pair[1]["messages"][0]);
+    }
+}
+
+async fn simulated(kind: ProviderKind, prompt_cache: bool) -> Vec<Usage> {
+    let options = MockOptions { simulate_usage: true, ..Default::default() };
+    let mock = MockModel::start_with(script(), options).await.unwrap();
+    let mut h = Harness::on(kind, mock, AgentConfig::default(), |p| ProviderConfig { prompt_cache, ..p });
+    h.run("look around").await;
+    h.events.usages().into_iter().map(|(round, _)| round).collect()
+}
+
+#[tokio::test]
+async fn with_breakpoints_each_round_reads_the_history_before_it_from_the_cache() {
+    let rounds = simulated(ProviderKind::Anthropic, true).await;
+    assert_eq!(rounds.len(), 3);
+    // The first request writes its whole prompt into the cache (everything ends at a breakpoint).
+    assert_eq!(rounds[0].cache_read_tokens, 0);
+    assert_eq!(rounds[0].cache_write_tokens, rounds[0].input_tokens);
+    // Later rounds read the previous prompt and write only what is new.
+    for pair in rounds.windows(2) {
+        assert_eq!(pair[1].cache_read_tokens, pair[0].input_tokens, "{pair:?}");
+        assert_eq!(pair[1].cache_read_tokens + pair[1].cache_write_tokens, pair[1].input_tokens, "{pair:?}");
+        assert!(pair[1].cache_write_tokens < pair[1].cache_read_tokens, "{pair:?}");
+    }
+    // Without breakpoints nothing is cached and the prompt sizes are the same.
+    let plain = simulated(ProviderKind::Anthropic, false).await;
+    assert!(plain.iter().all(|u| u.cache_read_tokens == 0 && u.cache_write_tokens == 0), "{plain:?}");
+    let sizes = |r: &[Usage]| r.iter().map(|u| u.input_tokens).collect::<Vec<_>>();
+    let (cached, uncached) = (sizes(&rounds), sizes(&plain));
+    // The breakpoints themselves are not prompt text: sizes agree within the markers' few characters.
+    for (a, b) in cached.iter().zip(&uncached) {
+        assert!(a.abs_diff(*b) <= 8, "{cached:?} vs {uncached:?}");
+    }
+}
+
+#[tokio::test]
+async fn openai_servers_cache_the_previous_prefix_by_themselves() {
+    let rounds = simulated(ProviderKind::Openai, true).await;
+    assert_eq!(rounds.len(), 3);
+    assert_eq!(rounds[0].cache_read_tokens, 0);
+    for pair in rounds.windows(2) {
+        // The previous request's messages are a prefix of this one's: all of it is read from the cache.
+        assert!(pair[1].cache_read_tokens > 0, "{pair:?}");
+        assert!(pair[1].cache_read_tokens <= pair[0].input_tokens, "{pair:?}");
+        assert!(pair[1].input_tokens > pair[0].input_tokens, "{pair:?}");
+        assert_eq!(pair[1].cache_write_tokens, 0);
     }
 }

@@ -1,4 +1,4 @@
-//! `mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet]`
+//! `mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage]`
 //!
 //! Serves the scripted mock LLM on 127.0.0.1, prints `listening http://127.0.0.1:PORT` once bound,
 //! and runs until killed (or until stdin reaches EOF with `--exit-on-stdin-eof`).
@@ -11,7 +11,7 @@ use stepwise_tests::mock::{MockModel, MockOptions, Script};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str =
-    "usage: mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet]";
+    "usage: mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage]";
 
 struct Args {
     script: PathBuf,
@@ -19,6 +19,7 @@ struct Args {
     record: Option<PathBuf>,
     exit_on_stdin_eof: bool,
     quiet: bool,
+    simulate_usage: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -27,6 +28,7 @@ fn parse_args() -> Result<Args, String> {
     let mut record = None;
     let mut exit_on_stdin_eof = false;
     let mut quiet = false;
+    let mut simulate_usage = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -40,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
             "--record" => record = Some(PathBuf::from(value("--record")?)),
             "--exit-on-stdin-eof" => exit_on_stdin_eof = true,
             "--quiet" | "-q" => quiet = true,
+            "--simulate-usage" => simulate_usage = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -48,7 +51,7 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     let script = script.ok_or("--script is required")?;
-    Ok(Args { script, port, record, exit_on_stdin_eof, quiet })
+    Ok(Args { script, port, record, exit_on_stdin_eof, quiet, simulate_usage })
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -67,7 +70,8 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = MockOptions { port: args.port, record: args.record, log: !args.quiet };
+    let options =
+        MockOptions { port: args.port, record: args.record, log: !args.quiet, simulate_usage: args.simulate_usage };
     let mock = match MockModel::start_with(script, options).await {
         Ok(m) => m,
         Err(e) => {

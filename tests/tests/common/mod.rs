@@ -150,7 +150,16 @@ impl Harness {
         cfg: AgentConfig,
         tweak: impl FnOnce(ProviderConfig) -> ProviderConfig,
     ) -> Harness {
-        let mock = MockModel::start(script).await;
+        Harness::on(kind, MockModel::start(script).await, cfg, tweak)
+    }
+
+    /// The engine against a mock started by the caller (e.g. with `MockOptions`).
+    pub fn on(
+        kind: ProviderKind,
+        mock: MockModel,
+        cfg: AgentConfig,
+        tweak: impl FnOnce(ProviderConfig) -> ProviderConfig,
+    ) -> Harness {
         let base = match kind {
             ProviderKind::Anthropic => mock.url(),
             ProviderKind::Openai => mock.openai_base(),
