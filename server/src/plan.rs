@@ -104,6 +104,26 @@ impl Plan {
         self.items.iter().find(|i| i.status == Status::InProgress)
     }
 
+    /// The plan's rules, for a plan that did not come through `update` (a saved session).
+    pub fn check(&self) -> Result<(), String> {
+        if self.items.len() > MAX_ITEMS {
+            return Err(format!("Max {MAX_ITEMS} todos allowed"));
+        }
+        if self.items.iter().filter(|i| i.status == Status::InProgress).count() > 1 {
+            return Err("Only one task can be in_progress at a time".into());
+        }
+        let mut ids = std::collections::HashSet::new();
+        for item in &self.items {
+            if item.text.trim().is_empty() {
+                return Err(format!("Item {}: text required", item.id));
+            }
+            if !ids.insert(item.id.as_str()) {
+                return Err(format!("Item {}: duplicate id", item.id));
+            }
+        }
+        Ok(())
+    }
+
     pub fn clear(&mut self) {
         self.items.clear();
         self.next_id = 0;
@@ -362,5 +382,24 @@ mod tests {
         assert_eq!(out, "[x] #1: one\n[!] #2: two\n\n(1/2 completed)");
         p.create(&json!(["three"])).unwrap();
         assert_eq!(p.items[2].id, "3");
+    }
+
+    #[test]
+    fn check_finds_what_update_would_refuse() {
+        let item = |id: &str, text: &str, status: Status| PlanItem {
+            id: id.into(),
+            text: text.into(),
+            status,
+            active_form: None,
+        };
+        let mut p = Plan::default();
+        p.items = vec![item("1", "a", Status::InProgress), item("2", "b", Status::Pending)];
+        assert_eq!(p.check(), Ok(()));
+        p.items = vec![item("1", "a", Status::Pending), item("1", "b", Status::Pending)];
+        assert_eq!(p.check().unwrap_err(), "Item 1: duplicate id");
+        p.items = vec![item("1", " ", Status::Pending)];
+        assert_eq!(p.check().unwrap_err(), "Item 1: text required");
+        p.items = (0..21).map(|i| item(&i.to_string(), "x", Status::Pending)).collect();
+        assert_eq!(p.check().unwrap_err(), "Max 20 todos allowed");
     }
 }

@@ -385,3 +385,32 @@ async fn lsp_a_corrupt_state_file_is_moved_aside_and_reported() {
     second.expect_no_notification("stepwise/plan", Duration::from_millis(100)).await;
     second.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_saved_plan_that_breaks_the_rules_is_not_restored() {
+    let (dir, state) = folder_and_state("bad-plan");
+    let mock = MockModel::start(vec![
+        Step::tool("todo", json!({"items": [{"id": "1", "text": "One", "status": "in_progress"}]})),
+        Step::text("saved"),
+    ])
+    .await;
+    let first = editor(ClientPreset::Neovim, &dir, &state, &mock).binary().ignore(&TRANSCRIPT).start().await;
+    assert_eq!(first.run("make a plan").await.reason(), "end_turn");
+    first.finish().await;
+    let file = std::fs::read_dir(state.path()).unwrap().next().unwrap().unwrap().path();
+    // Edited by hand (or by anything else): three steps in progress, two with the same id.
+    let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let item = |id: &str| json!({"id": id, "text": "Step", "status": "in_progress"});
+    saved["session"]["plan"]["items"] = json!([item("1"), item("1"), item("2")]);
+    std::fs::write(&file, saved.to_string()).unwrap();
+
+    let second = editor(ClientPreset::Neovim, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let shown = second.await_notification("window/showMessage").await;
+    let message = shown["message"].as_str().unwrap();
+    assert!(
+        message.contains("its plan breaks the plan's rules (Only one task can be in_progress at a time)"),
+        "{message}"
+    );
+    assert_eq!(second.execute("stepwise.plan", json!({})).await.unwrap()["items"], json!([]));
+    second.finish().await;
+}

@@ -118,3 +118,58 @@ async fn lsp_protected_writes_are_approved_through_the_editor() {
     assert_eq!(allowed["content"], "Wrote 11 bytes");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_panicking_run_frees_its_folder_and_says_so() {
+    let (dir, state) = folder_and_state("panic");
+    let mock = MockModel::start(vec![Step::text("after the panic")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+    let ws = ed.folder_uri(0);
+    // A prompt that makes a debug build's run panic (see run_task).
+    let run = ed.start_run(&ws, "__stepwise_test_panic__").await;
+    let idle = ed
+        .await_notification_matching("stepwise/status", |s| s["runId"] == run.as_str() && s["state"] == "idle", T)
+        .await;
+    assert_eq!(idle["reason"], "error");
+    assert_eq!(idle["message"], "internal error: the run panicked: test panic requested");
+    let shown = ed.await_notification("window/showMessage").await;
+    assert!(shown["message"].as_str().unwrap().contains("panicked"), "{shown}");
+    // The folder is free: the next run starts and ends normally.
+    assert_eq!(ed.run("next").await.reason(), "end_turn");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_one_bad_setting_loses_only_itself() {
+    let (dir, state) = folder_and_state("bad-setting");
+    let mock = MockModel::start(vec![Step::text("ok")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .settings(json!({"maxRounds": "10", "maxTokens": 33}))
+        .start()
+        .await;
+    let shown = ed.await_notification("window/showMessage").await;
+    let text = shown["message"].as_str().unwrap();
+    assert!(text.starts_with("stepwise: ignoring the setting maxRounds: invalid type: string \"10\""), "{text}");
+    assert_eq!(ed.run("hi").await.reason(), "end_turn");
+    assert_eq!(mock.requests()[0].body["max_tokens"], 33, "the good setting is kept");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_stale_changes_are_not_applied() {
+    let (dir, state) = folder_and_state("stale");
+    dir.write("a.txt", "one\n");
+    let mock = MockModel::start(vec![Step::tool("read_file", json!({"path": "a.txt"})), Step::text("read")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+    let uri = ed.open("a.txt", "one\n");
+    assert_eq!(ed.change_full(&uri, "two\n"), 2);
+    // A change that claims an older version arrives late: it must not overwrite version 2.
+    ed.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 1}, "contentChanges": [{"text": "stale\n"}]}),
+    );
+    assert_eq!(ed.run("read it").await.reason(), "end_turn");
+    let reqs = mock.wait_for_requests(2, T).await;
+    assert_eq!(reqs[1].body["messages"][2]["content"][0]["content"], "two");
+    ed.finish().await;
+}

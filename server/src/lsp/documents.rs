@@ -154,6 +154,14 @@ impl Documents {
             .docs
             .get_mut(&path)
             .ok_or_else(|| format!("change to a document that is not open: {}", uri.as_str()))?;
+        // Versions only grow: a change that is not newer than what we have would be applied out of order.
+        if version <= doc.version {
+            return Err(format!(
+                "ignoring a stale change to {}: version {version} is not newer than {}",
+                uri.as_str(),
+                doc.version
+            ));
+        }
         for c in changes {
             match c.range {
                 None => doc.text = c.text,

@@ -38,9 +38,52 @@ pub enum Outgoing {
     Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
+/// The outbox: a queue the sending task drains. Bounded in practice: streamed text chunks of one run
+/// merge into the chunk waiting before them (a model streams one per token, an editor may read slowly),
+/// and past `MAX_QUEUED` items the transcript-only kinds (text, tool calls, usage) are dropped. Plans,
+/// statuses, progress, messages and barriers are never dropped.
+struct Queue {
+    items: std::collections::VecDeque<Outgoing>,
+    dropped: u64,
+}
+
+const MAX_QUEUED: usize = 4096;
+
+impl Queue {
+    fn push(&mut self, out: Outgoing) {
+        if let (Outgoing::AssistantText(new), Some(Outgoing::AssistantText(last))) = (&out, self.items.back_mut()) {
+            let same_run = new.get("workspace") == last.get("workspace") && new.get("runId") == last.get("runId");
+            if let (true, Some(piece), Some(Value::String(text))) =
+                (same_run, new.get("text").and_then(Value::as_str), last.get_mut("text"))
+            {
+                text.push_str(piece);
+                return;
+            }
+        }
+        if self.items.len() >= MAX_QUEUED
+            && matches!(out, Outgoing::AssistantText(_) | Outgoing::ToolCall(_) | Outgoing::Usage(_))
+        {
+            self.dropped += 1;
+            if self.dropped.is_power_of_two() {
+                tracing::warn!(dropped = self.dropped, "the editor reads too slowly; transcript notifications dropped");
+            }
+            return;
+        }
+        self.items.push_back(out);
+    }
+}
+
 #[derive(Clone)]
 pub struct Notifier {
-    tx: tokio::sync::mpsc::UnboundedSender<Outgoing>,
+    queue: std::sync::Arc<std::sync::Mutex<Queue>>,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+}
+
+/// One `codeLens/refresh` in flight at a time; changes meanwhile ask for exactly one more.
+#[derive(Default)]
+struct Refresh {
+    in_flight: bool,
+    again: bool,
 }
 
 impl Notifier {
@@ -50,9 +93,19 @@ impl Notifier {
         refresh_lenses: std::sync::Arc<std::sync::atomic::AtomicBool>,
         timeout: std::time::Duration,
     ) -> Notifier {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outgoing>();
+        let notifier = Notifier {
+            queue: std::sync::Arc::new(std::sync::Mutex::new(Queue { items: Default::default(), dropped: 0 })),
+            wake: std::sync::Arc::new(tokio::sync::Notify::new()),
+        };
+        let (queue, wake) = (notifier.queue.clone(), notifier.wake.clone());
+        let refresh = std::sync::Arc::new(std::sync::Mutex::new(Refresh::default()));
         tokio::spawn(async move {
-            while let Some(out) = rx.recv().await {
+            loop {
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).items.pop_front();
+                let Some(out) = next else {
+                    wake.notified().await;
+                    continue;
+                };
                 match out {
                     Outgoing::Plan(v) => client.send_notification::<PlanNotification>(v).await,
                     Outgoing::Reminder(v) => client.send_notification::<ReminderNotification>(v).await,
@@ -80,19 +133,13 @@ impl Notifier {
                     }
                     Outgoing::RefreshLenses => {
                         if refresh_lenses.load(std::sync::atomic::Ordering::Relaxed) {
-                            // A request: answered later, so it must not hold up the queue.
-                            let c = client.clone();
-                            tokio::spawn(async move {
-                                if tokio::time::timeout(timeout, c.code_lens_refresh()).await.is_err() {
-                                    tracing::debug!("codeLens/refresh not answered in time");
-                                }
-                            });
+                            refresh_once(&client, &refresh, timeout);
                         }
                     }
                 }
             }
         });
-        Notifier { tx }
+        notifier
     }
 
     /// Waits until every notification queued so far is on its way, so a request sent next
@@ -104,7 +151,71 @@ impl Notifier {
     }
 
     pub fn send(&self, out: Outgoing) {
-        // Fails only when the server is shutting down; nothing is left to tell.
-        let _ = self.tx.send(out);
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push(out);
+        self.wake.notify_one();
+    }
+}
+
+/// Sends `codeLens/refresh` unless one is in flight; then it is sent once more when that one is answered.
+/// A request: answered later, so it runs beside the queue rather than holding it up.
+fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh>>, timeout: std::time::Duration) {
+    {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.in_flight {
+            s.again = true;
+            return;
+        }
+        s.in_flight = true;
+    }
+    let (client, state) = (client.clone(), state.clone());
+    tokio::spawn(async move {
+        loop {
+            if tokio::time::timeout(timeout, client.code_lens_refresh()).await.is_err() {
+                tracing::debug!("codeLens/refresh not answered in time");
+            }
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            if !std::mem::take(&mut s.again) {
+                s.in_flight = false;
+                return;
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn queue() -> Queue {
+        Queue { items: Default::default(), dropped: 0 }
+    }
+
+    #[test]
+    fn streamed_text_merges_while_the_editor_is_slow() {
+        let mut q = queue();
+        for i in 0..100_000 {
+            q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "r", "text": format!("{} ", i % 10)})));
+        }
+        assert_eq!(q.items.len(), 1);
+        let Some(Outgoing::AssistantText(v)) = q.items.front() else { panic!() };
+        assert_eq!(v["text"].as_str().unwrap().len(), 200_000);
+        // Another run's text is not merged into it.
+        q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "other", "text": "x"})));
+        assert_eq!(q.items.len(), 2);
+    }
+
+    #[test]
+    fn plans_and_statuses_are_never_dropped() {
+        let mut q = queue();
+        for i in 0..MAX_QUEUED * 2 {
+            q.push(Outgoing::ToolCall(json!({"n": i})));
+            q.push(Outgoing::Plan(json!({"n": i})));
+            q.push(Outgoing::Status(json!({"n": i})));
+        }
+        let plans = q.items.iter().filter(|o| matches!(o, Outgoing::Plan(_))).count();
+        let statuses = q.items.iter().filter(|o| matches!(o, Outgoing::Status(_))).count();
+        assert_eq!((plans, statuses), (MAX_QUEUED * 2, MAX_QUEUED * 2));
+        assert!(q.dropped > 0, "tool calls past the bound were dropped");
     }
 }

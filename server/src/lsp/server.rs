@@ -212,10 +212,9 @@ impl Shared {
         match tokio::time::timeout(Duration::from_secs(10), self.client.configuration(items)).await {
             Ok(Ok(values)) => {
                 for (f, v) in folders.iter().zip(values) {
-                    if let Some(o) = parse_settings(&v) {
-                        if let Ok(mut s) = f.settings.write() {
-                            *s = o;
-                        }
+                    let o = self.settings_from(&v);
+                    if let Ok(mut s) = f.settings.write() {
+                        *s = o;
                     }
                 }
             }
@@ -225,19 +224,38 @@ impl Shared {
     }
 }
 
-/// Settings as an object, possibly nested under `stepwise`. Malformed settings are reported, not fatal.
-fn parse_settings(v: &Value) -> Option<Overrides> {
-    let v = v.get("stepwise").unwrap_or(v);
-    if v.is_null() {
-        return Some(Overrides::default());
+impl Shared {
+    /// Settings from the editor; each bad key is reported to the user by name and the others kept.
+    fn settings_from(&self, v: &Value) -> Overrides {
+        let (o, bad) = parse_settings(v);
+        for problem in bad {
+            self.tell(Outgoing::Message(MessageType::WARNING, format!("stepwise: ignoring the setting {problem}")));
+        }
+        o
     }
-    match serde_json::from_value::<Overrides>(v.clone()) {
-        Ok(o) => Some(o),
-        Err(e) => {
-            tracing::warn!("ignoring malformed stepwise settings: {e}");
-            None
+}
+
+/// Settings as an object, possibly nested under `stepwise`, read key by key: one wrongly typed value
+/// (`"maxRounds": "10"`) loses only itself. Returns the settings and a line per bad key.
+fn parse_settings(v: &Value) -> (Overrides, Vec<String>) {
+    let v = v.get("stepwise").unwrap_or(v);
+    let map = match v {
+        Value::Null => return (Overrides::default(), Vec::new()),
+        Value::Object(map) => map,
+        other => return (Overrides::default(), vec![format!("section: expected an object, got {other}")]),
+    };
+    let mut good = serde_json::Map::new();
+    let mut bad = Vec::new();
+    for (k, val) in map {
+        let one = Value::Object([(k.clone(), val.clone())].into_iter().collect());
+        match serde_json::from_value::<Overrides>(one) {
+            Ok(_) => {
+                good.insert(k.clone(), val.clone());
+            }
+            Err(e) => bad.push(format!("{k}: {e}")),
         }
     }
+    (serde_json::from_value(Value::Object(good)).unwrap_or_default(), bad)
 }
 
 /// `stateDir` of `initializationOptions` (optionally under `stepwise`): a per-server state directory.
@@ -285,11 +303,39 @@ impl Backend {
             }
             *slot = Some(RunHandle { id: id.clone(), cancel: cancel.clone() });
         }
-        let shared = self.shared.clone();
-        let run_id = id.clone();
-        tokio::spawn(async move { run_task(shared, folder, run_id, prompt, cancel).await });
+        let (shared, run_id) = (self.shared.clone(), id.clone());
+        let run = tokio::spawn(run_task(shared.clone(), folder.clone(), run_id.clone(), prompt, cancel));
+        tokio::spawn(guard_run(run, shared, folder, run_id));
         Ok(id)
     }
+}
+
+/// Whatever happens inside a run, even a panic, its folder is free again afterwards and the editor hears
+/// that the run ended.
+async fn guard_run(run: tokio::task::JoinHandle<()>, shared: Arc<Shared>, folder: Arc<Folder>, run_id: String) {
+    let Err(e) = run.await else { return };
+    let why = if e.is_panic() {
+        let p = e.into_panic();
+        let text = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        format!("internal error: the run panicked: {text}")
+    } else {
+        "internal error: the run was aborted".into()
+    };
+    tracing::error!("{why}");
+    if let Ok(mut slot) = folder.run.lock() {
+        if slot.as_ref().is_some_and(|h| h.id == run_id) {
+            *slot = None;
+        }
+    }
+    let n = &shared.notifier;
+    n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
+    n.send(Outgoing::Status(
+        json!({"workspace": folder.uri, "state": "idle", "runId": run_id, "reason": "error", "message": why}),
+    ));
 }
 
 impl Backend {
@@ -311,6 +357,11 @@ fn invalid_request(message: String) -> Error {
 }
 
 async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prompt: String, cancel: CancellationToken) {
+    // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guard_run`).
+    #[cfg(debug_assertions)]
+    if prompt == "__stepwise_test_panic__" {
+        panic!("test panic requested");
+    }
     let n = &shared.notifier;
     let status = |state: &str, reason: Option<&str>, message: Option<&str>| {
         let mut v = json!({"workspace": folder.uri, "state": state, "runId": run_id});
@@ -448,7 +499,8 @@ impl LanguageServer for Backend {
                 *d = Some(dir);
             }
         }
-        if let Some(o) = params.initialization_options.as_ref().and_then(parse_settings) {
+        if let Some(v) = params.initialization_options.as_ref() {
+            let o = self.shared.settings_from(v);
             if let Ok(mut s) = self.shared.init_settings.write() {
                 *s = o;
             }
@@ -560,7 +612,7 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         // Clients that push settings send them here; clients that are asked get asked again.
-        if let Some(o) = parse_settings(&params.settings).filter(|o| *o != Overrides::default()) {
+        if let Some(o) = Some(self.shared.settings_from(&params.settings)).filter(|o| *o != Overrides::default()) {
             if let Ok(mut s) = self.shared.init_settings.write() {
                 *s = s.merged(&o);
             }

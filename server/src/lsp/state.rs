@@ -57,7 +57,10 @@ pub fn load(file: &Path) -> Loaded {
         Err(e) => return set_aside(file, e.to_string()),
     };
     match serde_json::from_str::<SavedSession>(&text) {
-        Ok(s) if s.format == FORMAT => Loaded::Restored(s.session),
+        Ok(s) if s.format == FORMAT => match s.session.plan.check() {
+            Ok(()) => Loaded::Restored(s.session),
+            Err(e) => set_aside(file, format!("its plan breaks the plan's rules ({e})")),
+        },
         Ok(s) => set_aside(file, format!("unknown format {}", s.format)),
         Err(e) => set_aside(file, e.to_string()),
     }
