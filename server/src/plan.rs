@@ -392,8 +392,10 @@ mod tests {
             status,
             active_form: None,
         };
-        let mut p = Plan::default();
-        p.items = vec![item("1", "a", Status::InProgress), item("2", "b", Status::Pending)];
+        let mut p = Plan {
+            items: vec![item("1", "a", Status::InProgress), item("2", "b", Status::Pending)],
+            ..Default::default()
+        };
         assert_eq!(p.check(), Ok(()));
         p.items = vec![item("1", "a", Status::Pending), item("1", "b", Status::Pending)];
         assert_eq!(p.check().unwrap_err(), "Item 1: duplicate id");
