@@ -379,10 +379,11 @@ async fn protected_writes_ask_first() {
     // Denies everything but `.env.local`; records what it was asked.
     let approver: stepwise::host::disk::Approver = Arc::new(move |ask: &Ask<'_>| {
         log.lock().unwrap().push(ask.question("ws"));
-        match ask {
+        let answer = match ask {
             Ask::Write { path, .. } if *path == ".env.local" => Approval::Allow,
             _ => Approval::Deny,
-        }
+        };
+        Box::pin(async move { answer })
     });
     h.host = DiskHost::new(h.ws.path(), Some(approver)).unwrap();
     h.run("plant things").await;

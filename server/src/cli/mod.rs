@@ -1,9 +1,10 @@
 //! The command line: `run`, `chat`, `demo` and `lsp`.
 
 mod demo;
+mod input;
 mod render;
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use crate::agent::{self, FinishReason, Session};
 use crate::config::{self, Env, Overrides};
 use crate::host::{Approval, Ask, DiskHost};
 use crate::llm::{Llm, Replay};
+use input::Input;
 
 pub use render::Terminal;
 
@@ -136,7 +138,7 @@ struct Setup {
     term: Terminal,
 }
 
-fn setup(opts: &Options) -> Result<Setup, String> {
+async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
     let ws = &opts.workspace;
     if !ws.is_dir() {
         return Err(format!("workspace {} is not a folder", ws.display()));
@@ -147,7 +149,7 @@ fn setup(opts: &Options) -> Result<Setup, String> {
     let cfg = config::agent(&env, &overrides)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if opts.replay.is_none() && interactive {
-        ask_about_foreign_endpoint(&env, &overrides);
+        ask_about_foreign_endpoint(&env, &overrides, input).await;
     }
     let llm = match &opts.replay {
         Some(path) => Llm::replay(Replay::load(path)?),
@@ -160,72 +162,81 @@ fn setup(opts: &Options) -> Result<Setup, String> {
         Some(path) => llm.record_to(path.clone()).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
         None => llm,
     };
-    let approver = if opts.yes { None } else { Some(terminal_approver(interactive)) };
+    let approver = if opts.yes { None } else { Some(terminal_approver(interactive, input.clone())) };
     let host = DiskHost::new(ws, approver).map_err(|e| format!("workspace {}: {e}", ws.display()))?;
     let stdout_tty = std::io::stdout().is_terminal();
-    let term = Terminal::new(stdout_tty, std::io::stderr().is_terminal());
+    let term = Terminal::new(color(stdout_tty), std::io::stderr().is_terminal());
     Ok(Setup { llm, host, cfg, term })
 }
 
 /// Asks on the terminal before each shell command; without a terminal, refuses (use `--yes`).
 /// A base URL from a `.env` file that would receive a key from elsewhere: ask once on the terminal
 /// (`--yes` does not cover it: it is about where the key goes, not what the agent does).
-fn ask_about_foreign_endpoint(env: &Env, overrides: &Overrides) {
+async fn ask_about_foreign_endpoint(env: &Env, overrides: &Overrides, input: &Input) {
     let Some(f) = config::foreign_endpoint(env, overrides) else { return };
     if crate::trust::is_trusted(&f.file, &f.url) {
         return;
     }
-    let mut err = std::io::stderr().lock();
-    let _ = write!(
-        err,
-        "\x1b[1m{} in {} sends your API key ({}) to {}.\x1b[0m\nAllow this endpoint? [y/N]: ",
-        f.var,
-        f.file.display(),
-        f.key_var,
-        f.url
-    );
-    let _ = err.flush();
-    let mut line = String::new();
-    if std::io::stdin().lock().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
+    let warning = format!("{} in {} sends your API key ({}) to {}.", f.var, f.file.display(), f.key_var, f.url);
+    eprint!("{}\nAllow this endpoint? [y/N]: ", bold(&warning));
+    let _ = std::io::stderr().flush();
+    let answer = input.next_line().await.unwrap_or_default();
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
         if let Err(e) = crate::trust::remember(&f.file, &f.url) {
-            let _ = writeln!(err, "stepwise: could not remember the approval: {e}");
+            eprintln!("stepwise: could not remember the approval: {e}");
         }
     }
 }
 
-fn terminal_approver(interactive: bool) -> crate::host::disk::Approver {
+/// Colour only on a terminal, and never when `NO_COLOR` is set (no-color.org).
+pub(crate) fn color(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Bold on a terminal that wants colour.
+fn bold(text: &str) -> String {
+    if color(std::io::stderr().is_terminal()) {
+        format!("\x1b[1m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Approver {
     let always = Arc::new(AtomicBool::new(false));
     Arc::new(move |ask: &Ask<'_>| {
-        if always.load(Ordering::Relaxed) {
-            return Approval::Allow;
-        }
         let (refused, question) = match ask {
             Ask::Command(command) => {
-                (format!("shell command refused: {command}"), format!("Run shell command?\x1b[0m {command}"))
+                (format!("shell command refused: {command}"), format!("{} {command}", bold("Run shell command?")))
             }
             Ask::Write { path, why } => {
-                (format!("write to {path} refused ({why})"), format!("Write {path}?\x1b[0m ({why})"))
+                (format!("write to {path} refused ({why})"), format!("{} ({why})", bold(&format!("Write {path}?"))))
             }
         };
-        if !interactive {
-            eprintln!("stepwise: {refused} (no terminal to ask; pass --yes to allow)");
-            return Approval::Deny;
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\n\x1b[1m{question}\n[y]es / [a]lways / [N]o: ");
-        let _ = err.flush();
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).is_err() {
-            return Approval::Deny;
-        }
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => Approval::Allow,
-            "a" | "always" => {
-                always.store(true, Ordering::Relaxed);
-                Approval::Allow
+        let (always, input) = (always.clone(), input.clone());
+        Box::pin(async move {
+            if always.load(Ordering::Relaxed) {
+                return Approval::Allow;
             }
-            _ => Approval::Deny,
-        }
+            if !interactive {
+                eprintln!("stepwise: {refused} (no terminal to ask; pass --yes to allow)");
+                return Approval::Deny;
+            }
+            {
+                // Written and released before waiting: nothing else that prints may be held up.
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\n{question}\n[y]es / [a]lways / [N]o: ");
+                let _ = err.flush();
+            }
+            match input.next_line().await.unwrap_or_default().trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => Approval::Allow,
+                "a" | "always" => {
+                    always.store(true, Ordering::Relaxed);
+                    Approval::Allow
+                }
+                _ => Approval::Deny,
+            }
+        })
     })
 }
 
@@ -252,7 +263,8 @@ async fn run_once(opts: Options) -> i32 {
         eprintln!("stepwise run: no task given\n\n{USAGE}");
         return 2;
     }
-    let s = match setup(&opts) {
+    let input = Input::stdin();
+    let s = match setup(&opts, &input).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("stepwise: {e}");
@@ -268,7 +280,8 @@ async fn run_once(opts: Options) -> i32 {
 }
 
 async fn chat(opts: Options) -> i32 {
-    let s = match setup(&opts) {
+    let input = Input::stdin();
+    let s = match setup(&opts, &input).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("stepwise: {e}");
@@ -276,32 +289,13 @@ async fn chat(opts: Options) -> i32 {
         }
     };
     let tty = std::io::stdin().is_terminal();
-    let prompt = if std::io::stdout().is_terminal() { "\x1b[36mstepwise >> \x1b[0m" } else { "stepwise >> " };
+    let prompt = if color(std::io::stdout().is_terminal()) { "\x1b[36mstepwise >> \x1b[0m" } else { "stepwise >> " };
     let mut session = Session::default();
-    // Lines are read on a thread (stdin blocks), one at a time and only when asked for: while a task
-    // runs, stdin belongs to the approval prompt.
-    let (want_tx, want_rx) = std::sync::mpsc::channel::<()>();
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<String>>(1);
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while want_rx.recv().is_ok() {
-            line.clear();
-            let got = match std::io::stdin().lock().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
-            };
-            let eof = got.is_none();
-            if tx.blocking_send(got).is_err() || eof {
-                return;
-            }
-        }
-    });
     loop {
         print!("{prompt}");
         let _ = std::io::stdout().flush();
-        let _ = want_tx.send(());
         let line = tokio::select! {
-            l = rx.recv() => l.flatten(),
+            l = input.next_line() => l,
             _ = tokio::signal::ctrl_c() => { println!(); return 130; }
         };
         let Some(line) = line else {

@@ -7,8 +7,9 @@ use std::time::Duration;
 use super::beneath;
 use super::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
 
-/// Asks the user (commands, protected writes); `None` means everything is approved (`--yes`).
-pub type Approver = Arc<dyn Fn(&Ask<'_>) -> Approval + Send + Sync>;
+/// Asks the user (commands, protected writes); `None` means everything is approved (`--yes`). Dropping
+/// the future (a cancelled task) abandons the question.
+pub type Approver = Arc<dyn Fn(&Ask<'_>) -> futures_util::future::BoxFuture<'static, Approval> + Send + Sync>;
 
 pub struct DiskHost {
     root: PathBuf,
@@ -152,20 +153,7 @@ impl Host for DiskHost {
     async fn approve(&self, ask: &Ask<'_>) -> Approval {
         match &self.approver {
             None => Approval::Allow,
-            Some(approver) => {
-                let approver = approver.clone();
-                // Owned copies: the terminal prompt blocks on stdin, so it runs off the async workers.
-                let (command, path, why) = match *ask {
-                    Ask::Command(c) => (Some(c.to_string()), String::new(), ""),
-                    Ask::Write { path, why } => (None, path.to_string(), why),
-                };
-                tokio::task::spawn_blocking(move || match &command {
-                    Some(c) => approver(&Ask::Command(c)),
-                    None => approver(&Ask::Write { path: &path, why }),
-                })
-                .await
-                .unwrap_or(Approval::Deny)
-            }
+            Some(approver) => approver(ask).await,
         }
     }
 

@@ -1,0 +1,146 @@
+//! `stepwise chat` on a real pseudo-terminal: the approval prompt (y / a / N), Ctrl-C while it waits,
+//! and the line typed after a cancelled prompt (the next task, not an answer).
+
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::json;
+use stepwise_tests::lsp_client::stepwise_binary;
+use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::TempDir;
+
+const T: Duration = Duration::from_secs(20);
+
+/// The terminal side: what the program wrote to it, read on a thread, and the keyboard.
+struct Pty {
+    keyboard: std::fs::File,
+    screen: mpsc::Receiver<u8>,
+    seen: String,
+}
+
+impl Pty {
+    /// Opens a pseudo-terminal; returns it and the program's end.
+    fn open() -> (Pty, OwnedFd) {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty fills two fds; null name/termios/winsize are allowed.
+        let rc =
+            unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(rc, 0, "openpty failed");
+        // SAFETY: fresh fds we own.
+        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut reader = std::fs::File::from(master.try_clone().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                for b in &buf[..n] {
+                    let _ = tx.send(*b);
+                }
+            }
+        });
+        (Pty { keyboard: std::fs::File::from(master), screen: rx, seen: String::new() }, slave)
+    }
+
+    /// Waits until the terminal shows `text` (after what was already matched); returns what came before.
+    fn expect(&mut self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + T;
+        loop {
+            if let Some(i) = self.seen.find(text) {
+                let before = self.seen[..i].to_string();
+                self.seen.drain(..i + text.len());
+                return before;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.screen.recv_timeout(left) {
+                Ok(b) => self.seen.push(b as char),
+                Err(_) => panic!("the terminal never showed {text:?}; it showed: {:?}", self.seen),
+            }
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.keyboard.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+}
+
+fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd) -> Child {
+    Command::new(stepwise_binary(false))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("ANTHROPIC_BASE_URL", mock.url())
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("MODEL_ID", "m")
+        .env("NO_COLOR", "1")
+        .args(["chat", "--workspace"])
+        .arg(ws.path())
+        .stdin(Stdio::from(pty_end.try_clone().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(pty_end.try_clone().unwrap()))
+        .spawn()
+        .unwrap()
+}
+
+const PROMPT: &str = "[y]es / [a]lways / [N]o: ";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_prompt_answers_and_ctrl_c_on_a_terminal() {
+    let mock = MockModel::start(vec![
+        Step::tool("bash", json!({"command": "touch one"})),
+        Step::text("did one"),
+        Step::tool("bash", json!({"command": "touch never"})),
+        Step::tool("bash", json!({"command": "touch two"})),
+        Step::text("did two"),
+        Step::tool("bash", json!({"command": "touch three"})),
+        Step::tool("bash", json!({"command": "touch four"})),
+        Step::text("did three and four"),
+    ])
+    .await;
+    let ws = TempDir::new("pty-ws");
+    let (mut pty, end) = Pty::open();
+    let mut child = chat(&ws, &mock, &end);
+    drop(end);
+
+    // y: this command runs.
+    pty.type_line("first task");
+    assert!(pty.expect(PROMPT).contains("Run shell command? touch one"));
+    pty.type_line("y");
+    pty.expect("[end_turn");
+    assert!(ws.join("one").exists());
+
+    // Ctrl-C while the question waits: the task is cancelled at once, and the line typed next is the
+    // next task, not an answer to the abandoned question.
+    pty.type_line("second task");
+    assert!(pty.expect(PROMPT).contains("touch never"));
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    pty.expect("(cancelled: the conversation and plan are kept)");
+    pty.type_line("y");
+    // "y" went to the chat as a task; the model's next call asks again.
+    assert!(pty.expect(PROMPT).contains("touch two"));
+    pty.type_line("n");
+    pty.expect("[end_turn");
+    assert!(!ws.join("never").exists() && !ws.join("two").exists(), "refused and cancelled commands never ran");
+    let reqs = mock.wait_for_requests(4, T).await;
+    let last_user =
+        reqs[3].body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
+    assert!(last_user.to_string().contains("\"y\""), "the line after Ctrl-C was the next task: {last_user}");
+
+    // a: this and every later command of the session run without asking.
+    pty.type_line("third task");
+    assert!(pty.expect(PROMPT).contains("touch three"));
+    pty.type_line("a");
+    pty.expect("[end_turn");
+    assert!(ws.join("three").exists() && ws.join("four").exists());
+    let asked_again = pty.seen.contains(PROMPT);
+    assert!(!asked_again, "'always' holds for the session");
+
+    pty.type_line("q");
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
