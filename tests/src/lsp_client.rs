@@ -818,6 +818,10 @@ fn finish_reading(inner: &Inner) {
 
 async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
     while let Some(bytes) = rx.recv().await {
+        // The empty message is `vanish`: the editor is gone, its end of the pipe closes.
+        if bytes.is_empty() {
+            break;
+        }
         if w.write_all(&bytes).await.is_err() || w.flush().await.is_err() {
             return;
         }
@@ -1322,6 +1326,18 @@ impl TestEditor {
         // Late messages (e.g. a code lens refresh) have had their chance to arrive.
         self.check_unread();
         self.finished = true;
+    }
+
+    /// The editor disappears (crash, kill): the server's stdin closes with no `shutdown` or `exit`.
+    /// Returns the binary's exit status once it has ended.
+    pub async fn vanish(mut self) -> std::process::ExitStatus {
+        self.finished = true;
+        let _ = self.inner.out.send(Vec::new());
+        let ServerProc::Child { child, .. } = &mut self.server else { panic!("vanish needs the real binary") };
+        tokio::time::timeout(self.timeout, child.wait())
+            .await
+            .expect("the server did not exit after its editor vanished")
+            .expect("cannot wait for the server")
     }
 
     /// Checks that nothing went unread, without shutting down.

@@ -414,3 +414,25 @@ async fn lsp_a_saved_plan_that_breaks_the_rules_is_not_restored() {
     assert_eq!(second.execute("stepwise.plan", json!({})).await.unwrap()["items"], json!([]));
     second.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_an_editor_that_vanishes_mid_run_loses_at_most_the_round_in_flight() {
+    let (dir, state) = folder_and_state("vanish");
+    let plan = json!({"items": [{"id": "1", "text": "Survive a crash", "status": "in_progress"}]});
+    let mock = MockModel::start(vec![Step::tool("todo", plan), Step::Hang]).await;
+    let first = editor(ClientPreset::Neovim, &dir, &state, &mock).binary().ignore(&TRANSCRIPT).start().await;
+    let ws = first.folder_uri(0);
+    first.start_run(&ws, "make a plan, then take forever").await;
+    // The editor has shown the plan, and the model is busy with the next round...
+    first.await_notification("stepwise/plan").await;
+    mock.wait_for_requests(2, T).await;
+    // ...when the editor crashes: stdin closes, no shutdown, no exit.
+    let status = first.vanish().await;
+    assert!(status.success(), "the server ends cleanly when its editor is gone: {status}");
+
+    let second = editor(ClientPreset::Neovim, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    second.await_notification("stepwise/plan").await;
+    let plan = second.execute("stepwise.plan", json!({})).await.unwrap();
+    assert_eq!(plan["items"][0]["text"], "Survive a crash");
+    second.finish().await;
+}

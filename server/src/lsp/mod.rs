@@ -22,10 +22,17 @@ where
     I: AsyncRead + Unpin,
     O: AsyncWrite,
 {
-    let (service, socket) = LspService::build(Backend::new)
-        .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
-        .custom_method(frames::INVALID_MESSAGE, Backend::invalid_message)
-        .finish();
+    // Kept to wrap up after the editor is gone (see below).
+    let shared = std::sync::Arc::new(std::sync::OnceLock::new());
+    let slot = shared.clone();
+    let (service, socket) = LspService::build(move |client| {
+        let backend = Backend::new(client);
+        let _ = slot.set(backend.shared());
+        backend
+    })
+    .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
+    .custom_method(frames::INVALID_MESSAGE, Backend::invalid_message)
+    .finish();
     // Frames pass a check on the way in (tower-lsp would stop reading at the first malformed one), and
     // answers to malformed frames get their `null` id back on the way out.
     let (mut checked, server_input) = tokio::io::duplex(64 * 1024);
@@ -49,6 +56,11 @@ where
     let (_, delivered) = tokio::join!(serving, frames::deliver(delivered, output));
     if let Err(e) = delivered {
         tracing::debug!("output ended: {e}");
+    }
+    // The editor is gone (or said exit): stop what runs and write every folder's latest state, so an
+    // editor that vanished mid-run loses at most the round in flight.
+    if let Some(shared) = shared.get() {
+        shared.wrap_up();
     }
 }
 

@@ -166,6 +166,14 @@ impl Shared {
         }
     }
 
+    /// Cancels every run and writes every folder's state now.
+    pub fn wrap_up(&self) {
+        for f in self.folders.iter() {
+            f.cancel_run();
+            f.flush();
+        }
+    }
+
     /// Sends a notification now, or at `initialized` if that has not come yet.
     fn tell(&self, out: Outgoing) {
         let mut early = self.early.lock().unwrap_or_else(|e| e.into_inner());
@@ -339,6 +347,10 @@ async fn guard_run(run: tokio::task::JoinHandle<()>, shared: Arc<Shared>, folder
 }
 
 impl Backend {
+    pub(super) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     /// `window/workDoneProgress/cancel`: the user cancelled a run from the editor's progress UI.
     pub async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
         let ProgressToken::String(token) = params.token else { return };
@@ -554,10 +566,7 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        for f in self.shared.folders.iter() {
-            f.cancel_run();
-            f.flush();
-        }
+        self.shared.wrap_up();
         Ok(())
     }
 
