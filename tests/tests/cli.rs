@@ -418,3 +418,25 @@ async fn a_workspace_env_cannot_send_the_key_elsewhere() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(mock.requests()[0].header("x-api-key"), Some("sk-in-the-file"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_stepwise_leaves_no_command_running() {
+    let mock = MockModel::start(vec![call(
+        "bash",
+        json!({"command": "echo $$ > shell.pid; sleep 300 & echo $! > bg.pid; sleep 300"}),
+    )])
+    .await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--yes", "wait", "forever"]);
+    let child = cmd.spawn().unwrap();
+    let pid = child.id().unwrap() as i32;
+    let shell = read_pid(&ws.join("shell.pid"));
+    let bg = read_pid(&ws.join("bg.pid"));
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = child.wait_with_output().await;
+    assert!(wait_gone(shell), "the command's shell {shell} outlived a kill -9 of stepwise");
+    assert!(wait_gone(bg), "the command's background child {bg} outlived a kill -9 of stepwise");
+}

@@ -62,6 +62,18 @@ pub struct ShellOutput {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The shell around the model's command (`$1`). The parent-death signal reaches only this shell, so it
+/// runs the command in the background and waits: on SIGTERM (stepwise died, even by SIGKILL) its trap
+/// kills the whole process group. A command killed by a signal is re-raised, so its verdict says
+/// which (an exit status of 129..192 therefore reads as that signal).
+const GUARD: &str = r#"trap 'trap - TERM; kill -KILL 0' TERM
+bash -c "$1" &
+wait $! 2>/dev/null
+s=$?
+trap - TERM
+if [ "$s" -gt 128 ] && [ "$s" -le 192 ]; then kill -s $((s - 128)) $$ 2>/dev/null; fi
+exit "$s""#;
+
 /// Kills the command's process group and every process carrying its marker when dropped: on timeout,
 /// on cancellation (the future is dropped) and after a normal exit.
 struct Reaper {
@@ -106,8 +118,7 @@ fn kill_marked(marker: &str) {
 pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
     let id = format!("{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
     let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
+    cmd.args(["-c", GUARD, "stepwise-shell", command])
         .current_dir(root)
         .env(MARKER, &id)
         .stdin(Stdio::null())
@@ -116,10 +127,11 @@ pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<
         .process_group(0)
         .kill_on_drop(true);
     // SAFETY: only async-signal-safe calls between fork and exec. If stepwise dies (even by SIGKILL) the
-    // shell is killed too; tokio spawns from its long-lived worker threads, whose exit would also count.
+    // guard shell gets SIGTERM and takes its whole process group down (GUARD); tokio spawns from its
+    // long-lived worker threads, whose exit would also count.
     unsafe {
         cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
             Ok(())
         });
     }
