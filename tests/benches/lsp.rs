@@ -163,6 +163,55 @@ async fn peak_rss(binary: &std::path::Path, folders: usize) -> (u64, u64) {
     (hwm, rss)
 }
 
+/// 20 folders running at once: code lens latency across their documents while every run streams, and the
+/// server's peak memory.
+async fn concurrent_runs(binary: &std::path::Path, folders: usize) -> (Duration, Duration, usize, u64) {
+    let dirs: Vec<TempDir> = (0..folders).map(|i| TempDir::new(&format!("bench-many-{i}"))).collect();
+    let state = TempDir::new("bench-many-state");
+    // Tool rounds first (shared by whichever run asks next), then one closing answer per run.
+    let mut steps: Vec<Step> = streaming_script(folders * 3, 200);
+    steps.pop();
+    let prose: String = (0..200).map(|i| format!("word{i} ")).collect();
+    steps.extend((0..folders).map(|_| Step::Turn(Turn::text(prose.clone()).with_chunk_delay_ms(1))));
+    let mock = MockModel::start(steps).await;
+    let mut b =
+        TestEditor::builder(ClientPreset::VsCode).binary_at(binary, &["lsp"]).mock(&mock).state_dir(state.path());
+    for d in &dirs {
+        b = b.folder(d.path());
+    }
+    let ed = b.timeout(Duration::from_secs(120)).start().await;
+    let docs: Vec<String> = dirs.iter().map(|d| ed.open(d.join("a.rs"), "fn a() {}\n")).collect();
+    let mut ids = Vec::new();
+    for i in 0..folders {
+        ids.push(ed.start_run(&ed.folder_uri(i), "stream").await);
+    }
+    let mut samples = Vec::new();
+    let mut i = 0;
+    while !ids
+        .iter()
+        .all(|id| ed.has_received("stepwise/status", |p| p["state"] == "idle" && p["runId"] == id.as_str()))
+    {
+        let t = Instant::now();
+        ed.code_lens(&docs[i % docs.len()]).await;
+        samples.push(t.elapsed());
+        i += 1;
+        if i % 100 == 0 {
+            ed.drain_all();
+        }
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", ed.pid().unwrap())).unwrap();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    ed.drain_all();
+    ed.finish().await;
+    samples.sort();
+    (percentile(&samples, 0.5), percentile(&samples, 0.99), samples.len(), hwm)
+}
+
 fn row(what: &str, value: String, target: &str, ok: bool) {
     println!("| {what:<46} | {value:>14} | {target:>10} | {:<4} |", if ok { "ok" } else { "OVER" });
 }
@@ -176,6 +225,7 @@ fn main() {
         let lens_mem = lens_latency(None).await;
         let (init_median, init_max) = initialize_time(&binary, 20).await;
         let (hwm, rss) = peak_rss(&binary, 20).await;
+        let (many_median, many_p99, many_samples, many_hwm) = concurrent_runs(&binary, 20).await;
         println!();
         println!("stepwise LSP benchmark (release binary {})", binary.display());
         println!("| {:<46} | {:>14} | {:>10} | {:<4} |", "measure", "value", "target", "");
@@ -201,5 +251,14 @@ fn main() {
             hwm < 40 * 1024,
         );
         row("RSS (VmRSS) at the end", format!("{:.1} MB", rss as f64 / 1024.0), "", true);
+        row("20 folders running at once: code lens median", ms(many_median), "", true);
+        row("20 folders running at once: code lens p99", ms(many_p99), "< 5 ms", many_p99 < Duration::from_millis(5));
+        row("  lens requests while they ran", format!("{many_samples}"), "", true);
+        row(
+            "20 folders running at once: peak RSS (VmHWM)",
+            format!("{:.1} MB", many_hwm as f64 / 1024.0),
+            "< 40 MB",
+            many_hwm < 40 * 1024,
+        );
     });
 }

@@ -338,4 +338,95 @@ mod tests {
         assert_eq!(sub["params"]["message"], "message nested too deeply");
         assert_eq!(shallow_id(br#"{"a":{"id":1},"s":"\"id\":2","id":"top"}"#), Some(json!("top")));
     }
+
+    /// A seeded generator (xorshift): the same cases on every run, no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+    }
+
+    /// One hostile message: a well-formed frame, a broken body, a lying or missing length, a long
+    /// header line, odd ids, deep nesting, or raw garbage.
+    fn hostile(rng: &mut Rng) -> Vec<u8> {
+        let frame = |body: &[u8]| {
+            let mut f = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+            f.extend_from_slice(body);
+            f
+        };
+        let ids = ["1", "\"a\"", "1.5", "9223372036854775808", "1e300", "-7", "null", "[1]", "{}"];
+        let id = ids[rng.below(ids.len() as u64) as usize];
+        match rng.below(9) {
+            0 => frame(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"stepwise/x","params":{{}}}}"#).as_bytes()),
+            1 => frame(format!(r#"{{"jsonrpc":"2.0","method":"$/n","params":{{"id":{id}}}}}"#).as_bytes()),
+            2 => {
+                let n = rng.below(400) as usize;
+                frame(
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"method":"m","params":{}0{}}}"#,
+                        "[".repeat(n),
+                        "]".repeat(n)
+                    )
+                    .as_bytes(),
+                )
+            }
+            3 => {
+                let bytes: Vec<u8> = (0..rng.below(300)).map(|_| rng.next() as u8).collect();
+                frame(&bytes)
+            }
+            4 => {
+                let body = br#"{"jsonrpc":"2.0","id":3,"method":"x"}"#;
+                let lie = body.len() as i64 + rng.below(9) as i64 - 4;
+                let mut f = format!("Content-Length: {}\r\n\r\n", lie.max(0)).into_bytes();
+                f.extend_from_slice(body);
+                f
+            }
+            5 => {
+                format!("Content-Length: {}\r\n\r\n", [u64::MAX, 1 << 63, 1 << 40][rng.below(3) as usize]).into_bytes()
+            }
+            6 => {
+                let mut f = vec![b'H'; rng.below(20_000) as usize];
+                f.extend_from_slice(b": v\r\n\r\n");
+                f
+            }
+            7 => b"Content-Type: x\r\n\r\n{}".to_vec(),
+            _ => (0..rng.below(64)).map(|_| rng.next() as u8).collect(),
+        }
+    }
+
+    /// Every frame `forward` writes is one tower-lsp can decode, whatever came in; it never panics and
+    /// never allocates a claimed length it has not received.
+    #[tokio::test]
+    async fn fuzz_forward_only_emits_decodable_frames() {
+        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        let mut frames = 0;
+        for case in 0..1500 {
+            let mut input = Vec::new();
+            for _ in 0..1 + rng.below(6) {
+                input.extend(hostile(&mut rng));
+            }
+            let mut out: Vec<u8> = Vec::new();
+            let _ = forward(&input[..], &mut out).await;
+            let mut rest = &out[..];
+            while !rest.is_empty() {
+                let head_end = rest.windows(4).position(|w| w == b"\r\n\r\n").expect("a header block");
+                let head = std::str::from_utf8(&rest[..head_end]).unwrap();
+                let n: usize = head.trim_start_matches("Content-Length: ").parse().unwrap();
+                let body = &rest[head_end + 4..head_end + 4 + n];
+                let ok =
+                    serde_json::from_slice::<Request>(body).is_ok() || serde_json::from_slice::<Response>(body).is_ok();
+                assert!(ok, "case {case}: undecodable frame {:?}", String::from_utf8_lossy(body));
+                rest = &rest[head_end + 4 + n..];
+                frames += 1;
+            }
+        }
+        assert!(frames > 1500, "the cases should produce frames ({frames})");
+    }
 }
