@@ -9,8 +9,6 @@ use crate::host::{is_dangerous, protected, resolve, Approval, Ask, EditContext, 
 use crate::llm::ToolSpec;
 use crate::plan::{Plan, PlanningStyle};
 
-pub const READ_CAP: usize = 50_000;
-
 /// The result of one tool call, as the model will read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
@@ -158,8 +156,7 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
                 }
                 Some(_) => return Err("read_file: limit must be a whole number".into()),
             };
-            let text = cx.host.read_file(&path).await?;
-            Ok(read_with_limit(&text, limit))
+            cx.host.read_preview(&path, limit).await
         }
         "write_file" => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
@@ -208,21 +205,6 @@ async fn approve_write<H: Host>(host: &H, path: &ResolvedPath) -> Result<(), Str
     }
 }
 
-/// The seed's `read_file`: the first `limit` lines and a count of the rest, capped in size.
-pub fn read_with_limit(text: &str, limit: Option<u64>) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let out = match limit {
-        Some(limit) if limit > 0 && (limit as usize) < lines.len() => {
-            let limit = limit as usize;
-            let mut s = lines[..limit].join("\n");
-            s.push_str(&format!("\n... ({} more lines)", lines.len() - limit));
-            s
-        }
-        _ => lines.join("\n"),
-    };
-    truncate_chars(&out, READ_CAP).to_string()
-}
-
 /// One line describing a call, for transcripts: the command, the path, the size of a plan.
 pub fn summary(name: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str).map(|s| s.to_string());
@@ -250,17 +232,5 @@ pub fn summary(name: &str, input: &Value) -> String {
         format!("{short}…")
     } else {
         short.to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn read_limit_marker() {
-        assert_eq!(read_with_limit("a\nb\nc\nd\n", Some(2)), "a\nb\n... (2 more lines)");
-        assert_eq!(read_with_limit("a\nb\n", Some(5)), "a\nb");
-        assert_eq!(read_with_limit("a\nb\n", Some(0)), "a\nb");
     }
 }

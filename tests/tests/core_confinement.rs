@@ -148,3 +148,26 @@ async fn new_directories_are_created_beneath_the_workspace() {
     h.write_file(&p, "deep", &EditContext::default()).await.unwrap();
     assert_eq!(ws.read("a/b/c/new.txt"), "deep");
 }
+
+#[tokio::test]
+async fn read_file_shows_the_head_of_a_huge_file() {
+    use serde_json::json;
+    use stepwise::agent::AgentConfig;
+    use stepwise::tools::{execute, ToolContext};
+    let ws = TempDir::new("huge-tool");
+    ws.write("big.log", "line1\nline2\nline3\n");
+    std::fs::OpenOptions::new().write(true).open(ws.join("big.log")).unwrap().set_len(512 * 1024 * 1024).unwrap();
+    let h = host(&ws);
+    let mut plan = Default::default();
+    let mut cx = ToolContext {
+        host: &h,
+        plan: &mut plan,
+        style: Default::default(),
+        bash_timeout: AgentConfig::default().bash_timeout,
+    };
+    let out = execute("read_file", &json!({"path": "big.log", "limit": 2}), &mut cx).await;
+    assert_eq!(out.text, "line1\nline2\n... (2 more lines)");
+    let out = execute("read_file", &json!({"path": "big.log"}), &mut cx).await;
+    assert!(!out.is_error);
+    assert_eq!(out.text.chars().count(), 50_000, "the seed's cap, read from the head only");
+}

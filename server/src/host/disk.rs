@@ -61,13 +61,8 @@ fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
 
 fn read_beneath(path: &ResolvedPath) -> Result<String, String> {
     use std::io::Read;
-    // Non-blocking, so opening a FIFO returns at once; the type is checked on the opened file itself.
-    let mut file = beneath::open(&path.root, &path.rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0)
-        .map_err(|e| io_error(path, e))?;
+    let mut file = open_regular(path, "read")?;
     let meta = file.metadata().map_err(|e| io_error(path, e))?;
-    if let Some(kind) = kind_of(&meta) {
-        return Err(format!("{} is {kind}; only regular files can be read", path.given));
-    }
     if meta.len() > MAX_FILE {
         return Err(too_large(path, meta.len()));
     }
@@ -78,6 +73,32 @@ fn read_beneath(path: &ResolvedPath) -> Result<String, String> {
         return Err(too_large(path, bytes.len() as u64));
     }
     String::from_utf8(bytes).map_err(|_| format!("{} is not a UTF-8 text file", path.given))
+}
+
+/// `read_file` from disk: streamed, so the file's size does not matter (see `preview`).
+pub(crate) async fn preview_disk(path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+    let p = path.clone();
+    let read = move || {
+        let file = open_regular(&p, "read")?;
+        super::preview::read_stream(file, limit).map_err(|e| match e {
+            super::preview::PreviewError::Io(e) => io_error(&p, e),
+            super::preview::PreviewError::NotUtf8 => format!("{} is not a UTF-8 text file", p.given),
+        })
+    };
+    tokio::task::spawn_blocking(read).await.unwrap_or_else(|e| Err(format!("reading {} failed: {e}", path.given)))
+}
+
+/// Opens a file beneath the workspace for reading; anything but a regular file is refused (a FIFO
+/// would block, a device never end).
+fn open_regular(path: &ResolvedPath, what: &str) -> Result<std::fs::File, String> {
+    // Non-blocking, so opening a FIFO returns at once; the type is checked on the opened file itself.
+    let file = beneath::open(&path.root, &path.rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0)
+        .map_err(|e| io_error(path, e))?;
+    let meta = file.metadata().map_err(|e| io_error(path, e))?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(format!("{} is {kind}; only regular files can be {what}", path.given));
+    }
+    Ok(file)
 }
 
 fn too_large(path: &ResolvedPath, size: u64) -> String {
@@ -134,6 +155,10 @@ impl Host for DiskHost {
 
     async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
         read_disk(path).await
+    }
+
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+        preview_disk(path, limit).await
     }
 
     async fn write_file(&self, path: &ResolvedPath, content: &str, _ctx: &EditContext) -> Result<(), String> {

@@ -8,6 +8,7 @@ mod beneath;
 pub mod disk;
 pub mod output;
 mod path;
+pub mod preview;
 pub(crate) mod shell;
 
 use std::future::Future;
@@ -30,8 +31,19 @@ pub trait Host: Send + Sync {
     /// The workspace folder; every path the model names is resolved inside it.
     fn root(&self) -> &Path;
 
-    /// The current text of a file (the editor's buffer where one is open).
+    /// The current text of a file (the editor's buffer where one is open), for edits: whole, up to
+    /// `disk::MAX_FILE`.
     fn read_file(&self, path: &ResolvedPath) -> impl Future<Output = Result<String, String>> + Send;
+
+    /// What the `read_file` tool shows: the first `limit` lines and a count of the rest, at most
+    /// `preview::READ_CAP` characters. Hosts reading from disk stream it (`disk::preview_disk`).
+    fn read_preview(
+        &self,
+        path: &ResolvedPath,
+        limit: Option<u64>,
+    ) -> impl Future<Output = Result<String, String>> + Send {
+        async move { self.read_file(path).await.map(|t| preview::read_with_limit(&t, limit)) }
+    }
 
     /// Replace a file's whole content, creating it and its parent folders as needed.
     fn write_file(

@@ -65,13 +65,15 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// The shell around the model's command (`$1`). The parent-death signal reaches only this shell, so it
 /// runs the command in the background and waits: on SIGTERM (stepwise died, even by SIGKILL) its trap
 /// kills the whole process group. A command killed by a signal is re-raised, so its verdict says
-/// which (an exit status of 129..192 therefore reads as that signal).
-const GUARD: &str = r#"trap 'trap - TERM; kill -KILL 0' TERM
-bash -c "$1" &
-wait $! 2>/dev/null
+/// which (an exit status of 129..192 therefore reads as that signal). The guard's own stderr goes to
+/// /dev/null (bash would report the killed job there); the command's goes to the pipe as usual.
+const GUARD: &str = r#"exec 3>&2 2>/dev/null
+trap 'trap - TERM; kill -KILL 0' TERM
+bash -c "$1" 2>&3 3>&- &
+wait $!
 s=$?
 trap - TERM
-if [ "$s" -gt 128 ] && [ "$s" -le 192 ]; then kill -s $((s - 128)) $$ 2>/dev/null; fi
+if [ "$s" -gt 128 ] && [ "$s" -le 192 ]; then kill -s $((s - 128)) $$; fi
 exit "$s""#;
 
 /// Kills the command's process group and every process carrying its marker when dropped: on timeout,

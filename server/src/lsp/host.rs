@@ -236,6 +236,17 @@ impl Host for EditorHost {
         self.current_text(path).await.map(|c| c.text)
     }
 
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+        // The buffer (or the agent's unsaved text) when there is one, else streamed from disk.
+        if let Some(doc) = self.shared.docs.get(&path.abs) {
+            return Ok(crate::host::preview::read_with_limit(&doc.text, limit));
+        }
+        if let Some(t) = self.folder.overlay.get(&path.abs) {
+            return Ok(crate::host::preview::read_with_limit(&t, limit));
+        }
+        crate::host::disk::preview_disk(path, limit).await
+    }
+
     async fn write_file(&self, path: &ResolvedPath, content: &str, ctx: &EditContext) -> Result<(), String> {
         let existing = match self.current_text(path).await {
             Ok(t) => Some(t),
