@@ -51,13 +51,25 @@ const MAX_QUEUED: usize = 4096;
 
 impl Queue {
     fn push(&mut self, out: Outgoing) {
-        if let (Outgoing::AssistantText(new), Some(Outgoing::AssistantText(last))) = (&out, self.items.back_mut()) {
-            let same_run = new.get("workspace") == last.get("workspace") && new.get("runId") == last.get("runId");
-            if let (true, Some(piece), Some(Value::String(text))) =
-                (same_run, new.get("text").and_then(Value::as_str), last.get_mut("text"))
-            {
-                text.push_str(piece);
-                return;
+        // Text joins the latest waiting text of the same run, unless something of that run (or anything
+        // that orders the whole stream) waits after it: runs interleave, and each run's order is kept.
+        if let Outgoing::AssistantText(new) = &out {
+            let key = (new.get("workspace"), new.get("runId"));
+            for item in self.items.iter_mut().rev() {
+                let same = |v: &Value| (v.get("workspace"), v.get("runId")) == key;
+                match item {
+                    Outgoing::AssistantText(last) if same(last) => {
+                        if let (Some(piece), Some(Value::String(text))) =
+                            (new.get("text").and_then(Value::as_str), last.get_mut("text"))
+                        {
+                            text.push_str(piece);
+                            return;
+                        }
+                        break;
+                    }
+                    Outgoing::AssistantText(v) | Outgoing::ToolCall(v) | Outgoing::Usage(v) if !same(v) => {}
+                    _ => break,
+                }
             }
         }
         if self.items.len() >= MAX_QUEUED
@@ -200,9 +212,17 @@ mod tests {
         assert_eq!(q.items.len(), 1);
         let Some(Outgoing::AssistantText(v)) = q.items.front() else { panic!() };
         assert_eq!(v["text"].as_str().unwrap().len(), 200_000);
-        // Another run's text is not merged into it.
-        q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "other", "text": "x"})));
+        // Another run's text is not merged into it, but runs streaming at once each keep one item.
+        for _ in 0..3 {
+            q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "other", "text": "x"})));
+            q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "r", "text": "y"})));
+        }
         assert_eq!(q.items.len(), 2);
+        // A run's tool call keeps its place: text after it is not moved before it.
+        q.push(Outgoing::ToolCall(json!({"workspace": "w", "runId": "r"})));
+        q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "r", "text": "after"})));
+        assert_eq!(q.items.len(), 4);
+        assert!(matches!(&q.items[3], Outgoing::AssistantText(v) if v["text"] == "after"));
     }
 
     #[test]
