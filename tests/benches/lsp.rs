@@ -173,9 +173,27 @@ async fn concurrent_runs(binary: &std::path::Path, folders: usize) -> (Duration,
     steps.pop();
     let prose: String = (0..200).map(|i| format!("word{i} ")).collect();
     steps.extend((0..folders).map(|_| Step::Turn(Turn::text(prose.clone()).with_chunk_delay_ms(1))));
-    let mock = MockModel::start(steps).await;
-    let mut b =
-        TestEditor::builder(ClientPreset::VsCode).binary_at(binary, &["lsp"]).mock(&mock).state_dir(state.path());
+    // The model in a process of its own, so its streaming does not compete with the measuring client.
+    let script = state.write("script.json", &serde_json::to_string(&steps).unwrap());
+    let mut mock_proc = tokio::process::Command::new(env!("CARGO_BIN_EXE_mock-model"))
+        .arg("--script")
+        .arg(&script)
+        .arg("--quiet")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut out = tokio::io::BufReader::new(mock_proc.stdout.take().unwrap());
+    tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line).await.unwrap();
+    let url = line.trim().strip_prefix("listening ").expect("mock-model prints its address").to_string();
+    let placeholder = MockModel::start(Vec::<Step>::new()).await;
+    let mut b = TestEditor::builder(ClientPreset::VsCode)
+        .binary_at(binary, &["lsp"])
+        .mock(&placeholder)
+        .option("baseUrl", json!(url))
+        .env("ANTHROPIC_BASE_URL", &url)
+        .state_dir(state.path());
     for d in &dirs {
         b = b.folder(d.path());
     }
@@ -220,6 +238,19 @@ fn main() {
     // `cargo bench` passes `--bench`; a name filter may follow. Nothing to filter here.
     let binary = stepwise_binary(true);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // `cargo bench -p stepwise-tests --bench lsp -- many`: only the 20 folders running at once.
+    if std::env::args().any(|a| a == "many") {
+        rt.block_on(async {
+            let (median, p99, samples, hwm) = concurrent_runs(&binary, 20).await;
+            println!(
+                "20 folders running at once: code lens median {} / p99 {} over {samples} requests; peak RSS {:.1} MB",
+                ms(median),
+                ms(p99),
+                hwm as f64 / 1024.0
+            );
+        });
+        return;
+    }
     rt.block_on(async {
         let lens = lens_latency(Some(&binary)).await;
         let lens_mem = lens_latency(None).await;
