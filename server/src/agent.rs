@@ -31,6 +31,8 @@ pub struct AgentConfig {
     pub max_rounds: u32,
     pub planning: PlanningStyle,
     pub bash_timeout: Duration,
+    /// Compact the conversation when the prompt passes this share of the context window (percent).
+    pub compact_at_percent: u32,
 }
 
 impl Default for AgentConfig {
@@ -40,6 +42,7 @@ impl Default for AgentConfig {
             max_rounds: 50,
             planning: PlanningStyle::Todo,
             bash_timeout: Duration::from_secs(120),
+            compact_at_percent: 85,
         }
     }
 }
@@ -64,10 +67,17 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
     let mut last_call: Option<(String, Value)> = None;
     let mut round = 0u32;
     let mut continuations = 0u32;
+    // The latest prompt's size: the provider's count once it has answered, an estimate before.
+    let mut prompt_tokens = crate::context::estimate_tokens(&session.messages);
+    let mut overflow_retried = false;
 
     let outcome = loop {
         if cancel.is_cancelled() {
             break finish(FinishReason::Cancelled, String::new(), None, round, usage);
+        }
+        let window = llm.context_window();
+        if prompt_tokens > window.saturating_mul(cfg.compact_at_percent.min(100) as u64) / 100 {
+            compact_now(session, llm, events, window, false).await;
         }
         round += 1;
         events.emit(Event::Thinking { round });
@@ -80,7 +90,25 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
         };
         let resp = match resp {
             Ok(r) => r,
+            // The provider counted more than fits: compact (summary and all) and ask once more.
+            Err(e) if e.is_context_overflow() && !overflow_retried => {
+                overflow_retried = true;
+                round -= 1;
+                prompt_tokens = compact_now(session, llm, events, window, true).await;
+                continue;
+            }
+            Err(e) if e.is_context_overflow() => {
+                let why = format!(
+                    "the conversation does not fit the model's context window ({window} tokens) even after compaction: {e}"
+                );
+                break finish(FinishReason::Error, String::new(), Some(why), round, usage);
+            }
             Err(e) => break finish(FinishReason::Error, String::new(), Some(e.to_string()), round, usage),
+        };
+        prompt_tokens = if resp.usage.input_tokens > 0 {
+            resp.usage.input_tokens
+        } else {
+            crate::context::estimate_tokens(&session.messages)
         };
         usage.add(resp.usage);
         events.emit(Event::Usage { round: resp.usage, run: usage, context_window: llm.context_window() });
@@ -209,6 +237,36 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
 
 fn finish(reason: FinishReason, final_text: String, error: Option<String>, rounds: u32, usage: Usage) -> RunOutcome {
     RunOutcome { reason, final_text, error, rounds, usage }
+}
+
+/// Compacts the conversation now (`stepwise.compact`, chat's `/compact`): summary and all; the plan is kept.
+pub async fn compact<E: EventSink + ?Sized>(session: &mut Session, llm: &Llm, events: &E) -> RunOutcome {
+    let outcome = if session.messages.is_empty() {
+        finish(FinishReason::EndTurn, "Nothing to compact.".into(), None, 0, Usage::default())
+    } else {
+        let after = compact_now(session, llm, events, llm.context_window(), true).await;
+        finish(FinishReason::EndTurn, format!("Compacted to about {after} tokens."), None, 0, Usage::default())
+    };
+    events.emit(Event::RunFinished { outcome: &outcome });
+    outcome
+}
+
+/// Compacts toward half the window, reports it, and saves the result; returns the new estimate.
+async fn compact_now<E: EventSink + ?Sized>(
+    session: &mut Session,
+    llm: &Llm,
+    events: &E,
+    window: u64,
+    force_summary: bool,
+) -> u64 {
+    let c = crate::context::compact(&mut session.messages, &session.plan, llm, window / 2, force_summary).await;
+    events.emit(Event::Compacted {
+        tokens_before: c.tokens_before,
+        tokens_after: c.tokens_after,
+        error: c.summary_error.as_deref(),
+    });
+    events.checkpoint(session);
+    c.tokens_after
 }
 
 /// One error result per call, none of them run, so the conversation stays valid.

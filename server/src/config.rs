@@ -123,6 +123,7 @@ pub struct Overrides {
     pub max_tokens: Option<u32>,
     pub model_timeout_secs: Option<u64>,
     pub context_window: Option<u64>,
+    pub compact_threshold: Option<u32>,
     pub prompt_cache: Option<bool>,
 }
 
@@ -147,6 +148,7 @@ impl Overrides {
             max_tokens,
             model_timeout_secs,
             context_window,
+            compact_threshold,
             prompt_cache
         )
     }
@@ -299,7 +301,14 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
         Some(s) => s,
         None => num(None, "STEPWISE_BASH_TIMEOUT", 120)? as u64,
     };
+    let compact_at_percent = num(o.compact_threshold, "STEPWISE_COMPACT_THRESHOLD", 85)?;
+    if !(10..=100).contains(&compact_at_percent) {
+        return Err(format!(
+            "STEPWISE_COMPACT_THRESHOLD must be a percentage from 10 to 100, got {compact_at_percent}"
+        ));
+    }
     Ok(AgentConfig {
+        compact_at_percent,
         reminder_rounds: num(o.reminder_rounds, "STEPWISE_REMINDER_ROUNDS", 3)?.max(1),
         max_rounds: num(o.max_rounds, "STEPWISE_MAX_ROUNDS", 50)?.max(1),
         planning,

@@ -41,6 +41,13 @@ pub enum Event<'a> {
         run: Usage,
         context_window: u64,
     },
+    /// The conversation was compacted to fit the context window (estimated tokens); `error` when the
+    /// summary failed and only old tool results were shortened.
+    Compacted {
+        tokens_before: u64,
+        tokens_after: u64,
+        error: Option<&'a str>,
+    },
     RunFinished {
         outcome: &'a RunOutcome,
     },

@@ -202,6 +202,7 @@ async fn events_of_a_run_in_order() {
             Ev::Plan(_) => "plan",
             Ev::Reminder(_) => "reminder",
             Ev::Usage { .. } => "usage",
+            Ev::Compacted { .. } => "compacted",
             Ev::Finished(_) => "end",
         })
         .collect::<Vec<_>>();

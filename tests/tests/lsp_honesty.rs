@@ -173,3 +173,39 @@ async fn lsp_stale_changes_are_not_applied() {
     assert_eq!(reqs[1].body["messages"][2]["content"][0]["content"], "two");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_compaction_on_demand_and_on_overflow() {
+    let (dir, state) = folder_and_state("compact");
+    let too_long = stepwise_tests::mock::HttpError::new(400).body(json!({"type": "error", "error": {
+        "type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}));
+    let mock = MockModel::start(vec![
+        Step::tool("todo", json!({"items": [{"id": "1", "text": "Keep me", "status": "in_progress"}]})),
+        Step::text("planned"),
+        Step::text("SUMMARY one"),
+        too_long.into(),
+        Step::text("SUMMARY two"),
+        Step::text("answered after compaction"),
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+    let ws = ed.folder_uri(0);
+    assert_eq!(ed.run("make a plan").await.reason(), "end_turn");
+    // On demand: null at once, then the compaction runs as a run of its own.
+    assert_eq!(ed.execute("stepwise.compact", json!({"workspace": ws})).await, Ok(serde_json::Value::Null));
+    let compacted = ed.await_notification("stepwise/compacted").await;
+    assert_eq!(compacted["workspace"], ws.as_str());
+    assert!(compacted["tokensBefore"].as_u64().is_some() && compacted["tokensAfter"].as_u64().is_some(), "{compacted}");
+    let run = compacted["runId"].as_str().unwrap().to_string();
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    // On overflow: compacted, asked again, and the run ends normally.
+    let log = ed.run("go on").await;
+    assert_eq!(log.reason(), "end_turn");
+    assert_eq!(log.of("stepwise/compacted").len(), 1);
+    let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
+    assert_eq!(plan["items"][0]["text"], "Keep me", "the plan survives compaction");
+    let last = mock.wait_for_requests(6, T).await[5].body.clone();
+    assert!(last.to_string().contains("SUMMARY two"), "the retry continues from the summary");
+    ed.finish().await;
+}

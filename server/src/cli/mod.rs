@@ -35,6 +35,8 @@ Options:
   --record FILE    save every model response of the session to FILE (JSON lines)
   --replay FILE    play a recorded session back instead of calling a model
 
+In chat, /compact compacts the conversation now (the plan is kept); q or exit quits.
+
 The model is configured by the environment or a .env file: STEPWISE_PROVIDER (anthropic | openai),
 MODEL_ID, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, OPENAI_API_KEY / OPENAI_BASE_URL.
 ";
@@ -309,6 +311,11 @@ async fn chat(opts: Options) -> i32 {
             return 0;
         }
         if task.is_empty() {
+            continue;
+        }
+        if task == "/compact" {
+            let outcome = agent::compact(&mut session, &s.llm, &s.term).await;
+            println!("{}", outcome.final_text);
             continue;
         }
         let token = CancellationToken::new();

@@ -124,6 +124,21 @@ impl EventSink for Terminal {
             Event::Reminder { text } => {
                 let _ = writeln!(out, "{}", self.paint("\x1b[35m", text));
             }
+            Event::Compacted { tokens_before, tokens_after, error } => {
+                self.spin(false);
+                let mut err = std::io::stderr().lock();
+                let line = format!(
+                    "[compacted the conversation: about {tokens_before} → {tokens_after} tokens; the plan is kept]"
+                );
+                let _ = writeln!(err, "{}", self.paint(DIM, &line));
+                if let Some(e) = error {
+                    let _ = writeln!(
+                        err,
+                        "{}",
+                        self.paint("\x1b[33m", &format!("warning: {e}; old tool results were shortened instead"))
+                    );
+                }
+            }
             Event::Usage { round, context_window, .. } => {
                 if let Ok(mut c) = self.context.lock() {
                     *c = (round.input_tokens, context_window);

@@ -18,6 +18,24 @@ pub enum LlmError {
     Other(String),
 }
 
+impl LlmError {
+    /// The provider said the prompt does not fit the model's context window (Anthropic: "prompt is too
+    /// long"; OpenAI: `context_length_exceeded`, "maximum context length"; llama.cpp: "exceeds the
+    /// available context size").
+    pub fn is_context_overflow(&self) -> bool {
+        let LlmError::Status { status: 400 | 413, message, .. } = self else { return false };
+        let m = message.to_ascii_lowercase();
+        [
+            "prompt is too long",
+            "context_length_exceeded",
+            "maximum context length",
+            "exceeds the available context size",
+        ]
+        .iter()
+        .any(|p| m.contains(p))
+    }
+}
+
 impl std::fmt::Display for LlmError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

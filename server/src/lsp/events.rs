@@ -56,6 +56,14 @@ impl EventSink for EditorEvents {
                 Outgoing::RefreshLenses
             }
             Event::Reminder { text } => Outgoing::Reminder(json!({"workspace": ws, "text": text})),
+            Event::Compacted { tokens_before, tokens_after, error } => {
+                let mut v =
+                    json!({"workspace": ws, "runId": run, "tokensBefore": tokens_before, "tokensAfter": tokens_after});
+                if let Some(e) = error {
+                    v["summaryError"] = json!(e);
+                }
+                Outgoing::Compacted(v)
+            }
             Event::Usage { round, run: total, context_window } => Outgoing::Usage(json!({
                 "workspace": ws, "runId": run,
                 "inputTokens": round.input_tokens, "outputTokens": round.output_tokens,

@@ -23,10 +23,12 @@ custom_notification!(StatusNotification, "stepwise/status");
 custom_notification!(AssistantTextNotification, "stepwise/assistantText");
 custom_notification!(ToolCallNotification, "stepwise/toolCall");
 custom_notification!(UsageNotification, "stepwise/usage");
+custom_notification!(CompactedNotification, "stepwise/compacted");
 
 pub enum Outgoing {
     Plan(Value),
     Reminder(Value),
+    Compacted(Value),
     Status(Value),
     AssistantText(Value),
     ToolCall(Value),
@@ -121,6 +123,7 @@ impl Notifier {
                 match out {
                     Outgoing::Plan(v) => client.send_notification::<PlanNotification>(v).await,
                     Outgoing::Reminder(v) => client.send_notification::<ReminderNotification>(v).await,
+                    Outgoing::Compacted(v) => client.send_notification::<CompactedNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,

@@ -23,7 +23,14 @@ use crate::agent::{self, FinishReason, Session};
 use crate::config::{self, ApprovalMode, Env, Overrides};
 use crate::llm::Llm;
 
-pub const COMMANDS: [&str; 4] = ["stepwise.run", "stepwise.cancel", "stepwise.reset", "stepwise.plan"];
+pub const COMMANDS: [&str; 5] =
+    ["stepwise.run", "stepwise.cancel", "stepwise.reset", "stepwise.plan", "stepwise.compact"];
+
+/// What a run does: a prompt for the agent, or compacting the conversation on demand.
+pub enum Job {
+    Prompt(String),
+    Compact,
+}
 
 /// What the client said it can do, reduced to what the server asks.
 #[derive(Debug, Clone, Copy, Default)]
@@ -298,7 +305,7 @@ impl Backend {
         }
     }
 
-    fn start_run(&self, folder: Arc<Folder>, prompt: String) -> Result<String> {
+    fn start_run(&self, folder: Arc<Folder>, job: Job) -> Result<String> {
         let n = self.shared.runs.fetch_add(1, Ordering::Relaxed) + 1;
         let millis =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
@@ -312,7 +319,7 @@ impl Backend {
             *slot = Some(RunHandle { id: id.clone(), cancel: cancel.clone() });
         }
         let (shared, run_id) = (self.shared.clone(), id.clone());
-        let run = tokio::spawn(run_task(shared.clone(), folder.clone(), run_id.clone(), prompt, cancel));
+        let run = tokio::spawn(run_task(shared.clone(), folder.clone(), run_id.clone(), job, cancel));
         tokio::spawn(guard_run(run, shared, folder, run_id));
         Ok(id)
     }
@@ -368,7 +375,11 @@ fn invalid_request(message: String) -> Error {
     Error { message: message.into(), ..Error::invalid_request() }
 }
 
-async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prompt: String, cancel: CancellationToken) {
+async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job: Job, cancel: CancellationToken) {
+    let prompt = match &job {
+        Job::Prompt(p) => p.clone(),
+        Job::Compact => "Compacting the conversation".to_string(),
+    };
     // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guard_run`).
     #[cfg(debug_assertions)]
     if prompt == "__stepwise_test_panic__" {
@@ -439,7 +450,10 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, prom
             if let Ok(mut v) = folder.view.write() {
                 v.marks.clear();
             }
-            let outcome = agent::run(&mut session, &prompt, &llm, &host, &events, &cfg, &cancel).await;
+            let outcome = match job {
+                Job::Prompt(_) => agent::run(&mut session, &prompt, &llm, &host, &events, &cfg, &cancel).await,
+                Job::Compact => agent::compact(&mut session, &llm, &events).await,
+            };
             folder.save(&session);
             (outcome.reason, outcome.error)
         }
@@ -658,7 +672,7 @@ impl LanguageServer for Backend {
                     return Err(Error::invalid_params("stepwise.run needs a non-empty \"prompt\""));
                 }
                 let folder = self.shared.folder(args.workspace.as_deref())?;
-                let id = self.start_run(folder, prompt)?;
+                let id = self.start_run(folder, Job::Prompt(prompt))?;
                 Ok(Some(json!({"runId": id})))
             }
             "stepwise.cancel" => {
@@ -688,6 +702,12 @@ impl LanguageServer for Backend {
             "stepwise.plan" => {
                 let folder = self.shared.folder(args.workspace.as_deref())?;
                 Ok(Some(folder.plan_json()))
+            }
+            "stepwise.compact" => {
+                // In the background, as a run of its own: `stepwise/compacted` and `idle` follow.
+                let folder = self.shared.folder(args.workspace.as_deref())?;
+                self.start_run(folder, Job::Compact)?;
+                Ok(None)
             }
             other => Err(Error::invalid_params(format!("unknown command: {other}"))),
         }

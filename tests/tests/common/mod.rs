@@ -41,6 +41,7 @@ pub enum Ev {
     Plan(String),
     Reminder(String),
     Usage { round: Usage, run: Usage },
+    Compacted { before: u64, after: u64, error: Option<String> },
     Finished(RunOutcome),
 }
 
@@ -93,6 +94,9 @@ impl EventSink for Collect {
             Event::PlanChanged { plan } => Ev::Plan(plan.render()),
             Event::Reminder { text } => Ev::Reminder(text.into()),
             Event::Usage { round, run, .. } => Ev::Usage { round, run },
+            Event::Compacted { tokens_before, tokens_after, error } => {
+                Ev::Compacted { before: tokens_before, after: tokens_after, error: error.map(str::to_string) }
+            }
             Event::RunFinished { outcome } => Ev::Finished(outcome.clone()),
         };
         self.events.lock().unwrap().push(ev);
