@@ -440,3 +440,15 @@ async fn a_killed_stepwise_leaves_no_command_running() {
     assert!(wait_gone(shell), "the command's shell {shell} outlived a kill -9 of stepwise");
     assert!(wait_gone(bg), "the command's background child {bg} outlived a kill -9 of stepwise");
 }
+
+#[tokio::test]
+async fn every_subcommand_answers_help() {
+    let cwd = TempDir::new("cli-help");
+    for sub in ["run", "chat", "demo", "lsp"] {
+        let mut cmd = stepwise(cwd.path());
+        cmd.args([sub, "--help"]);
+        let o = output(&mut cmd).await;
+        assert_eq!(o.status.code(), Some(0), "{sub} --help: {}", show(&o));
+        assert!(text(&o.stdout).contains("Usage:"), "{sub} --help: {}", show(&o));
+    }
+}

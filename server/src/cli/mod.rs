@@ -76,6 +76,11 @@ pub fn main() -> i32 {
         return 2;
     };
     let rest = &args[1..];
+    // CONTRACT: every subcommand answers --help with its usage and exit 0.
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return 0;
+    }
     match cmd.as_str() {
         "--version" | "-V" | "version" => {
             println!("stepwise {}", env!("CARGO_PKG_VERSION"));
