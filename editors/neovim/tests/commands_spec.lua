@@ -7,7 +7,7 @@ return H.spec({
     name = ':Stepwise completes its subcommands',
     fn = function()
       require('stepwise').setup({ keymaps = false, autostart = false })
-      H.eq({ 'cancel', 'log', 'plan', 'reset', 'run' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
+      H.eq({ 'cancel', 'compact', 'log', 'plan', 'reset', 'run', 'status' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
       H.eq({ 'reset', 'run' }, vim.fn.sort(vim.fn.getcompletion('Stepwise r', 'cmdline')), "subcommands starting with r")
       H.eq({}, vim.fn.getcompletion('Stepwise run ', 'cmdline'), 'nothing after a subcommand')
     end,

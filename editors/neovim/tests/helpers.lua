@@ -215,7 +215,7 @@ function H.turn(opts)
   for _, c in ipairs(opts.calls or {}) do
     calls[#calls + 1] = { name = c[1], input = c[2] }
   end
-  return { type = 'turn', text = opts.text or '', tool_calls = calls, delay_ms = opts.delay or 0 }
+  return { type = 'turn', text = opts.text or '', tool_calls = calls, delay_ms = opts.delay or 0, usage = opts.usage }
 end
 
 function H.todo(items)

@@ -46,7 +46,7 @@ import {
   validatePrompt,
   workspaceArguments,
 } from './commands';
-import { statusBarModel, type StatusParams, type UsageParams } from './status';
+import { compactedLine, statusBarModel, type CompactedParams, type StatusParams, type UsageParams } from './status';
 import { TranscriptWriter, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
 
 const PLAN_VIEW = 'stepwise.planView';
@@ -134,6 +134,8 @@ class Stepwise implements vscode.Disposable {
   private readonly plans = new PlanStore();
   private readonly statuses = new Map<string, StatusParams>();
   private readonly usages = new Map<string, UsageParams>();
+  /** The latest compaction per folder, shown in the status bar's tooltip. */
+  private readonly compactions = new Map<string, CompactedParams>();
   private readonly prompts = new Map<string, string>();
   private readonly planUpdates = new Map<string, number>();
   private lastFolder: string | undefined;
@@ -294,6 +296,13 @@ class Stepwise implements vscode.Disposable {
     client.onNotification('stepwise/reminder', (p: { workspace: string; text: string }) => {
       this.transcriptFolder(p.workspace);
       this.writer.line(reminderLine(p.text ?? ''));
+    });
+    client.onNotification('stepwise/compacted', (p: CompactedParams) => {
+      if (!p?.workspace) return;
+      this.compactions.set(p.workspace, p);
+      this.transcriptFolder(p.workspace);
+      this.writer.line(compactedLine(p));
+      this.updateStatusBar();
     });
     client.onNotification('stepwise/usage', (p: UsageParams) => {
       if (!p?.workspace) return;
@@ -518,6 +527,7 @@ class Stepwise implements vscode.Disposable {
       ws ? this.plans.get(ws) : undefined,
       ws ? this.usages.get(ws) : undefined,
       multi && ws ? this.folderName(ws) : undefined,
+      ws ? this.compactions.get(ws) : undefined,
     );
     item.text = model.text;
     item.tooltip = model.tooltip;

@@ -21,6 +21,47 @@ export interface UsageParams {
   outputTokens?: number;
   runInputTokens?: number;
   runOutputTokens?: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  /** The latest prompt's size, and the model's context window. */
+  contextTokens?: number;
+  contextWindow?: number;
+}
+
+/** The params of `stepwise/compacted`. */
+export interface CompactedParams {
+  workspace: string;
+  runId?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  summaryError?: string;
+}
+
+/** The share of the context window the latest prompt used, in percent. */
+export function contextPercent(u: UsageParams | undefined): number | undefined {
+  if (!u?.contextWindow || u.contextTokens === undefined) return undefined;
+  return Math.round((100 * Number(u.contextTokens)) / Number(u.contextWindow));
+}
+
+/** The share of the latest prompt read from the provider's cache, in percent. */
+export function cacheShare(u: UsageParams | undefined): number | undefined {
+  if (!u?.inputTokens || u.cacheReadTokens === undefined) return undefined;
+  return Math.round((100 * Number(u.cacheReadTokens)) / Number(u.inputTokens));
+}
+
+/** `Context: 24k of 200k tokens (12%) · 85% of the prompt from the cache` */
+export function contextLine(u: UsageParams | undefined): string | undefined {
+  const pct = contextPercent(u);
+  if (pct === undefined || !u) return undefined;
+  const cache = cacheShare(u);
+  const cached = cache !== undefined && cache > 0 ? ` · ${cache}% of the prompt from the cache` : '';
+  return `Context: ${formatTokens(u.contextTokens)} of ${formatTokens(u.contextWindow)} tokens (${pct}%)${cached}`;
+}
+
+/** `Compacted the conversation: 150k → 20k tokens; the plan is kept` */
+export function compactedLine(c: CompactedParams): string {
+  const base = `Compacted the conversation: ${formatTokens(c.tokensBefore)} → ${formatTokens(c.tokensAfter)} tokens; the plan is kept`;
+  return c.summaryError ? `${base} (no summary: ${c.summaryError})` : base;
 }
 
 export interface StatusBarModel {
@@ -64,6 +105,7 @@ const REASONS: Record<string, string> = {
   error: 'error',
   loop_detected: 'stopped: loop detected',
   max_rounds: 'stopped: max rounds',
+  max_tokens: 'stopped: output limit',
 };
 
 export function statusBarModel(
@@ -71,6 +113,7 @@ export function statusBarModel(
   plan: PlanParams | undefined,
   usage?: UsageParams,
   folderName?: string,
+  compacted?: CompactedParams,
 ): StatusBarModel {
   const { completed, total } = planCounts(plan);
   const progress = total > 0 ? ` ${completed}/${total}` : '';
@@ -97,7 +140,7 @@ export function statusBarModel(
     else if (reason === 'error') {
       text = `$(error) stepwise: error${progress}`;
       severity = 'error';
-    } else if (reason === 'loop_detected' || reason === 'max_rounds') {
+    } else if (reason === 'loop_detected' || reason === 'max_rounds' || reason === 'max_tokens') {
       text = `$(warning) stepwise: idle${progress}`;
       severity = 'warning';
     } else text = `$(checklist) stepwise: idle${progress}`;
@@ -106,7 +149,12 @@ export function statusBarModel(
   }
   const used = totalTokens(usage);
   if (used !== undefined) text += ` · ${formatTokens(used)} tok`;
+  const pct = contextPercent(usage);
+  if (pct !== undefined) text += ` · ctx ${pct}%`;
   if (total > 0) tip.push(`Plan: ${planSummary(plan)}`);
   if (tokens) tip.push(`Tokens this run: ${tokens}`);
+  const ctx = contextLine(usage);
+  if (ctx) tip.push(ctx);
+  if (compacted) tip.push(compactedLine(compacted));
   return { text, tooltip: tip.join('\n'), command: busy ? EXTENSION_COMMANDS.cancelRun : EXTENSION_COMMANDS.showPlan, busy, severity };
 }

@@ -191,7 +191,20 @@ local function on_usage(_, params)
   local folder = folder_of(params)
   if folder then
     folder.usage = params
+    require('stepwise.plan').update(folder)
   end
+end
+
+local function on_compacted(_, params)
+  local folder = folder_of(params)
+  if not folder then
+    return
+  end
+  folder.compacted = params
+  log.line(folder.uri, string.format('— compacted the conversation: %s → %s tokens; the plan is kept',
+    tostring(params.tokensBefore), tostring(params.tokensAfter)), 'StepwiseLogHeader')
+  require('stepwise.plan').update(folder)
+  util.emit('StepwiseCompacted', params)
 end
 
 -- ---------------------------------------------------------------------------
@@ -409,6 +422,7 @@ function M.handlers()
     ['stepwise/assistantText'] = on_text,
     ['stepwise/toolCall'] = on_tool_call,
     ['stepwise/usage'] = on_usage,
+    ['stepwise/compacted'] = on_compacted,
     ['stepwise/saveDocuments'] = on_save_documents,
     ['workspace/applyEdit'] = on_apply_edit,
     ['window/showMessageRequest'] = on_show_message_request,

@@ -10,7 +10,7 @@ local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
 
-M.subcommands = { 'run', 'cancel', 'reset', 'plan', 'log' }
+M.subcommands = { 'run', 'cancel', 'reset', 'plan', 'log', 'status', 'compact' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -129,6 +129,20 @@ function M.plan(opts)
   end
 end
 
+--- `:Stepwise status`: the run state, plan, context use and latest compaction; returns the lines.
+function M.status(opts)
+  local folder = (opts and opts.folder) or M.current_folder()
+  local lines = plan.status_lines(folder)
+  util.notify(table.concat(lines, '\n'), vim.log.levels.INFO)
+  return lines
+end
+
+--- `:Stepwise compact`: compact the conversation now (the plan is kept).
+function M.compact(opts)
+  local folder = (opts and opts.folder) or M.current_folder()
+  M.execute(folder, 'stepwise.compact')
+end
+
 --- Show the transcript.
 function M.log()
   log.open()
@@ -193,8 +207,12 @@ function M.command(o)
     return M.plan()
   elseif sub == 'log' then
     return M.log()
+  elseif sub == 'status' then
+    return M.status()
+  elseif sub == 'compact' then
+    return M.compact()
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, cancel, reset, plan, log)', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run, cancel, reset, plan, log, status, compact)', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)

@@ -56,6 +56,74 @@ function M.render(plan)
   return lines, groups
 end
 
+local function short(n)
+  n = tonumber(n) or 0
+  if n >= 1000000 then
+    return string.format('%.1fM', n / 1000000)
+  elseif n >= 10000 then
+    return string.format('%dk', math.floor(n / 1000 + 0.5))
+  elseif n >= 1000 then
+    return string.format('%.1fk', n / 1000)
+  end
+  return tostring(math.floor(n))
+end
+
+--- Context use of a folder's latest prompt: `ctx 12% · cache 83%`, and the latest compaction
+--- (`compacted 150k→20k`); nil when the server reported neither.
+---@param folder table?
+---@return string?
+function M.context_text(folder)
+  local parts = {}
+  local u = folder and folder.usage
+  local window, used = u and tonumber(u.contextWindow), u and tonumber(u.contextTokens)
+  if window and window > 0 and used then
+    parts[#parts + 1] = string.format('ctx %d%%', math.floor(100 * used / window + 0.5))
+    local input, read = tonumber(u.inputTokens), tonumber(u.cacheReadTokens)
+    if input and input > 0 and read and read > 0 then
+      parts[#parts + 1] = string.format('cache %d%%', math.floor(100 * read / input + 0.5))
+    end
+  end
+  local c = folder and folder.compacted
+  if c then
+    parts[#parts + 1] = string.format('compacted %s→%s', short(c.tokensBefore), short(c.tokensAfter))
+  end
+  if #parts == 0 then
+    return nil
+  end
+  return table.concat(parts, ' · ')
+end
+
+--- `:Stepwise status`: the run state, the plan, context use and the latest compaction.
+---@param folder table
+---@return string[]
+function M.status_lines(folder)
+  local lines = { 'stepwise: ' .. (folder.state or 'idle') }
+  local p = folder.plan
+  if p and p.items and #p.items > 0 then
+    local item = M.active_item(p)
+    lines[#lines + 1] = string.format('plan: %s/%s%s', p.completed or 0, p.total or #p.items, item and (' ▸ ' .. tostring(item.text)) or '')
+  end
+  local u = folder.usage
+  local window, used = u and tonumber(u.contextWindow), u and tonumber(u.contextTokens)
+  if window and window > 0 and used then
+    local line = string.format('context: %s of %s tokens (%d%%)', short(used), short(window), math.floor(100 * used / window + 0.5))
+    local input, read = tonumber(u.inputTokens), tonumber(u.cacheReadTokens)
+    if input and input > 0 and read and read > 0 then
+      line = line .. string.format(' · %d%% of the prompt from the cache', math.floor(100 * read / input + 0.5))
+    end
+    lines[#lines + 1] = line
+  end
+  local c = folder.compacted
+  if c then
+    local line = string.format('compacted: %s → %s tokens; the plan is kept', short(c.tokensBefore), short(c.tokensAfter))
+    if c.summaryError then
+      line = line .. ' (no summary: ' .. c.summaryError .. ')'
+    end
+    lines[#lines + 1] = line
+  end
+  return lines
+end
+
 -- the floating window
 local win ---@type integer?
 local buf ---@type integer?
@@ -151,6 +219,12 @@ function M.open(folder)
     cfg.title = title_for(folder)
     cfg.title_pos = 'center'
   end
+  -- Context use and compactions in the border's footer (0.10+), so the plan's lines stay the plan.
+  local ctx = M.context_text(folder)
+  if ctx and vim.fn.has('nvim-0.10') == 1 and cfg.border ~= 'none' then
+    cfg.footer = ' ' .. ctx .. ' '
+    cfg.footer_pos = 'right'
+  end
   if win_valid() then
     api.nvim_win_set_config(win, cfg)
   else
@@ -184,6 +258,22 @@ function M.update(folder)
   if win_valid() and shown_ws == folder.uri then
     M.open(folder)
   end
+end
+
+--- The footer shown under the window (context use), nil when closed or none.
+function M.footer()
+  if not win_valid() then
+    return nil
+  end
+  local f = api.nvim_win_get_config(win).footer
+  if type(f) == 'table' then
+    local parts = {}
+    for _, chunk in ipairs(f) do
+      parts[#parts + 1] = type(chunk) == 'table' and chunk[1] or tostring(chunk)
+    end
+    f = table.concat(parts)
+  end
+  return f
 end
 
 --- Lines shown in the window (for tests and statuslines); nil when closed.

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { formatTokens, statusBarModel, totalTokens, usageText } from '../../src/status';
+import { cacheShare, compactedLine, contextPercent, formatTokens, statusBarModel, totalTokens, usageText } from '../../src/status';
 import { TranscriptWriter, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/transcript';
 import type { PlanParams } from '../../src/plan';
 
@@ -81,4 +81,32 @@ test('streamed text is followed by structured lines on a fresh line', () => {
   w.text('done\n');
   w.line('x');
   assert.equal(out, 'Hello world\n▶ bash ls\ndone\nx\n');
+});
+
+test('status bar: context use, cache share and compactions', () => {
+  const usage = {
+    workspace: WS,
+    inputTokens: 24_000,
+    outputTokens: 10,
+    runInputTokens: 24_000,
+    runOutputTokens: 10,
+    cacheReadTokens: 20_400,
+    cacheWriteTokens: 0,
+    contextTokens: 24_000,
+    contextWindow: 200_000,
+  };
+  const m = statusBarModel({ workspace: WS, state: 'running' }, plan, usage);
+  assert.equal(m.text, '$(sync~spin) stepwise: running 1/2 · 24k tok · ctx 12%');
+  assert.match(m.tooltip, /Context: 24k of 200k tokens \(12%\) · 85% of the prompt from the cache/);
+  const compacted = { workspace: WS, runId: 'r', tokensBefore: 150_000, tokensAfter: 20_000 };
+  const after = statusBarModel({ workspace: WS, state: 'idle', reason: 'end_turn' }, plan, usage, undefined, compacted);
+  assert.match(after.tooltip, /Compacted the conversation: 150k → 20k tokens; the plan is kept/);
+  assert.equal(compactedLine({ ...compacted, summaryError: 'the summary request failed' }),
+    'Compacted the conversation: 150k → 20k tokens; the plan is kept (no summary: the summary request failed)');
+  // Servers that report no window: no context figure.
+  assert.equal(contextPercent({ workspace: WS, contextTokens: 5 }), undefined);
+  assert.equal(cacheShare({ workspace: WS, inputTokens: 100 }), undefined);
+  const limit = statusBarModel({ workspace: WS, state: 'idle', reason: 'max_tokens' }, undefined);
+  assert.equal(limit.severity, 'warning');
+  assert.match(limit.tooltip, /stopped: output limit/);
 });
