@@ -452,3 +452,34 @@ async fn every_subcommand_answers_help() {
         assert!(text(&o.stdout).contains("Usage:"), "{sub} --help: {}", show(&o));
     }
 }
+
+#[tokio::test]
+async fn chat_compact_summarises_and_keeps_going() {
+    let mock = MockModel::start(vec![
+        Step::text("First answer."),
+        Step::text("SUMMARY: one task answered"),
+        Step::text("Second answer."),
+    ])
+    .await;
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.env("STEPWISE_PROMPT_CACHE", "off");
+    cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"task one\n/compact\ntask two\n").await.unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(text(&o.stderr).contains("[compacted the conversation: about "), "{}", show(&o));
+    assert!(text(&o.stdout).contains("Compacted to about "), "{}", show(&o));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(
+        reqs[1].body.get("tools").is_none_or(|t| t.as_array().is_some_and(|a| a.is_empty())),
+        "the summary request has no tools"
+    );
+    let head = reqs[2].body["messages"][0]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(head.starts_with("task one\n\n[Summary of the conversation so far]\nSUMMARY: one task answered"), "{head}");
+}

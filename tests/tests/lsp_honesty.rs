@@ -208,4 +208,8 @@ async fn lsp_compaction_on_demand_and_on_overflow() {
     let last = mock.wait_for_requests(6, T).await[5].body.clone();
     assert!(last.to_string().contains("SUMMARY two"), "the retry continues from the summary");
     ed.finish().await;
+    // The saved session is the compacted conversation.
+    let saved: String =
+        std::fs::read_dir(state.path()).unwrap().filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok()).collect();
+    assert!(saved.contains("SUMMARY two") && saved.contains("Keep me"), "{saved}");
 }
