@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::AgentConfig;
-use crate::llm::{ProviderConfig, ProviderKind, DEFAULT_WINDOW_ANTHROPIC, DEFAULT_WINDOW_OTHER};
+use crate::llm::{ProviderConfig, ProviderKind};
 use crate::plan::PlanningStyle;
 
 /// Environment variables, with `.env` values filling in what the real environment lacks; remembers
@@ -219,13 +219,10 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         Some(n) => n,
         None => number(env, "STEPWISE_MAX_TOKENS", 8000u32)?,
     };
-    let default_window = match kind {
-        ProviderKind::Anthropic => DEFAULT_WINDOW_ANTHROPIC,
-        ProviderKind::Openai => DEFAULT_WINDOW_OTHER,
-    };
+    // 0: not configured (the server is asked, else the provider's default; see `Llm::new`).
     let context_window = match o.context_window {
-        Some(n) => n,
-        None => number(env, "STEPWISE_CONTEXT_WINDOW", default_window)?,
+        Some(n) => n.max(1),
+        None => number(env, "STEPWISE_CONTEXT_WINDOW", 0u64)?,
     };
     let prompt_cache = match o.prompt_cache {
         Some(on) => on,
@@ -237,7 +234,7 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         },
     };
     Ok(ProviderConfig {
-        context_window: context_window.max(1),
+        context_window,
         prompt_cache,
         kind,
         model,

@@ -162,7 +162,7 @@ async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
         Some(path) => Llm::replay(Replay::load(path)?),
         None => {
             let p = config::provider(&env, &overrides)?;
-            Llm::new(p)?
+            Llm::new(p)?.learn_window().await
         }
     };
     let llm = match &opts.record {

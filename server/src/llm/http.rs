@@ -107,6 +107,7 @@ async fn post(
 ) -> Result<reqwest::Response, LlmError> {
     let provider = cfg.kind.name();
     let mut attempt = 0u32;
+    let mut stale_retried = false;
     loop {
         let mut req = http.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
         for (k, v) in headers {
@@ -137,7 +138,17 @@ async fn post(
                 }
                 (retry_after, err)
             }
-            Ok(Err(e)) => (None, LlmError::Transport { provider, message: describe(&e) }),
+            Ok(Err(e)) => {
+                let message = describe(&e);
+                // A kept-alive connection the server closed just as we reused it: not the server
+                // failing, so sent again at once on a fresh one, whatever the retry settings say.
+                if !stale_retried && message.contains("connection closed before message completed") {
+                    stale_retried = true;
+                    tracing::debug!("a pooled connection was closed by the server; sending again");
+                    continue;
+                }
+                (None, LlmError::Transport { provider, message })
+            }
         };
         if attempt >= cfg.max_retries || delay.is_some_and(|d| d > MAX_RETRY_AFTER) {
             return Err(err);

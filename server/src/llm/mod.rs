@@ -10,6 +10,7 @@ mod http;
 mod openai;
 mod replay;
 mod sse;
+mod window;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -152,7 +153,8 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// First backoff delay; doubles per retry.
     pub backoff: Duration,
-    /// The model's context window in tokens (`STEPWISE_CONTEXT_WINDOW`).
+    /// The model's context window in tokens (`STEPWISE_CONTEXT_WINDOW`); 0 when not configured: then
+    /// an OpenAI-compatible server is asked (`Llm::learn_window`), else the provider's default applies.
     pub context_window: u64,
     /// Anthropic cache breakpoints on the stable prefix and the newest messages (`STEPWISE_PROMPT_CACHE`).
     pub prompt_cache: bool,
@@ -183,6 +185,8 @@ pub struct Llm {
     recorder: Option<Mutex<Recorder>>,
     label: String,
     context_window: u64,
+    /// Where to ask for the window when none was configured: (http client, base URL, model).
+    ask_window: Option<(reqwest::Client, String, String)>,
 }
 
 impl Llm {
@@ -191,12 +195,18 @@ impl Llm {
         let http = client::for_url(&cfg.base_url)?;
         let label = format!("{} {}", cfg.kind.name(), cfg.model);
         let retries = (cfg.max_retries, cfg.backoff);
-        let context_window = cfg.context_window;
+        let ask_window = (cfg.context_window == 0 && cfg.kind == ProviderKind::Openai)
+            .then(|| (http.clone(), cfg.base_url.clone(), cfg.model.clone()));
+        let context_window = match (cfg.context_window, cfg.kind) {
+            (0, ProviderKind::Anthropic) => DEFAULT_WINDOW_ANTHROPIC,
+            (0, ProviderKind::Openai) => DEFAULT_WINDOW_OTHER,
+            (n, _) => n,
+        };
         let backend = match cfg.kind {
             ProviderKind::Anthropic => Backend::Anthropic(anthropic::Client::new(cfg, http)),
             ProviderKind::Openai => Backend::Openai(openai::Client::new(cfg, http)),
         };
-        Ok(Llm { backend, retries, recorder: None, label, context_window })
+        Ok(Llm { backend, retries, recorder: None, label, context_window, ask_window })
     }
 
     pub fn replay(replay: Replay) -> Llm {
@@ -206,6 +216,7 @@ impl Llm {
             retries: (0, Duration::ZERO),
             recorder: None,
             context_window: DEFAULT_WINDOW_ANTHROPIC,
+            ask_window: None,
         }
     }
 
@@ -221,6 +232,17 @@ impl Llm {
     /// The model's context window in tokens.
     pub fn context_window(&self) -> u64 {
         self.context_window
+    }
+
+    /// With no window configured, asks an OpenAI-compatible server for its own (llama.cpp, vLLM).
+    pub async fn learn_window(mut self) -> Llm {
+        if let Some((http, base, model)) = self.ask_window.take() {
+            if let Some(n) = window::discover(&http, &base, &model).await {
+                tracing::info!(tokens = n, "the server reports its context window");
+                self.context_window = n;
+            }
+        }
+        self
     }
 
     /// One model turn. `on_text` receives assistant text as it streams.

@@ -429,6 +429,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     let (reason, error) = match configured {
         Err(msg) => (FinishReason::Error, Some(msg)),
         Ok((cfg, llm)) => {
+            let llm = llm.learn_window().await;
             let timeout = Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1));
             let approval_timeout = Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1));
             let approval = settings.approval.as_deref().and_then(ApprovalMode::parse).unwrap_or(ApprovalMode::Ask);
