@@ -134,7 +134,12 @@ async fn run_against_openai_provider() {
     let o = output(&mut cmd).await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(text(&o.stdout).contains("openai says hi"));
-    let reqs = mock.requests();
+    let all = mock.requests();
+    // With no window configured the server is asked for its own first (llama.cpp, vLLM), without the key.
+    let asked: Vec<&str> = all.iter().filter(|r| r.method == "GET").map(|r| r.path.as_str()).collect();
+    assert_eq!(asked, vec!["/props", "/v1/models"]);
+    assert!(all.iter().filter(|r| r.method == "GET").all(|r| r.header("authorization").is_none()));
+    let reqs: Vec<_> = all.into_iter().filter(|r| r.method == "POST").collect();
     assert_eq!(reqs[0].path, "/v1/chat/completions");
     assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-cli"));
     assert_eq!(reqs[0].body["model"], "gpt-mock");

@@ -11,6 +11,10 @@ const ASK_FOR: Duration = Duration::from_secs(2);
 /// The server's own context window for `model`, if it says.
 pub async fn discover(http: &reqwest::Client, base_url: &str, model: &str) -> Option<u64> {
     let base = base_url.trim_end_matches('/');
+    // OpenAI itself reports no window; do not ask it on every run.
+    if base.contains("://api.openai.com") {
+        return None;
+    }
     let origin = base.strip_suffix("/v1").unwrap_or(base);
     if let Some(v) = get(http, &format!("{origin}/props")).await {
         let n = v.pointer("/default_generation_settings/n_ctx").or_else(|| v.get("n_ctx")).and_then(Value::as_u64);
