@@ -235,21 +235,26 @@ async fn dotenv_in_the_current_directory_and_workspace_first() {
     assert_eq!(reqs[1].header("x-api-key"), Some("cwd-key"), "the current directory's .env fills in the rest");
 }
 
-#[tokio::test]
-async fn chat_keeps_the_conversation_and_quits_on_q() {
-    let mock =
-        MockModel::start(vec![Step::text("First answer."), Step::text("Second answer."), Step::text("never")]).await;
+/// `stepwise chat --yes` against the mock with these lines on stdin, then end of input. Without cache
+/// breakpoints (the switch read from the environment), so the history is sent exactly as kept.
+async fn chat_with_lines(mock: &MockModel, lines: &[u8]) -> Output {
     let ws = TempDir::new("cli-ws");
     let mut cmd = stepwise(ws.path());
-    with_mock(&mut cmd, &mock);
-    // Without cache breakpoints the history is sent exactly as kept (the switch read from the environment).
+    with_mock(&mut cmd, mock);
     cmd.env("STEPWISE_PROMPT_CACHE", "off");
     cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"task one\n\ntask two\nq\ntask three\n").await.unwrap();
+    stdin.write_all(lines).await.unwrap();
     drop(stdin);
-    let o = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn chat_keeps_the_conversation_and_quits_on_q() {
+    let mock =
+        MockModel::start(vec![Step::text("First answer."), Step::text("Second answer."), Step::text("never")]).await;
+    let o = chat_with_lines(&mock, b"task one\n\ntask two\nq\ntask three\n").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let out = text(&o.stdout);
     assert!(out.starts_with("stepwise >> "), "{}", show(&o));
@@ -466,16 +471,7 @@ async fn chat_compact_summarises_and_keeps_going() {
         Step::text("Second answer."),
     ])
     .await;
-    let ws = TempDir::new("cli-ws");
-    let mut cmd = stepwise(ws.path());
-    with_mock(&mut cmd, &mock);
-    cmd.env("STEPWISE_PROMPT_CACHE", "off");
-    cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"task one\n/compact\ntask two\n").await.unwrap();
-    drop(stdin);
-    let o = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    let o = chat_with_lines(&mock, b"task one\n/compact\ntask two\n").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(text(&o.stderr).contains("[compacted the conversation: about "), "{}", show(&o));
     assert!(text(&o.stdout).contains("Compacted to about "), "{}", show(&o));
