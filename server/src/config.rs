@@ -154,24 +154,6 @@ impl Overrides {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalMode {
-    Ask,
-    Auto,
-    Deny,
-}
-
-impl ApprovalMode {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "ask" => Some(Self::Ask),
-            "auto" | "always" | "yes" => Some(Self::Auto),
-            "deny" | "never" => Some(Self::Deny),
-            _ => None,
-        }
-    }
-}
-
 /// The model endpoint, or the reason it cannot be used (reported before any request is made).
 pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
     let kind_name = o.provider.clone().or_else(|| env.get("STEPWISE_PROVIDER").map(str::to_string));

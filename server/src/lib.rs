@@ -11,6 +11,7 @@ pub mod context;
 pub mod events;
 pub mod host;
 pub mod llm;
+pub mod locks;
 pub mod lsp;
 pub mod plan;
 pub mod session;

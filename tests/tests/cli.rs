@@ -302,7 +302,8 @@ async fn record_then_replay_without_the_model() {
     let ws1 = TempDir::new("cli-ws");
     let mut cmd = stepwise(ws1.path());
     with_mock(&mut cmd, &mock);
-    cmd.args(["run", "--yes", "--record"]).arg(&rec).arg("make out.txt");
+    // The `--flag=value` form.
+    cmd.args(["run", "--yes"]).arg(format!("--record={}", rec.display())).arg("make out.txt");
     let live = output(&mut cmd).await;
     assert_eq!(live.status.code(), Some(0), "{}", show(&live));
     assert_eq!(mock.requests().len(), 4);
@@ -311,8 +312,12 @@ async fn record_then_replay_without_the_model() {
 
     // No model variables at all: the replay needs none.
     let ws2 = TempDir::new("cli-ws");
-    let mut cmd = stepwise(ws2.path());
-    cmd.args(["run", "--yes", "--replay"]).arg(&rec).arg("make out.txt");
+    let elsewhere = TempDir::new("cli-cwd");
+    let mut cmd = stepwise(elsewhere.path());
+    cmd.args(["run", "-y", "--replay"])
+        .arg(&rec)
+        .arg(format!("--workspace={}", ws2.path().display()))
+        .arg("make out.txt");
     let replayed = output(&mut cmd).await;
     assert_eq!(replayed.status.code(), Some(0), "{}", show(&replayed));
     assert_eq!(text(&replayed.stdout), text(&live.stdout));
@@ -365,11 +370,14 @@ async fn sigint_during_a_model_request_exits_130() {
 #[tokio::test]
 async fn usage_errors_exit_2() {
     let cwd = TempDir::new("cli-cwd");
-    for args in [vec!["run"], vec!["frobnicate"], vec!["run", "--bogus", "x"]] {
+    for args in [vec!["run"], vec!["frobnicate"], vec!["run", "--bogus", "x"], vec!["chat", "extra"], vec![]] {
         let mut cmd = stepwise(cwd.path());
         cmd.args(&args);
         let o = output(&mut cmd).await;
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", show(&o));
+        // A usage line says how it is used; nothing on stdout.
+        assert!(text(&o.stderr).contains("Usage: stepwise"), "{args:?}: {}", show(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: {}", show(&o));
     }
     let mut cmd = stepwise(cwd.path());
     cmd.arg("--version");

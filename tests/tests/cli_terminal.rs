@@ -70,13 +70,17 @@ impl Pty {
 }
 
 fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd) -> Child {
+    chat_with(ws, mock, pty_end, &[("NO_COLOR", "1")])
+}
+
+fn chat_with(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)]) -> Child {
     Command::new(stepwise_binary(false))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("ANTHROPIC_BASE_URL", mock.url())
         .env("ANTHROPIC_API_KEY", "k")
         .env("MODEL_ID", "m")
-        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .args(["chat", "--workspace"])
         .arg(ws.path())
         .stdin(Stdio::from(pty_end.try_clone().unwrap()))
@@ -143,4 +147,31 @@ async fn approval_prompt_answers_and_ctrl_c_on_a_terminal() {
     pty.type_line("q");
     let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// Colour codes on a terminal, none with `NO_COLOR` (the question is bold only when colour is wanted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colour_on_a_terminal_unless_no_color() {
+    for no_color in [false, true] {
+        let mock = MockModel::start(vec![Step::tool("bash", json!({"command": "true"})), Step::text("ok")]).await;
+        let ws = TempDir::new("pty-colour");
+        let (mut pty, end) = Pty::open();
+        let env: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[("TERM", "xterm")] };
+        let mut child = chat_with(&ws, &mock, &end, env);
+        drop(end);
+        pty.type_line("task");
+        let before = pty.expect(PROMPT);
+        let sgr = ["\x1b[1m", "\x1b[2m", "\x1b[3", "\x1b[0m"];
+        if no_color {
+            assert!(before.contains("Run shell command? true"), "{before:?}");
+            assert!(!sgr.iter().any(|c| before.contains(c)), "NO_COLOR, yet colour codes: {before:?}");
+        } else {
+            assert!(before.contains("\x1b[1mRun shell command?\x1b[0m true"), "{before:?}");
+        }
+        pty.type_line("y");
+        pty.expect("[end_turn");
+        pty.type_line("q");
+        let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
 }

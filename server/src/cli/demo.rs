@@ -41,7 +41,7 @@ pub async fn run() -> i32 {
             return 1;
         }
     };
-    let term = Terminal::new(super::color(tty), std::io::stderr().is_terminal());
+    let term = Terminal::new();
     println!("== stepwise demo: a SCRIPTED session. No model is called; the responses are recorded. ==");
     println!("workspace: {} (a scratch copy, removed afterwards)", dir.display());
     println!("task: {TASK}\n");

@@ -19,123 +19,23 @@ use input::Input;
 
 pub use render::Terminal;
 
-const USAGE: &str = "\
-stepwise: a coding agent that keeps its plan in sight
+/// The model's configuration, shown under `--help`.
+pub const MODEL_HELP: &str = "\
+The model is configured by the environment or a .env file (in the workspace or the current directory):
+STEPWISE_PROVIDER (anthropic | openai), MODEL_ID, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL,
+OPENAI_API_KEY / OPENAI_BASE_URL. See README.md for every setting.";
 
-Usage:
-  stepwise run [--workspace DIR] [--yes] [--record FILE] [--replay FILE] TASK
-  stepwise chat [--workspace DIR] [--yes] [--record FILE] [--replay FILE]
-  stepwise demo
-  stepwise lsp [--stdio]
-  stepwise --version
-
-Options:
-  --workspace DIR  the folder the agent works in (default: the current directory)
-  --yes            approve shell commands without asking
-  --record FILE    save every model response of the session to FILE (JSON lines)
-  --replay FILE    play a recorded session back instead of calling a model
-
-In chat, /compact compacts the conversation now (the plan is kept); q or exit quits.
-
-The model is configured by the environment or a .env file: STEPWISE_PROVIDER (anthropic | openai),
-MODEL_ID, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, OPENAI_API_KEY / OPENAI_BASE_URL.
-";
-
-struct Options {
-    workspace: PathBuf,
-    yes: bool,
-    record: Option<PathBuf>,
-    replay: Option<PathBuf>,
-    rest: Vec<String>,
+/// What `run` and `chat` take from the command line.
+pub struct Options {
+    pub workspace: PathBuf,
+    pub yes: bool,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
 }
 
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { workspace: PathBuf::from("."), yes: false, record: None, replay: None, rest: Vec::new() };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
-        match a.as_str() {
-            "--workspace" | "-w" => o.workspace = PathBuf::from(value(a)?),
-            "--yes" | "-y" => o.yes = true,
-            "--record" => o.record = Some(PathBuf::from(value(a)?)),
-            "--replay" => o.replay = Some(PathBuf::from(value(a)?)),
-            "--" => o.rest.extend(it.by_ref().cloned()),
-            s if s.starts_with("--workspace=") => o.workspace = PathBuf::from(&s["--workspace=".len()..]),
-            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
-            s => o.rest.push(s.to_string()),
-        }
-    }
-    Ok(o)
-}
-
-/// Entry point of the binary; returns the process exit code.
-pub fn main() -> i32 {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(cmd) = args.first() else {
-        eprint!("{USAGE}");
-        return 2;
-    };
-    let rest = &args[1..];
-    // CONTRACT: every subcommand answers --help with its usage and exit 0.
-    if rest.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{USAGE}");
-        return 0;
-    }
-    match cmd.as_str() {
-        "--version" | "-V" | "version" => {
-            println!("stepwise {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
-        "--help" | "-h" | "help" => {
-            print!("{USAGE}");
-            0
-        }
-        "lsp" | "--stdio" => {
-            init_logging("info");
-            runtime().block_on(crate::lsp::serve_stdio());
-            0
-        }
-        "run" | "chat" | "demo" => {
-            init_logging("warn");
-            let opts = match parse_options(rest) {
-                Ok(o) => o,
-                Err(e) => {
-                    eprintln!("stepwise: {e}\n\n{USAGE}");
-                    return 2;
-                }
-            };
-            let rt = runtime();
-            match cmd.as_str() {
-                "run" => rt.block_on(run_once(opts)),
-                "chat" => rt.block_on(chat(opts)),
-                _ => rt.block_on(demo::run()),
-            }
-        }
-        other => {
-            eprintln!("stepwise: unknown command '{other}'\n\n{USAGE}");
-            2
-        }
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("cannot start the async runtime")
-}
-
-/// Logs go to stderr only: stdout belongs to the plan (CLI) or to LSP messages (sidecar).
-pub fn init_logging(default_level: &str) {
-    let level = std::env::var("STEPWISE_LOG").unwrap_or_else(|_| default_level.to_string());
-    let level = level.parse::<tracing::Level>().unwrap_or(tracing::Level::WARN);
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+/// `stepwise demo`.
+pub async fn demo() -> i32 {
+    demo::run().await
 }
 
 struct Setup {
@@ -171,8 +71,7 @@ async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
     };
     let approver = if opts.yes { None } else { Some(terminal_approver(interactive, input.clone())) };
     let host = DiskHost::new(ws, approver).map_err(|e| format!("workspace {}: {e}", ws.display()))?;
-    let stdout_tty = std::io::stdout().is_terminal();
-    let term = Terminal::new(color(stdout_tty), std::io::stderr().is_terminal());
+    let term = Terminal::new();
     Ok(Setup { llm, host, cfg, term })
 }
 
@@ -185,7 +84,7 @@ async fn ask_about_foreign_endpoint(env: &Env, overrides: &Overrides, input: &In
         return;
     }
     let warning = format!("{} in {} sends your API key ({}) to {}.", f.var, f.file.display(), f.key_var, f.url);
-    eprint!("{}\nAllow this endpoint? [y/N]: ", bold(&warning));
+    anstream::eprint!("{}\nAllow this endpoint? [y/N]: ", bold(&warning));
     let _ = std::io::stderr().flush();
     let answer = input.next_line().await.unwrap_or_default();
     if matches!(answer.trim(), "y" | "Y" | "yes") {
@@ -195,18 +94,9 @@ async fn ask_about_foreign_endpoint(env: &Env, overrides: &Overrides, input: &In
     }
 }
 
-/// Colour only on a terminal, and never when `NO_COLOR` is set (no-color.org).
-pub(crate) fn color(is_terminal: bool) -> bool {
-    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// Bold on a terminal that wants colour.
+/// Bold (anstream drops it where colour is not wanted).
 fn bold(text: &str) -> String {
-    if color(std::io::stderr().is_terminal()) {
-        format!("\x1b[1m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
+    format!("\x1b[1m{text}\x1b[0m")
 }
 
 fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Approver {
@@ -231,7 +121,7 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
             }
             {
                 // Written and released before waiting: nothing else that prints may be held up.
-                let mut err = std::io::stderr().lock();
+                let mut err = anstream::stderr().lock();
                 let _ = write!(err, "\n{question}\n[y]es / [a]lways / [N]o: ");
                 let _ = err.flush();
             }
@@ -264,10 +154,10 @@ fn exit_code(reason: FinishReason) -> i32 {
     }
 }
 
-async fn run_once(opts: Options) -> i32 {
-    let task = opts.rest.join(" ");
+/// `stepwise run TASK`; returns the exit code.
+pub async fn run_once(opts: Options, task: String) -> i32 {
     if task.trim().is_empty() {
-        eprintln!("stepwise run: no task given\n\n{USAGE}");
+        eprintln!("stepwise run: the task is empty");
         return 2;
     }
     let input = Input::stdin();
@@ -286,7 +176,8 @@ async fn run_once(opts: Options) -> i32 {
     exit_code(outcome.reason)
 }
 
-async fn chat(opts: Options) -> i32 {
+/// `stepwise chat`; returns the exit code.
+pub async fn chat(opts: Options) -> i32 {
     let input = Input::stdin();
     let s = match setup(&opts, &input).await {
         Ok(s) => s,
@@ -296,10 +187,10 @@ async fn chat(opts: Options) -> i32 {
         }
     };
     let tty = std::io::stdin().is_terminal();
-    let prompt = if color(std::io::stdout().is_terminal()) { "\x1b[36mstepwise >> \x1b[0m" } else { "stepwise >> " };
+    let prompt = "\x1b[36mstepwise >> \x1b[0m";
     let mut session = Session::default();
     loop {
-        print!("{prompt}");
+        anstream::print!("{prompt}");
         let _ = std::io::stdout().flush();
         let line = tokio::select! {
             l = input.next_line() => l,

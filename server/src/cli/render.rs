@@ -1,11 +1,16 @@
 //! The terminal's event sink: the plan in colour, streamed text, tool lines and a spinner.
+//!
+//! Everything is written through `anstream`, which drops the colour codes when the stream is not a
+//! terminal or `NO_COLOR` is set; the spinner is indicatif's, drawn on stderr only when it is a terminal.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
 use crate::events::{Event, EventSink};
+use crate::locks;
 use crate::plan::{Plan, PlanningStyle};
 use crate::tools::summary as tools_summary;
 
@@ -13,62 +18,57 @@ const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
 
 pub struct Terminal {
-    color: bool,
-    spinner: Option<Arc<AtomicBool>>,
+    /// Shown while the model is asked; `None` between requests.
+    spinner: Mutex<Option<ProgressBar>>,
     /// The latest prompt's size and the context window, for the end-of-run line.
-    context: std::sync::Mutex<(u64, u64)>,
+    context: Mutex<(u64, u64)>,
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Terminal::new()
+    }
 }
 
 impl Terminal {
-    pub fn new(color: bool, spinner: bool) -> Terminal {
-        let spinner = spinner.then(|| {
-            let flag = Arc::new(AtomicBool::new(false));
-            let f = flag.clone();
-            // A plain thread: the spinner must keep turning while the runtime is busy.
-            std::thread::spawn(move || {
-                let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-                let mut i = 0usize;
-                let mut shown = false;
-                loop {
-                    std::thread::sleep(Duration::from_millis(90));
-                    let mut err = std::io::stderr().lock();
-                    if f.load(Ordering::Relaxed) {
-                        let _ = write!(err, "\r{DIM}{} thinking…{RESET}", frames[i % frames.len()]);
-                        shown = true;
-                        i += 1;
-                    } else if shown {
-                        let _ = write!(err, "\r\x1b[2K");
-                        shown = false;
-                    }
-                    let _ = err.flush();
-                }
-            });
-            flag
-        });
-        Terminal { color, spinner, context: std::sync::Mutex::new((0, 0)) }
+    pub fn new() -> Terminal {
+        Terminal { spinner: Mutex::new(None), context: Mutex::new((0, 0)) }
     }
 
     fn spin(&self, on: bool) {
-        if let Some(s) = &self.spinner {
-            if s.swap(on, Ordering::Relaxed) && !on {
-                // Clear the line before anything else prints.
-                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        let mut slot = locks::lock(&self.spinner);
+        match (on, slot.take()) {
+            (true, None) => {
+                // Its own ticking thread: the spinner keeps turning while the runtime is busy.
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner:.dim} {msg:.dim}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                bar.set_message("thinking…");
+                bar.enable_steady_tick(Duration::from_millis(90));
+                *slot = Some(bar);
             }
+            (true, Some(bar)) => *slot = Some(bar),
+            // Cleared before anything else prints.
+            (false, Some(bar)) => bar.finish_and_clear(),
+            (false, None) => {}
+        }
+    }
+
+    /// Runs `f` with the spinner off the screen (a question on the terminal, for example).
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match locks::lock(&self.spinner).as_ref() {
+            Some(bar) => bar.suspend(f),
+            None => f(),
         }
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("{code}{text}{RESET}")
-        } else {
-            text.to_string()
-        }
+        format!("{code}{text}{RESET}")
     }
 
     pub fn plan_text(&self, plan: &Plan) -> String {
-        if !self.color {
-            return plan.render();
-        }
         let mut out = String::new();
         for line in plan.render().lines() {
             let code = if line.starts_with("[ ]") {
@@ -95,7 +95,7 @@ impl Terminal {
 
 impl EventSink for Terminal {
     fn emit(&self, event: Event<'_>) {
-        let mut out = std::io::stdout().lock();
+        let mut out = anstream::stdout().lock();
         match event {
             Event::Thinking { .. } => {
                 drop(out);
@@ -126,7 +126,7 @@ impl EventSink for Terminal {
             }
             Event::Compacted { tokens_before, tokens_after, error } => {
                 self.spin(false);
-                let mut err = std::io::stderr().lock();
+                let mut err = anstream::stderr().lock();
                 let line = format!(
                     "[compacted the conversation: about {tokens_before} → {tokens_after} tokens; the plan is kept]"
                 );
@@ -140,17 +140,15 @@ impl EventSink for Terminal {
                 }
             }
             Event::Usage { round, context_window, .. } => {
-                if let Ok(mut c) = self.context.lock() {
-                    *c = (round.input_tokens, context_window);
-                }
+                *locks::lock(&self.context) = (round.input_tokens, context_window);
                 self.spin(false)
             }
             Event::RunFinished { outcome } => {
                 self.spin(false);
                 let _ = writeln!(out);
                 let _ = out.flush();
-                let mut err = std::io::stderr().lock();
-                let context = self.context.lock().map(|c| *c).unwrap_or_default();
+                let mut err = anstream::stderr().lock();
+                let context = *locks::lock(&self.context);
                 let _ = writeln!(err, "{}", self.paint(DIM, &end_line(outcome, context)));
                 if let Some(e) = &outcome.error {
                     let _ = writeln!(err, "{}", self.paint("\x1b[31m", &format!("error: {e}")));

@@ -20,7 +20,7 @@ pub fn for_url(base_url: &str) -> Result<reqwest::Client, String> {
     let tls = base_url.trim_start().get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
     let slot = if tls { &TLS } else { &PLAIN };
     // A poisoned lock only means another thread panicked while building; the slot is still usable.
-    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = crate::locks::lock(slot);
     if let Some(c) = slot.as_ref() {
         return Ok(c.clone());
     }

@@ -1,7 +1,7 @@
 //! The editor's view of the files: the text of open buffers, kept in sync in order.
 
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -91,7 +91,8 @@ pub struct Doc {
 pub struct Documents {
     docs: DashMap<PathBuf, Doc>,
     paths: DashMap<String, PathBuf>,
-    encoding: RwLock<Encoding>,
+    /// Negotiated once, by `initialize`; UTF-16 (the LSP default) until then.
+    encoding: OnceLock<Encoding>,
     changed: tokio::sync::watch::Sender<u64>,
 }
 
@@ -100,7 +101,7 @@ impl Default for Documents {
         Documents {
             docs: DashMap::new(),
             paths: DashMap::new(),
-            encoding: RwLock::new(Encoding::Utf16),
+            encoding: OnceLock::new(),
             changed: tokio::sync::watch::channel(0).0,
         }
     }
@@ -119,13 +120,13 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 impl Documents {
     pub fn set_encoding(&self, enc: Encoding) {
-        if let Ok(mut e) = self.encoding.write() {
-            *e = enc;
+        if self.encoding.set(enc).is_err() {
+            tracing::warn!("the position encoding was negotiated already; it stays");
         }
     }
 
     pub fn encoding(&self) -> Encoding {
-        self.encoding.read().map(|e| *e).unwrap_or(Encoding::Utf16)
+        self.encoding.get().copied().unwrap_or(Encoding::Utf16)
     }
 
     /// The file path of a `file:` URI (cached, since every change names its document).

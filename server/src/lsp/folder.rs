@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Session;
 use crate::config::Overrides;
+use crate::locks;
 use crate::plan::Plan;
 
 /// Where this run edited a document, for the edit code lenses.
@@ -73,13 +74,11 @@ impl Folder {
     }
 
     pub fn plan(&self) -> Plan {
-        self.view.read().map(|v| v.plan.clone()).unwrap_or_default()
+        locks::read(&self.view).plan.clone()
     }
 
     pub fn set_plan(&self, plan: &Plan) {
-        if let Ok(mut v) = self.view.write() {
-            v.plan = plan.clone();
-        }
+        locks::write(&self.view).plan = plan.clone();
     }
 
     /// The `stepwise/plan` payload (also the `stepwise.plan` command's result).
@@ -88,16 +87,25 @@ impl Folder {
     }
 
     pub fn running_id(&self) -> Option<String> {
-        self.run.lock().ok().and_then(|r| r.as_ref().map(|h| h.id.clone()))
+        locks::lock(&self.run).as_ref().map(|h| h.id.clone())
     }
 
     pub fn cancel_run(&self) -> bool {
-        match self.run.lock().ok().and_then(|r| r.as_ref().map(|h| h.cancel.clone())) {
+        let token = locks::lock(&self.run).as_ref().map(|h| h.cancel.clone());
+        match token {
             Some(token) => {
                 token.cancel();
                 true
             }
             None => false,
+        }
+    }
+
+    /// Frees the run slot if the run `id` still holds it.
+    pub fn release_run(&self, id: &str) {
+        let mut slot = locks::lock(&self.run);
+        if slot.as_ref().is_some_and(|h| h.id == id) {
+            *slot = None;
         }
     }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tower_lsp_server::jsonrpc::{Error, ErrorCode, Request, Response, Result};
+use tower_lsp_server::jsonrpc::{ErrorCode, Request, Response};
 
 /// The internal method a malformed frame is turned into.
 pub const INVALID_MESSAGE: &str = "$/stepwise/invalidMessage";
@@ -28,17 +28,11 @@ const MAX_HEADER_LINE: u64 = 8 * 1024;
 /// How tower-lsp begins an error response (fields in declaration order).
 const ERROR_RESPONSE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"error\":";
 
+/// The params of an [`INVALID_MESSAGE`] request: the error its answer carries.
 #[derive(Deserialize)]
 pub struct InvalidMessage {
-    code: i64,
-    message: String,
-}
-
-impl super::Backend {
-    /// The answer to a malformed frame.
-    pub async fn invalid_message(&self, p: InvalidMessage) -> Result<Value> {
-        Err(Error { code: ErrorCode::from(p.code), message: p.message.into(), data: None })
-    }
+    pub code: i64,
+    pub message: String,
 }
 
 /// Reads one frame's headers; `None` at end of input, `Some(None)` for a header block without a

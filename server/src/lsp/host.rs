@@ -17,14 +17,33 @@ use tower_lsp_server::ls_types::{
 use super::documents::range_of;
 use super::folder::{EditMark, Folder};
 use super::notify::Outgoing;
-use super::server::Shared;
-use crate::config::ApprovalMode;
+use super::shared::Shared;
 use crate::host::disk::{io_error, read_disk, write_disk};
 use crate::host::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
+use crate::locks;
 
 pub const ALLOW: &str = "Allow";
 pub const ALLOW_SESSION: &str = "Allow for this session";
 pub const DENY: &str = "Deny";
+
+/// The `approval` setting: ask through the editor, or answer every request without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    Ask,
+    Auto,
+    Deny,
+}
+
+impl ApprovalMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ask" => Some(Self::Ask),
+            "auto" | "always" | "yes" => Some(Self::Auto),
+            "deny" | "never" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+}
 
 pub struct EditorHost {
     pub shared: Arc<Shared>,
@@ -144,9 +163,7 @@ impl EditorHost {
         };
         self.apply(ws_edit, self.label(ctx, path)).await?;
         self.mark(path, range.start, ctx);
-        if let Ok(mut unsaved) = self.folder.unsaved.lock() {
-            unsaved.insert(path.abs.clone());
-        }
+        locks::lock(&self.folder.unsaved).insert(path.abs.clone());
         match version {
             // The editor reports its new text with didChange; wait for it so the next read sees it.
             Some(v) => {
@@ -163,10 +180,10 @@ impl EditorHost {
 
     fn mark(&self, path: &ResolvedPath, at: Position, ctx: &EditContext) {
         let step = ctx.step.clone().unwrap_or_else(|| ctx.tool.to_string());
-        if let Ok(mut view) = self.folder.view.write() {
-            view.marks.retain(|m| !(m.path == path.abs && m.line == at.line));
-            view.marks.push(EditMark { path: path.abs.clone(), line: at.line, step });
-        }
+        let mut view = locks::write(&self.folder.view);
+        view.marks.retain(|m| !(m.path == path.abs && m.line == at.line));
+        view.marks.push(EditMark { path: path.abs.clone(), line: at.line, step });
+        drop(view);
         self.shared.notifier.send(Outgoing::RefreshLenses);
     }
 
@@ -180,10 +197,7 @@ impl EditorHost {
 
     /// Before a command runs on disk, the agent's unsaved edits are saved (by the editor if it can).
     async fn flush_unsaved(&self) -> Result<(), String> {
-        let paths: Vec<_> = match self.folder.unsaved.lock() {
-            Ok(mut u) => u.drain().collect(),
-            Err(_) => return Ok(()),
-        };
+        let paths: Vec<_> = locks::lock(&self.folder.unsaved).drain().collect();
         if paths.is_empty() {
             return Ok(());
         }

@@ -1,17 +1,23 @@
 //! The LSP sidecar: one agent session per workspace folder, its plan shown in the editor.
 //! Custom methods are documented in docs/protocol.md.
 
+mod caps;
+mod commands;
 mod documents;
 mod events;
 mod folder;
 mod frames;
 mod host;
 mod notify;
+mod run;
 mod server;
+mod settings;
+mod shared;
 mod state;
 
+pub use commands::COMMANDS;
 pub use documents::{offset_of, position_of, Encoding};
-pub use server::{Backend, COMMANDS};
+pub use server::Backend;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server};

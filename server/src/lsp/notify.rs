@@ -115,7 +115,7 @@ impl Notifier {
         let refresh = std::sync::Arc::new(std::sync::Mutex::new(Refresh::default()));
         tokio::spawn(async move {
             loop {
-                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).items.pop_front();
+                let next = crate::locks::lock(&queue).items.pop_front();
                 let Some(out) = next else {
                     wake.notified().await;
                     continue;
@@ -166,7 +166,7 @@ impl Notifier {
     }
 
     pub fn send(&self, out: Outgoing) {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push(out);
+        crate::locks::lock(&self.queue).push(out);
         self.wake.notify_one();
     }
 }
@@ -175,7 +175,7 @@ impl Notifier {
 /// A request: answered later, so it runs beside the queue rather than holding it up.
 fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh>>, timeout: std::time::Duration) {
     {
-        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = crate::locks::lock(state);
         if s.in_flight {
             s.again = true;
             return;
@@ -188,7 +188,7 @@ fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh
             if tokio::time::timeout(timeout, client.code_lens_refresh()).await.is_err() {
                 tracing::debug!("codeLens/refresh not answered in time");
             }
-            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = crate::locks::lock(&state);
             if !std::mem::take(&mut s.again) {
                 s.in_flight = false;
                 return;

@@ -98,7 +98,7 @@ static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Writes the newest snapshot in `saver` to `file` now (blocking).
 pub fn write_latest(file: &Path, saver: &tokio::sync::watch::Sender<Option<Vec<u8>>>) -> std::io::Result<()> {
-    let _turn = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = crate::locks::lock(&WRITING);
     let bytes = saver.borrow().clone();
     match bytes {
         Some(b) => write_atomic(file, &b),
@@ -113,7 +113,7 @@ pub fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>
         while rx.changed().await.is_ok() {
             let file = file.clone();
             let res = tokio::task::spawn_blocking(move || {
-                let turn = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+                let turn = crate::locks::lock(&WRITING);
                 // The newest snapshot now, not the one that woke us.
                 let bytes = rx.borrow_and_update().clone();
                 let res = bytes.map_or(Ok(()), |b| write_atomic(&file, &b));

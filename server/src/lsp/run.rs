@@ -1,0 +1,167 @@
+//! A run: one job in one folder, in the background, from `running` to `idle`, whatever happens.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::{
+    MessageType, ProgressToken, WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressEnd,
+};
+
+use super::events::EditorEvents;
+use super::folder::{Folder, RunHandle};
+use super::host::{ApprovalMode, EditorHost};
+use super::notify::Outgoing;
+use super::shared::Shared;
+use crate::agent::{self, FinishReason};
+use crate::config::{self, Env};
+use crate::llm::Llm;
+use crate::locks;
+
+/// What a run does: a prompt for the agent, or compacting the conversation on demand.
+pub enum Job {
+    Prompt(String),
+    Compact,
+}
+
+/// `InvalidRequest` with a message that says what was wrong.
+pub fn invalid_request(message: String) -> Error {
+    Error { message: message.into(), ..Error::invalid_request() }
+}
+
+/// Takes the folder's run slot and starts the job in the background; the run's id at once.
+pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<String> {
+    let id = shared.next_run_id();
+    let cancel = CancellationToken::new();
+    {
+        let mut slot = locks::lock(&folder.run);
+        if slot.is_some() {
+            return Err(invalid_request(format!("a run is already in progress in {}", folder.root.display())));
+        }
+        *slot = Some(RunHandle { id: id.clone(), cancel: cancel.clone() });
+    }
+    let run = tokio::spawn(run_task(shared.clone(), folder.clone(), id.clone(), job, cancel));
+    tokio::spawn(guard(run, shared.clone(), folder, id.clone()));
+    Ok(id)
+}
+
+/// Whatever happens inside a run, even a panic, its folder is free again afterwards and the editor hears
+/// that the run ended.
+async fn guard(run: tokio::task::JoinHandle<()>, shared: Arc<Shared>, folder: Arc<Folder>, run_id: String) {
+    let Err(e) = run.await else { return };
+    let why = if e.is_panic() {
+        let p = e.into_panic();
+        let text = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        format!("internal error: the run panicked: {text}")
+    } else {
+        "internal error: the run was aborted".into()
+    };
+    tracing::error!("{why}");
+    folder.release_run(&run_id);
+    let n = &shared.notifier;
+    n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
+    n.send(Outgoing::Status(
+        json!({"workspace": folder.uri, "state": "idle", "runId": run_id, "reason": "error", "message": why}),
+    ));
+}
+
+async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job: Job, cancel: CancellationToken) {
+    let prompt = match &job {
+        Job::Prompt(p) => p.clone(),
+        Job::Compact => "Compacting the conversation".to_string(),
+    };
+    // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guard`).
+    #[cfg(debug_assertions)]
+    if prompt == "__stepwise_test_panic__" {
+        panic!("test panic requested");
+    }
+    let n = &shared.notifier;
+    let status = |state: &str, reason: Option<&str>, message: Option<&str>| {
+        let mut v = json!({"workspace": folder.uri, "state": state, "runId": run_id});
+        if let Some(r) = reason {
+            v["reason"] = json!(r);
+        }
+        if let Some(m) = message {
+            v["message"] = json!(m);
+        }
+        n.send(Outgoing::Status(v));
+    };
+    status("running", None, None);
+    let progress = begin_progress(&shared, &run_id, &prompt).await;
+
+    let cwd = std::env::current_dir().unwrap_or_else(|_| folder.root.clone());
+    let env = Env::load(&[folder.root.as_path(), cwd.as_path()]);
+    drop(shared.config_pending.read().await);
+    let settings = shared.settings_for(&folder);
+    let configured = config::agent(&env, &settings)
+        .and_then(|a| Ok((a, config::provider(&env, &settings)?)))
+        .and_then(|(a, p)| Ok((a, Llm::new(p)?)));
+    let (reason, error) = match configured {
+        Err(msg) => (FinishReason::Error, Some(msg)),
+        Ok((cfg, llm)) => {
+            let llm = llm.learn_window().await;
+            let host = EditorHost {
+                shared: shared.clone(),
+                folder: folder.clone(),
+                run_id: run_id.clone(),
+                approval: settings.approval.as_deref().and_then(ApprovalMode::parse).unwrap_or(ApprovalMode::Ask),
+                request_timeout: Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1)),
+                approval_timeout: Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1)),
+            };
+            let events = EditorEvents {
+                notifier: n.clone(),
+                folder: folder.clone(),
+                run_id: run_id.clone(),
+                progress: progress.clone(),
+            };
+            let mut session = folder.session.lock().await;
+            locks::write(&folder.view).marks.clear();
+            let outcome = match job {
+                Job::Prompt(_) => agent::run(&mut session, &prompt, &llm, &host, &events, &cfg, &cancel).await,
+                Job::Compact => agent::compact(&mut session, &llm, &events).await,
+            };
+            folder.save(&session);
+            (outcome.reason, outcome.error)
+        }
+    };
+    if let Some(msg) = &error {
+        n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {msg}")));
+    }
+    if let Some(token) = progress {
+        n.send(Outgoing::Progress(
+            token,
+            WorkDoneProgress::End(WorkDoneProgressEnd { message: Some(reason.as_str().to_string()) }),
+        ));
+    }
+    folder.release_run(&run_id);
+    status("idle", Some(reason.as_str()), error.as_deref());
+}
+
+/// A work-done progress for the run, when the client offers them and agrees to this one in time.
+async fn begin_progress(shared: &Shared, run_id: &str, prompt: &str) -> Option<ProgressToken> {
+    if !shared.caps().work_done_progress {
+        return None;
+    }
+    let token = ProgressToken::String(format!("stepwise/{run_id}"));
+    let created =
+        tokio::time::timeout(Duration::from_secs(10), shared.client.create_work_done_progress(token.clone())).await;
+    if !matches!(created, Ok(Ok(()))) {
+        return None;
+    }
+    shared.notifier.send(Outgoing::Progress(
+        token.clone(),
+        WorkDoneProgress::Begin(WorkDoneProgressBegin {
+            title: "Stepwise".into(),
+            cancellable: Some(true),
+            message: Some(prompt.chars().take(80).collect()),
+            percentage: Some(0),
+        }),
+    ));
+    Some(token)
+}

@@ -1,0 +1,214 @@
+//! The sidecar's shared state: the client, the folders, the documents, and what the client can do.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::{MessageType, Uri};
+use tower_lsp_server::Client;
+
+use super::caps::Caps;
+use super::documents::{normalize, Documents};
+use super::folder::Folder;
+use super::notify::{Notifier, Outgoing};
+use super::state;
+use crate::agent::Session;
+use crate::config::Overrides;
+use crate::locks;
+
+pub struct Shared {
+    pub client: Client,
+    pub notifier: Notifier,
+    pub docs: Documents,
+    pub folders: DashMap<String, Arc<Folder>>,
+    /// Folder URIs in the order the client gave them ("the first folder").
+    order: RwLock<Vec<String>>,
+    /// Set once, by `initialize`.
+    caps: OnceLock<Caps>,
+    /// Whether the client handles `codeLens/refresh`; the notifier reads it.
+    refresh_lenses: Arc<AtomicBool>,
+    /// `initializationOptions` merged with pushed `didChangeConfiguration` settings.
+    pub(super) init_settings: RwLock<Overrides>,
+    /// Where sessions are saved: `initializationOptions.stateDir`, else the environment (state.rs). Set
+    /// once, by `initialize`, before any folder is added.
+    state_dir: OnceLock<Option<PathBuf>>,
+    runs: AtomicU64,
+    /// What the server had to say before `initialized`: tower-lsp drops notifications sent before the
+    /// `initialize` answer, so they wait here. `None` once initialized.
+    early: Mutex<Option<Vec<Outgoing>>>,
+    /// Held (written) while a `workspace/configuration` request is out; a run reads it before taking its
+    /// settings, so a run started right after `initialized` uses the folder's settings.
+    pub(super) config_pending: Arc<tokio::sync::RwLock<()>>,
+}
+
+impl Shared {
+    pub fn new(client: Client) -> Shared {
+        let refresh_lenses = Arc::new(AtomicBool::new(false));
+        let notifier = Notifier::spawn(client.clone(), refresh_lenses.clone(), Duration::from_secs(10));
+        Shared {
+            client,
+            notifier,
+            docs: Documents::default(),
+            folders: DashMap::new(),
+            order: RwLock::new(Vec::new()),
+            caps: OnceLock::new(),
+            refresh_lenses,
+            init_settings: RwLock::new(Overrides::default()),
+            state_dir: OnceLock::new(),
+            runs: AtomicU64::new(0),
+            early: Mutex::new(Some(Vec::new())),
+            config_pending: Arc::new(tokio::sync::RwLock::new(())),
+        }
+    }
+
+    /// Called once, by `initialize`: what the client can do, and where sessions are saved.
+    pub fn initialize(&self, caps: Caps, state_dir: Option<PathBuf>) {
+        self.refresh_lenses.store(caps.refresh_lenses, Ordering::Relaxed);
+        if self.caps.set(caps).is_err() {
+            tracing::warn!("initialize came twice; the first client capabilities stay");
+        }
+        let _ = self.state_dir.set(state_dir.or_else(state::state_dir));
+    }
+
+    pub fn caps(&self) -> Caps {
+        self.caps.get().copied().unwrap_or_default()
+    }
+
+    fn state_dir(&self) -> Option<&Path> {
+        self.state_dir.get_or_init(state::state_dir).as_deref()
+    }
+
+    /// A new run's id: unique in this process, and across restarts.
+    pub fn next_run_id(&self) -> String {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
+        let millis =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        format!("run-{millis:x}-{n}")
+    }
+
+    pub fn settings_for(&self, folder: &Folder) -> Overrides {
+        let init = locks::read(&self.init_settings).clone();
+        init.merged(&locks::read(&folder.settings))
+    }
+
+    /// The folder a command names, or the only / first one.
+    pub fn folder(&self, uri: Option<&str>) -> Result<Arc<Folder>> {
+        match uri {
+            Some(u) => self
+                .folders
+                .get(u)
+                .map(|f| f.clone())
+                .or_else(|| {
+                    // Clients differ in URI spelling (escaping, a trailing slash): compare paths too.
+                    let path = u.parse::<Uri>().ok()?.to_file_path().map(|p| normalize(&p))?;
+                    self.folders.iter().find(|f| f.root == path).map(|f| f.clone())
+                })
+                .ok_or_else(|| Error::invalid_params(format!("unknown workspace folder: {u}"))),
+            None => {
+                let first = locks::read(&self.order).first().cloned();
+                first
+                    .and_then(|u| self.folders.get(&u).map(|f| f.clone()))
+                    .ok_or_else(|| Error::invalid_params("no workspace folder is open"))
+            }
+        }
+    }
+
+    /// The folder that holds a file: the deepest root containing it.
+    pub fn folder_of(&self, path: &Path) -> Option<Arc<Folder>> {
+        self.folders
+            .iter()
+            .filter(|f| path.starts_with(&f.root))
+            .max_by_key(|f| f.root.as_os_str().len())
+            .map(|f| f.clone())
+    }
+
+    pub fn add_folder(&self, uri: &Uri) -> Option<Arc<Folder>> {
+        let key = uri.as_str().to_string();
+        if let Some(f) = self.folders.get(&key) {
+            return Some(f.clone());
+        }
+        let Some(path) = uri.to_file_path() else {
+            tracing::warn!("ignoring workspace folder that is not a file URI: {key}");
+            return None;
+        };
+        let root = match std::fs::canonicalize(&path) {
+            Ok(r) => r,
+            Err(e) => {
+                self.tell(Outgoing::Message(
+                    MessageType::WARNING,
+                    format!("stepwise: cannot use workspace folder {}: {e}", path.display()),
+                ));
+                return None;
+            }
+        };
+        let file = self.state_dir().map(|d| state::file_for(d, &root));
+        let session = match file.as_deref().map(state::load) {
+            Some(state::Loaded::Restored(s)) => s,
+            Some(state::Loaded::Corrupt { moved_to, error }) => {
+                let where_ = moved_to
+                    .map(|p| format!("it was moved to {}", p.display()))
+                    .unwrap_or_else(|| "it could not be moved aside".into());
+                self.tell(Outgoing::Message(
+                    MessageType::WARNING,
+                    format!("stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.", root.display()),
+                ));
+                Session::default()
+            }
+            _ => Session::default(),
+        };
+        let folder = Arc::new(Folder::new(key.clone(), root, session, file));
+        self.folders.insert(key.clone(), folder.clone());
+        let mut order = locks::write(&self.order);
+        if !order.contains(&key) {
+            order.push(key);
+        }
+        Some(folder)
+    }
+
+    /// Restored plans show at once, lenses included (the editor may have asked for them already).
+    pub fn announce_restored(&self, folders: &[Arc<Folder>]) {
+        let mut any = false;
+        for f in folders.iter().filter(|f| !f.plan().is_empty()) {
+            self.notifier.send(Outgoing::Plan(f.plan_json()));
+            any = true;
+        }
+        if any {
+            self.notifier.send(Outgoing::RefreshLenses);
+        }
+    }
+
+    pub fn remove_folder(&self, uri: &Uri) {
+        if let Some((_, f)) = self.folders.remove(uri.as_str()) {
+            f.cancel_run();
+            f.flush();
+        }
+        locks::write(&self.order).retain(|u| u != uri.as_str());
+    }
+
+    /// Cancels every run and writes every folder's state now.
+    pub fn wrap_up(&self) {
+        for f in self.folders.iter() {
+            f.cancel_run();
+            f.flush();
+        }
+    }
+
+    /// Sends a notification now, or at `initialized` if that has not come yet.
+    pub fn tell(&self, out: Outgoing) {
+        match locks::lock(&self.early).as_mut() {
+            Some(queue) => queue.push(out),
+            None => self.notifier.send(out),
+        }
+    }
+
+    /// At `initialized`: what waited for it goes out, and later messages go straight out.
+    pub fn release_early(&self) {
+        let early = locks::lock(&self.early).take().unwrap_or_default();
+        for out in early {
+            self.notifier.send(out);
+        }
+    }
+}
