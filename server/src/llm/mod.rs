@@ -8,6 +8,7 @@ pub mod client;
 mod error;
 mod http;
 mod openai;
+mod openai_wire;
 mod replay;
 mod sse;
 mod window;

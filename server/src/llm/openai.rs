@@ -2,11 +2,12 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::http::{self, Body, Endpoint};
+use super::openai_wire::{StreamOptions, WireMessages, WireRequest, WireTool};
 use super::sse::SseStream;
-use super::{Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Role, Usage};
+use super::{Block, LlmError, ModelRequest, ModelResponse, ProviderConfig, Usage};
 
 const PROVIDER: &str = "openai";
 
@@ -28,30 +29,22 @@ impl Client {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
         let cfg = &self.endpoint.cfg;
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema}})
-            })
-            .collect();
-        let mut body = json!({
-            "model": cfg.model,
-            "messages": wire_messages(req.system, req.messages),
-            "tools": tools,
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        });
+        let mut body = WireRequest {
+            model: &cfg.model,
+            messages: WireMessages { system: req.system, messages: req.messages },
+            tools: req.tools.iter().map(WireTool::new).collect(),
+            stream: true,
+            stream_options: StreamOptions { include_usage: true },
+            max_tokens: None,
+            max_completion_tokens: None,
+        };
         let auth = format!("Bearer {}", cfg.api_key);
         let headers: &[(&str, &str)] = if cfg.api_key.is_empty() { &[] } else { &[("authorization", auth.as_str())] };
         let answer = loop {
             let modern = self.completion_tokens.load(Ordering::Relaxed);
-            let (key, other) = if modern { LIMIT_KEYS } else { (LIMIT_KEYS.1, LIMIT_KEYS.0) };
-            if let Some(obj) = body.as_object_mut() {
-                obj.remove(other);
-                obj.insert(key.into(), json!(cfg.max_tokens));
-            }
+            // Exactly one of the two names is sent: local servers reject the newer one.
+            (body.max_tokens, body.max_completion_tokens) =
+                if modern { (None, Some(cfg.max_tokens)) } else { (Some(cfg.max_tokens), None) };
             match self.endpoint.post(headers, &body).await {
                 Err(LlmError::Status { status: 400, message, .. }) if !modern && refuses_max_tokens(&message) => {
                     tracing::info!("the server wants max_completion_tokens instead of max_tokens; switching");
@@ -67,9 +60,6 @@ impl Client {
     }
 }
 
-/// (the newer name, the older one).
-const LIMIT_KEYS: (&str, &str) = ("max_completion_tokens", "max_tokens");
-
 /// OpenAI's answer to `max_tokens` on a reasoning model: "Unsupported parameter: 'max_tokens' ... Use
 /// 'max_completion_tokens' instead."
 fn refuses_max_tokens(message: &str) -> bool {
@@ -79,48 +69,6 @@ fn refuses_max_tokens(message: &str) -> bool {
 
 fn protocol(message: String) -> LlmError {
     LlmError::Protocol { provider: PROVIDER, message }
-}
-
-/// Anthropic-shaped history to chat messages: tool results become `role: tool` messages, in order,
-/// followed by any text of the same user turn (the reminder, a follow-up prompt).
-fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {
-    let mut out = vec![json!({"role": "system", "content": system})];
-    for m in messages {
-        let mut text = String::new();
-        let mut calls = Vec::new();
-        for b in &m.content {
-            match b {
-                Block::Text { text: t } => {
-                    if !text.is_empty() {
-                        text.push_str("\n\n");
-                    }
-                    text.push_str(t);
-                }
-                Block::ToolUse { id, name, input } => calls.push(json!({
-                    "id": id, "type": "function",
-                    "function": {"name": name, "arguments": match input {
-                        Value::String(raw) => raw.clone(),
-                        other => other.to_string(),
-                    }}
-                })),
-                Block::ToolResult { tool_use_id, content, .. } => {
-                    out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}))
-                }
-            }
-        }
-        match m.role {
-            Role::Assistant => {
-                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
-                if !calls.is_empty() {
-                    msg["tool_calls"] = Value::Array(calls);
-                }
-                out.push(msg);
-            }
-            Role::User if !text.is_empty() => out.push(json!({"role": "user", "content": text})),
-            Role::User => {}
-        }
-    }
-    out
 }
 
 fn stop_reason(finish: Option<&str>, has_tools: bool) -> String {
@@ -261,7 +209,9 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Message, Role};
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn history_translates_to_chat_messages() {
@@ -279,11 +229,32 @@ mod tests {
                 ],
             },
         ];
-        let w = wire_messages("sys", &msgs);
+        let body = WireMessages { system: "sys", messages: &msgs };
+        let w = serde_json::to_value(&body).unwrap();
+        assert_eq!(w.as_array().unwrap().len(), 5, "{w}");
+        assert_eq!(w[1], json!({"role": "user", "content": "hi"}));
         assert_eq!(w[0], json!({"role": "system", "content": "sys"}));
         assert_eq!(w[2]["tool_calls"][0]["function"]["arguments"], "{\"command\":\"ls\"}");
         assert_eq!(w[2]["content"], Value::Null);
         assert_eq!(w[3], json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"}));
         assert_eq!(w[4], json!({"role": "user", "content": "<reminder>Update your todos.</reminder>"}));
+    }
+
+    #[test]
+    fn assistant_text_with_calls_and_raw_arguments() {
+        let msgs = vec![Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::Text { text: "one".into() },
+                Block::Text { text: "two".into() },
+                Block::ToolUse { id: "c1".into(), name: "bash".into(), input: json!("{not json") },
+            ],
+        }];
+        let w = serde_json::to_value(WireMessages { system: "s", messages: &msgs }).unwrap();
+        assert_eq!(
+            w[1],
+            json!({"role": "assistant", "content": "one\n\ntwo", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{not json"}}]})
+        );
     }
 }
