@@ -341,7 +341,8 @@ fn start_mock(script: &Path) -> MockProcess {
 #[derive(Clone, Copy, PartialEq)]
 enum Source {
     Replay,
-    Http,
+    /// The mock over HTTP in one provider's wire format.
+    Http(ProviderKind),
 }
 
 /// Runs `iters` sessions (the first is a warm-up and not counted); returns the samples and VmHWM.
@@ -362,12 +363,16 @@ fn measure(
         let mut mock = None;
         let llm = match source {
             Source::Replay => Llm::replay(Replay::parse(jsonl).unwrap()),
-            Source::Http => {
+            Source::Http(kind) => {
                 let m = start_mock(script);
+                let base_url = match kind {
+                    ProviderKind::Anthropic => m.url.clone(),
+                    ProviderKind::Openai => format!("{}/v1", m.url),
+                };
                 let p = ProviderConfig {
-                    kind: ProviderKind::Anthropic,
+                    kind,
                     model: "bench-model".into(),
-                    base_url: m.url.clone(),
+                    base_url,
                     api_key: "bench-key".into(),
                     max_tokens: 8000,
                     timeout: Duration::from_secs(30),
@@ -412,9 +417,11 @@ fn main() {
     let hwm_reset = reset_hwm();
 
     let (a, a_hwm) = measure(&rt, Source::Replay, REPLAY_ITERS, true, &jsonl, &script);
-    let (b, b_hwm) = measure(&rt, Source::Http, HTTP_ITERS, true, &jsonl, &script);
+    let (b, b_hwm) = measure(&rt, Source::Http(ProviderKind::Anthropic), HTTP_ITERS, true, &jsonl, &script);
+    let (c, c_hwm) = measure(&rt, Source::Http(ProviderKind::Openai), HTTP_ITERS, true, &jsonl, &script);
     let (a2, _) = measure(&rt, Source::Replay, REPLAY_ITERS, false, &jsonl, &script);
-    let (b2, _) = measure(&rt, Source::Http, HTTP_ITERS, false, &jsonl, &script);
+    let (b2, _) = measure(&rt, Source::Http(ProviderKind::Anthropic), HTTP_ITERS, false, &jsonl, &script);
+    let (c2, _) = measure(&rt, Source::Http(ProviderKind::Openai), HTTP_ITERS, false, &jsonl, &script);
 
     report("(a) in-process replay (no HTTP), loop spawned on the runtime", &a, a_hwm);
     report(
@@ -422,14 +429,15 @@ fn main() {
         &b,
         b_hwm,
     );
+    report("(c) mock over loopback HTTP, streaming OpenAI chat completions, loop spawned", &c, c_hwm);
     println!("\nthe same with the loop on the block_on thread (as `stepwise run` / `chat` drive it today):");
-    for (label, s) in [("(a) replay", &a2), ("(b) HTTP", &b2)] {
+    for (label, s) in [("(a) replay", &a2), ("(b) Anthropic", &b2), ("(c) OpenAI", &c2)] {
         let (m50, p50) = stats(s, 0..50);
         let (mall, pall) = stats(s, 0..ROUNDS);
         let (c50, _) = stats_of(s, 0..50, |x| x.cpu);
         let (call, _) = stats_of(s, 0..ROUNDS, |x| x.cpu);
         println!(
-            "  {label:<11} first 50: wall median {} p99 {}, CPU median {}   all 200: wall median {} p99 {}, CPU median {}",
+            "  {label:<13} first 50: wall median {} p99 {}, CPU median {}   all 200: wall median {} p99 {}, CPU median {}",
             us(m50),
             us(p50),
             us(c50),

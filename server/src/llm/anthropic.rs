@@ -4,28 +4,27 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::http::{self, Body, Endpoint};
 use super::sse::SseStream;
+use super::wire::Wire;
 use super::{object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, ToolSpec, Usage};
 
 const PROVIDER: &str = "anthropic";
 
-pub struct Client(Endpoint);
+/// The Messages API's format (`POST /v1/messages`).
+pub struct Anthropic;
 
-impl Client {
-    pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Self {
-        Client(Endpoint::new(cfg, http, "/v1/messages"))
+impl Wire for Anthropic {
+    const PATH: &'static str = "/v1/messages";
+    type Body<'a> = WireRequest<'a>;
+
+    fn headers(cfg: &ProviderConfig) -> Vec<(&'static str, String)> {
+        vec![("x-api-key", cfg.api_key.clone()), ("anthropic-version", "2023-06-01".into())]
     }
 
-    pub async fn complete(
-        &self,
-        req: &ModelRequest<'_>,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ModelResponse, LlmError> {
-        let cfg = &self.0.cfg;
+    fn body<'a>(&'a self, cfg: &'a ProviderConfig, req: &'a ModelRequest<'a>) -> WireRequest<'a> {
         let cache = cfg.prompt_cache;
         let n = req.messages.len();
-        let body = WireRequest {
+        WireRequest {
             model: &cfg.model,
             max_tokens: cfg.max_tokens,
             system: WireSystem { text: req.system, cache },
@@ -39,12 +38,15 @@ impl Client {
                 .collect(),
             tools: WireTools { tools: req.tools, cache },
             stream: true,
-        };
-        let headers = [("x-api-key", cfg.api_key.as_str()), ("anthropic-version", "2023-06-01")];
-        match self.0.post(&headers, &body).await? {
-            Body::Json(v) => Ok(http::announce(parse_message(&v)?, on_text)),
-            Body::Stream(sse) => read_stream(sse, on_text).await,
         }
+    }
+
+    fn parse_whole(v: &Value) -> Result<ModelResponse, LlmError> {
+        parse_message(v)
+    }
+
+    async fn read_stream(sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, LlmError> {
+        read_stream(sse, on_text).await
     }
 }
 
@@ -52,10 +54,8 @@ fn protocol(message: String) -> LlmError {
     LlmError::Protocol { provider: PROVIDER, message }
 }
 
-/// The request body, serialised straight from the conversation: building a `serde_json::Value` tree of
-/// the whole history first cost about 15 times as much per round as encoding it.
 #[derive(Serialize)]
-struct WireRequest<'a> {
+pub struct WireRequest<'a> {
     model: &'a str,
     max_tokens: u32,
     system: WireSystem<'a>,

@@ -6,7 +6,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LlmError {
     /// The provider answered with an error status (after retries, where retrying made sense).
-    Status { provider: &'static str, status: u16, message: String },
+    /// `retry_after`: how long the provider asked us to wait (its `retry-after` header).
+    Status { provider: &'static str, status: u16, message: String, retry_after: Option<Duration> },
     /// No answer: connection refused, timeout, a stream cut off.
     Transport { provider: &'static str, message: String },
     /// The answer broke off after it had started: a cut connection, or an `error` event in the stream.
@@ -39,7 +40,7 @@ impl LlmError {
 impl std::fmt::Display for LlmError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LlmError::Status { provider, status, message } => {
+            LlmError::Status { provider, status, message, .. } => {
                 write!(f, "{provider} API error: HTTP {status}: {message}")
             }
             LlmError::Transport { provider, message } => write!(f, "{provider} API unreachable: {message}"),

@@ -1,4 +1,4 @@
-//! Sending a provider request with retries on rate limits and overload.
+//! Sending one provider request, and reading what comes back: an event stream or a whole answer.
 
 use std::time::Duration;
 
@@ -89,15 +89,9 @@ pub fn announce(resp: ModelResponse, on_text: &mut (dyn FnMut(&str) + Send)) -> 
     resp
 }
 
-/// Longest `retry-after` we honour; a provider asking for more gets a clear error instead of a hang.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-
-fn retryable(status: u16) -> bool {
-    status == 429 || status == 529 || (500..600).contains(&status)
-}
-
-/// POSTs `body` to `url`, retrying 429, 5xx and 529 (honouring `retry-after`) and connection failures.
-/// Returns the successful response, or the provider's own error message with its status.
+/// POSTs `body` to `url` once (a kept-alive connection the server had closed is not a failure: that
+/// is sent again at once). Returns the successful response, or the provider's own error message with
+/// its status and `retry-after`. Retries are the caller's (`retry.rs`).
 async fn post(
     http: &reqwest::Client,
     cfg: &ProviderConfig,
@@ -106,22 +100,18 @@ async fn post(
     body: bytes::Bytes,
 ) -> Result<reqwest::Response, LlmError> {
     let provider = cfg.kind.name();
-    let mut attempt = 0u32;
     let mut stale_retried = false;
     loop {
         let mut req = http.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let (delay, err) = match tokio::time::timeout(cfg.timeout, req.send()).await {
-            Err(_) => (
-                None,
-                LlmError::Transport {
-                    provider,
-                    message: format!("no answer within {}s (STEPWISE_MODEL_TIMEOUT)", cfg.timeout.as_secs()),
-                },
-            ),
-            Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+        return match tokio::time::timeout(cfg.timeout, req.send()).await {
+            Err(_) => Err(LlmError::Transport {
+                provider,
+                message: format!("no answer within {}s (STEPWISE_MODEL_TIMEOUT)", cfg.timeout.as_secs()),
+            }),
+            Ok(Ok(resp)) if resp.status().is_success() => Ok(resp),
             Ok(Ok(resp)) => {
                 let status = resp.status().as_u16();
                 let retry_after = resp
@@ -130,13 +120,9 @@ async fn post(
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<f64>().ok())
                     .filter(|s| s.is_finite() && *s >= 0.0)
-                    .map(Duration::from_secs_f64);
+                    .map(|s| Duration::from_secs_f64(s.min(1e9)));
                 let text = resp.text().await.unwrap_or_default();
-                let err = LlmError::Status { provider, status, message: error_message(&text) };
-                if !retryable(status) {
-                    return Err(err);
-                }
-                (retry_after, err)
+                Err(LlmError::Status { provider, status, message: error_message(&text), retry_after })
             }
             Ok(Err(e)) => {
                 let message = describe(&e);
@@ -147,16 +133,9 @@ async fn post(
                     tracing::debug!("a pooled connection was closed by the server; sending again");
                     continue;
                 }
-                (None, LlmError::Transport { provider, message })
+                Err(LlmError::Transport { provider, message })
             }
         };
-        if attempt >= cfg.max_retries || delay.is_some_and(|d| d > MAX_RETRY_AFTER) {
-            return Err(err);
-        }
-        let wait = delay.unwrap_or_else(|| cfg.backoff.saturating_mul(1 << attempt.min(10)));
-        tracing::warn!(%err, attempt = attempt + 1, wait_ms = wait.as_millis() as u64, "retrying model request");
-        tokio::time::sleep(wait).await;
-        attempt += 1;
     }
 }
 

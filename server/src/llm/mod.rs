@@ -10,8 +10,10 @@ mod http;
 mod openai;
 mod openai_wire;
 mod replay;
+mod retry;
 mod sse;
 mod window;
+mod wire;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -173,16 +175,14 @@ impl std::fmt::Debug for ProviderConfig {
 }
 
 enum Backend {
-    Anthropic(anthropic::Client),
-    Openai(openai::Client),
+    Anthropic(wire::Client<anthropic::Anthropic>),
+    Openai(wire::Client<openai::OpenAi>),
     Replay(Replay),
 }
 
 /// A model endpoint: a real provider or a recorded session, optionally recording what it answers.
 pub struct Llm {
     backend: Backend,
-    /// Retries of an answer that broke off before any of it was shown: (how many, first delay).
-    retries: (u32, Duration),
     recorder: Option<Mutex<Recorder>>,
     label: String,
     context_window: u64,
@@ -195,7 +195,6 @@ impl Llm {
     pub fn new(cfg: ProviderConfig) -> Result<Llm, String> {
         let http = client::for_url(&cfg.base_url)?;
         let label = format!("{} {}", cfg.kind.name(), cfg.model);
-        let retries = (cfg.max_retries, cfg.backoff);
         let ask_window = (cfg.context_window == 0 && cfg.kind == ProviderKind::Openai)
             .then(|| (http.clone(), cfg.base_url.clone(), cfg.model.clone()));
         let context_window = match (cfg.context_window, cfg.kind) {
@@ -204,17 +203,16 @@ impl Llm {
             (n, _) => n,
         };
         let backend = match cfg.kind {
-            ProviderKind::Anthropic => Backend::Anthropic(anthropic::Client::new(cfg, http)),
-            ProviderKind::Openai => Backend::Openai(openai::Client::new(cfg, http)),
+            ProviderKind::Anthropic => Backend::Anthropic(wire::Client::new(cfg, http, anthropic::Anthropic)),
+            ProviderKind::Openai => Backend::Openai(wire::Client::new(cfg, http, openai::OpenAi::default())),
         };
-        Ok(Llm { backend, retries, recorder: None, label, context_window, ask_window })
+        Ok(Llm { backend, recorder: None, label, context_window, ask_window })
     }
 
     pub fn replay(replay: Replay) -> Llm {
         Llm {
             label: "scripted replay".into(),
             backend: Backend::Replay(replay),
-            retries: (0, Duration::ZERO),
             recorder: None,
             context_window: DEFAULT_WINDOW_ANTHROPIC,
             ask_window: None,
@@ -252,34 +250,14 @@ impl Llm {
         req: &ModelRequest<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, LlmError> {
-        let mut attempt = 0;
-        let resp = loop {
-            let mut shown = false;
-            let mut track = |t: &str| {
-                shown = true;
-                on_text(t)
-            };
-            let result = match &self.backend {
-                Backend::Anthropic(c) => c.complete(req, &mut track).await,
-                Backend::Openai(c) => c.complete(req, &mut track).await,
-                Backend::Replay(r) => r.next(&mut track).await,
-            };
-            match result {
-                // Nothing reached the user yet, so a second try cannot show anything twice.
-                Err(LlmError::Interrupted { retryable: true, .. }) if !shown && attempt < self.retries.0 => {
-                    let wait = self.retries.1.saturating_mul(1 << attempt.min(10));
-                    tracing::warn!(attempt = attempt + 1, "model answer broke off before any text; retrying");
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
-                other => break other?,
-            }
+        let resp = match &self.backend {
+            Backend::Anthropic(c) => c.complete(req, on_text).await?,
+            Backend::Openai(c) => c.complete(req, on_text).await?,
+            Backend::Replay(r) => r.next(on_text).await?,
         };
         if let Some(rec) = &self.recorder {
-            if let Ok(mut rec) = rec.lock() {
-                if let Err(e) = rec.write(&resp) {
-                    tracing::warn!("could not record model response: {e}");
-                }
+            if let Err(e) = crate::locks::lock(rec).write(&resp) {
+                tracing::warn!("could not record model response: {e}");
             }
         }
         Ok(resp)

@@ -4,59 +4,67 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::http::{self, Body, Endpoint};
 use super::openai_wire::{StreamOptions, WireMessages, WireRequest, WireTool};
 use super::sse::SseStream;
+use super::wire::Wire;
 use super::{Block, LlmError, ModelRequest, ModelResponse, ProviderConfig, Usage};
 
 const PROVIDER: &str = "openai";
 
-pub struct Client {
-    endpoint: Endpoint,
+/// Chat completions (`POST {base}/chat/completions`).
+#[derive(Default)]
+pub struct OpenAi {
     /// Reasoning models refuse `max_tokens`; once one has said so, the limit goes as
     /// `max_completion_tokens` for the rest of the session (local servers keep getting `max_tokens`).
     completion_tokens: AtomicBool,
 }
 
-impl Client {
-    pub fn new(cfg: ProviderConfig, http: reqwest::Client) -> Self {
-        Client { endpoint: Endpoint::new(cfg, http, "/chat/completions"), completion_tokens: AtomicBool::new(false) }
+impl Wire for OpenAi {
+    const PATH: &'static str = "/chat/completions";
+    type Body<'a> = WireRequest<'a>;
+
+    fn headers(cfg: &ProviderConfig) -> Vec<(&'static str, String)> {
+        // Local servers need no key; an empty one is not sent.
+        if cfg.api_key.is_empty() {
+            Vec::new()
+        } else {
+            vec![("authorization", format!("Bearer {}", cfg.api_key))]
+        }
     }
 
-    pub async fn complete(
-        &self,
-        req: &ModelRequest<'_>,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ModelResponse, LlmError> {
-        let cfg = &self.endpoint.cfg;
-        let mut body = WireRequest {
+    fn body<'a>(&'a self, cfg: &'a ProviderConfig, req: &'a ModelRequest<'a>) -> WireRequest<'a> {
+        // Exactly one of the two names is sent: local servers reject the newer one.
+        let modern = self.completion_tokens.load(Ordering::Relaxed);
+        WireRequest {
             model: &cfg.model,
             messages: WireMessages { system: req.system, messages: req.messages },
             tools: req.tools.iter().map(WireTool::new).collect(),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
-            max_tokens: None,
-            max_completion_tokens: None,
-        };
-        let auth = format!("Bearer {}", cfg.api_key);
-        let headers: &[(&str, &str)] = if cfg.api_key.is_empty() { &[] } else { &[("authorization", auth.as_str())] };
-        let answer = loop {
-            let modern = self.completion_tokens.load(Ordering::Relaxed);
-            // Exactly one of the two names is sent: local servers reject the newer one.
-            (body.max_tokens, body.max_completion_tokens) =
-                if modern { (None, Some(cfg.max_tokens)) } else { (Some(cfg.max_tokens), None) };
-            match self.endpoint.post(headers, &body).await {
-                Err(LlmError::Status { status: 400, message, .. }) if !modern && refuses_max_tokens(&message) => {
-                    tracing::info!("the server wants max_completion_tokens instead of max_tokens; switching");
-                    self.completion_tokens.store(true, Ordering::Relaxed);
-                }
-                other => break other?,
-            }
-        };
-        match answer {
-            Body::Json(v) => Ok(http::announce(parse_completion(&v)?, on_text)),
-            Body::Stream(sse) => read_stream(sse, on_text).await,
+            max_tokens: (!modern).then_some(cfg.max_tokens),
+            max_completion_tokens: modern.then_some(cfg.max_tokens),
         }
+    }
+
+    fn adapt(&self, error: &LlmError) -> bool {
+        match error {
+            LlmError::Status { status: 400, message, .. }
+                if !self.completion_tokens.load(Ordering::Relaxed) && refuses_max_tokens(message) =>
+            {
+                tracing::info!("the server wants max_completion_tokens instead of max_tokens; switching");
+                self.completion_tokens.store(true, Ordering::Relaxed);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn parse_whole(v: &Value) -> Result<ModelResponse, LlmError> {
+        parse_completion(v)
+    }
+
+    async fn read_stream(sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, LlmError> {
+        read_stream(sse, on_text).await
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{Block, Message, Role, ToolSpec};
 
 #[derive(Serialize)]
-pub(super) struct WireRequest<'a> {
+pub struct WireRequest<'a> {
     pub model: &'a str,
     pub messages: WireMessages<'a>,
     pub tools: Vec<WireTool<'a>>,
@@ -25,12 +25,12 @@ pub(super) struct WireRequest<'a> {
 }
 
 #[derive(Serialize)]
-pub(super) struct StreamOptions {
+pub struct StreamOptions {
     pub include_usage: bool,
 }
 
 #[derive(Serialize)]
-pub(super) struct WireTool<'a> {
+pub struct WireTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     function: Function<'a>,
@@ -52,7 +52,7 @@ impl<'a> WireTool<'a> {
     }
 }
 
-pub(super) struct WireMessages<'a> {
+pub struct WireMessages<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
 }
