@@ -1543,13 +1543,6 @@ impl TestEditor {
         .await
     }
 
-    /// Asserts no notification of `method` arrives within `window`.
-    pub async fn expect_no_notification(&self, method: &str, window: Duration) {
-        if let Some(v) = self.try_notification_matching(method, |_| true, window).await {
-            panic!("unexpected {method} notification: {v}");
-        }
-    }
-
     /// Takes every unread notification of `method` received so far.
     pub fn drain(&self, method: &str) -> Vec<Value> {
         let mut st = lock(&self.inner.state);

@@ -162,8 +162,13 @@ async fn missing_model_or_key_fails_before_any_request() {
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     assert!(text(&o.stderr).contains("ANTHROPIC_API_KEY"), "{}", show(&o));
 
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(mock.requests().is_empty(), "a request reached the model");
+    // A run with everything configured is the model's first request.
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--yes", "task"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(mock.requests().len(), 1, "a request reached the model without a model or a key");
 }
 
 #[tokio::test]
@@ -355,9 +360,8 @@ async fn sigint_during_a_model_request_exits_130() {
     cmd.args(["run", "--yes", "wait for it"]);
     let child = cmd.spawn().unwrap();
     let pid = child.id().unwrap() as i32;
+    // The Ctrl-C handler is registered before the request is sent.
     mock.wait_for_requests(1, WAIT).await;
-    // The Ctrl-C watcher is installed before the request is sent; give it a moment anyway.
-    tokio::time::sleep(Duration::from_millis(150)).await;
     // SAFETY: signalling our own child process.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
     let o = tokio::time::timeout(Duration::from_secs(5), child.wait_with_output())
@@ -491,4 +495,73 @@ async fn chat_compact_summarises_and_keeps_going() {
     );
     let head = reqs[2].body["messages"][0]["content"][0]["text"].as_str().unwrap_or_default().to_string();
     assert!(head.starts_with("task one\n\n[Summary of the conversation so far]\nSUMMARY: one task answered"), "{head}");
+}
+
+/// Every `STEPWISE_*` setting, from a workspace `.env` file through the binary's real configuration
+/// path, changes what it says it changes.
+#[tokio::test]
+async fn every_setting_reaches_the_run_from_a_dotenv_file() {
+    let run = |mock: &MockModel, settings: &str| {
+        let ws = TempDir::new("cli-settings");
+        ws.write(".env", &format!("ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=k\nMODEL_ID=m\n{settings}", mock.url()));
+        let mut cmd = stepwise(ws.path());
+        cmd.args(["run", "--yes", "task"]);
+        async move { (output(&mut cmd).await, ws) }
+    };
+    let tool = |command: &str| Step::tool("bash", json!({"command": command}));
+
+    // Output limit, prompt cache, reminder cadence, round cap, planning style, shell timeout.
+    let mock = MockModel::start(vec![tool("sleep 5"), tool("echo two"), tool("echo three"), Step::text("never")]).await;
+    let (o, _ws) = run(
+        &mock,
+        "STEPWISE_MAX_TOKENS=1234\nSTEPWISE_PROMPT_CACHE=off\nSTEPWISE_REMINDER_ROUNDS=1\nSTEPWISE_MAX_ROUNDS=3\n\
+         STEPWISE_PLANNING=tasks\nSTEPWISE_BASH_TIMEOUT=1\n",
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(text(&o.stderr).contains("[max_rounds: 3 rounds"), "{}", show(&o));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "STEPWISE_MAX_ROUNDS=3");
+    let first = &reqs[0].body;
+    assert_eq!(first["max_tokens"], 1234);
+    assert!(!first.to_string().contains("cache_control"), "STEPWISE_PROMPT_CACHE=off: {first}");
+    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(tools.contains(&"create_todos") && !tools.contains(&"todo"), "STEPWISE_PLANNING=tasks: {tools:?}");
+    let second = reqs[1].body.to_string();
+    assert!(second.contains("Error: Timeout (1s)"), "STEPWISE_BASH_TIMEOUT=1: {second}");
+    assert!(second.contains("<reminder>Update your todos.</reminder>"), "STEPWISE_REMINDER_ROUNDS=1: {second}");
+
+    // The model's silence, and the retries (count and first delay).
+    let mock = MockModel::start(vec![Step::Hang]).await;
+    let (o, _ws) = run(&mock, "STEPWISE_MODEL_TIMEOUT=1\nSTEPWISE_MAX_RETRIES=0\n").await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(text(&o.stderr).contains("STEPWISE_MODEL_TIMEOUT"), "{}", show(&o));
+    assert_eq!(mock.requests().len(), 1, "STEPWISE_MAX_RETRIES=0");
+    let mock = MockModel::start(vec![
+        Step::http_error(529),
+        Step::http_error(529),
+        Step::http_error(529),
+        Step::text("one too many"),
+    ])
+    .await;
+    let (o, _ws) = run(&mock, "STEPWISE_MAX_RETRIES=2\nSTEPWISE_RETRY_BASE_MS=1\n").await;
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_eq!((mock.requests().len(), mock.remaining()), (3, 1), "one try and STEPWISE_MAX_RETRIES=2 retries");
+
+    // The context window and the compaction threshold: a 600-token prompt in a 1000-token window is
+    // compacted past 50%, not past 90%.
+    for (threshold, compacts) in [(50, true), (90, false)] {
+        let mock = MockModel::start(vec![
+            Step::Turn(Turn::text("").with_tool("bash", json!({"command": "echo hi"})).with_usage(600, 10)),
+            Step::text("the summary"),
+            Step::text("done"),
+        ])
+        .await;
+        let (o, _ws) =
+            run(&mock, &format!("STEPWISE_CONTEXT_WINDOW=1000\nSTEPWISE_COMPACT_THRESHOLD={threshold}\n")).await;
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let compacted = text(&o.stderr).contains("[compacted the conversation");
+        assert_eq!(compacted, compacts, "threshold {threshold}: {}", show(&o));
+        assert!(text(&o.stderr).contains("of 1000]"), "the window is the configured one: {}", show(&o));
+    }
 }

@@ -231,11 +231,8 @@ async fn cancel_during_a_shell_command() {
     let t = token.clone();
     let pid_file = h.ws.join("bash.pid");
     tokio::spawn(async move {
-        let start = Instant::now();
-        while !pid_file.exists() && start.elapsed() < Duration::from_secs(3) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The shell has written both pids and waits for its child: cancel now.
+        wait_for_line(&pid_file).await;
         t.cancel();
     });
     let start = Instant::now();
@@ -265,14 +262,18 @@ async fn cancel_during_a_shell_command() {
 #[tokio::test]
 async fn cancel_skips_the_remaining_calls_of_the_response() {
     let mut h = Harness::new(vec![
-        calls(&[("bash", json!({"command": "sleep 30"})), ("write_file", json!({"path": "late.txt", "content": "x"}))]),
+        calls(&[
+            ("bash", json!({"command": "echo started > started.txt; sleep 30"})),
+            ("write_file", json!({"path": "late.txt", "content": "x"})),
+        ]),
         Step::text("ok"),
     ])
     .await;
     let token = CancellationToken::new();
     let t = token.clone();
+    let started = h.ws.join("started.txt");
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_for_line(&started).await;
         t.cancel();
     });
     let out = h.run_with("x", &token).await;
@@ -293,8 +294,8 @@ async fn cancel_during_a_model_request() {
     let t = token.clone();
     let mock = h.mock.clone();
     tokio::spawn(async move {
+        // The request is at the model, which never answers.
         mock.wait_for_requests(1, WAIT).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
         t.cancel();
     });
     let start = Instant::now();
@@ -318,8 +319,20 @@ async fn already_cancelled_sends_nothing() {
     token.cancel();
     let out = h.run_with("x", &token).await;
     assert_eq!(out.reason, FinishReason::Cancelled);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(h.bodies().len(), 0);
+    // The next run's request is the model's first: nothing was sent before it.
+    let out = h.run("y").await;
+    assert_eq!(out.final_text, "never");
+    assert_eq!(h.bodies().len(), 1);
+    assert_eq!(texts(&messages(&h.body(0))[0]), vec!["x", "y"]);
+}
+
+/// Waits (bounded) until a command has written a whole line to `path`.
+async fn wait_for_line(path: &std::path::Path) {
+    let deadline = Instant::now() + WAIT;
+    while !std::fs::read_to_string(path).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "{} was never written", path.display());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 #[tokio::test]

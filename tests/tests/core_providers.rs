@@ -2,8 +2,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::*;
 use serde_json::{json, Value};
 use stepwise::agent::AgentConfig;
@@ -185,13 +183,13 @@ async fn provider_error_reaches_the_user_without_retry() {
     assert!(err.contains("401"), "{err}");
     assert!(err.contains("invalid x-api-key"), "{err}");
     assert!(err.contains("anthropic"), "{err}");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(h.bodies().len(), 1, "401 is not retried");
-    assert_eq!(h.mock.remaining(), 1);
     assert!(h.events.events().contains(&Ev::Finished(out)));
-    // The prompt stays; a later prompt continues from it.
+    // The prompt stays; a later prompt continues from it, and its request is the model's second: the 401
+    // was not retried.
     let out = h.run("again").await;
     assert_eq!(out.reason, FinishReason::EndTurn);
+    assert_eq!(out.final_text, "must not be reached");
+    assert_eq!(h.bodies().len(), 2, "401 is not retried");
     assert_eq!(texts(&messages(&h.body(1))[0]), vec!["x", "again"]);
 }
 
@@ -244,4 +242,27 @@ async fn unreachable_endpoint_is_a_clear_error() {
     assert_eq!(out.reason, FinishReason::Error);
     let err = out.error.unwrap();
     assert!(err.contains("unreachable"), "{err}");
+}
+
+#[tokio::test]
+async fn retry_after_beyond_a_minute_is_not_waited_for() {
+    let mut h = Harness::new(vec![HttpError::new(429).header("retry-after", "3600").into(), Step::text("later")]).await;
+    let out = h.run("x").await;
+    assert_eq!(out.reason, FinishReason::Error);
+    assert!(out.error.unwrap().contains("429"));
+    assert_eq!((h.bodies().len(), h.mock.remaining()), (1, 1));
+}
+
+#[tokio::test]
+async fn retry_after_in_fractions_and_nonsense() {
+    // A fraction of a second is honoured; a value that is not a number falls back to the backoff.
+    let mut h = Harness::new(vec![
+        HttpError::new(503).header("retry-after", "0.01").into(),
+        HttpError::new(429).header("retry-after", "soon").into(),
+        Step::text("back"),
+    ])
+    .await;
+    let out = h.run("x").await;
+    assert_eq!(out.final_text, "back");
+    assert_eq!(h.bodies().len(), 3);
 }

@@ -137,13 +137,21 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
     })
 }
 
-/// Cancels `token` on Ctrl-C until the returned guard is dropped.
+/// Cancels `token` on Ctrl-C until the returned guard is dropped. The handler is registered before this
+/// returns, so a Ctrl-C right after (during the first model request) cancels rather than kills.
 fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            token.cancel();
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::interrupt()) {
+        Ok(mut sigint) => tokio::spawn(async move {
+            if sigint.recv().await.is_some() {
+                token.cancel();
+            }
+        }),
+        Err(e) => {
+            tracing::warn!("cannot listen for Ctrl-C: {e}");
+            tokio::spawn(async {})
         }
-    })
+    }
 }
 
 fn exit_code(reason: FinishReason) -> i32 {
