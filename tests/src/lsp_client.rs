@@ -390,6 +390,21 @@ struct Inner {
     open_on_edit: AtomicBool,
     /// Send `didChange` before answering applyEdit (else after).
     change_before_reply: AtomicBool,
+    /// When the `didChange` of an applied edit is sent.
+    report_edits: Mutex<Report>,
+    /// Late reports sent so far.
+    late_reports: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// When an editor reports an edit it applied (`workspace/applyEdit`) with `didChange`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// At once (VS Code, Neovim).
+    AtOnce,
+    /// This long after answering (eglot reports after 0.5 s of idle, later while the user types).
+    After(Duration),
+    /// Never.
+    Never,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -544,14 +559,30 @@ impl Inner {
         let answer = match self.apply_workspace_edit(&edit) {
             Ok(changes) => {
                 let ok = Ok(json!({"applied": true}));
-                if !change_first {
+                let report = *lock(&self.report_edits);
+                if !change_first || report != Report::AtOnce {
                     self.reply(id, &ok);
                 }
                 for (uri, version, content_changes) in changes {
-                    self.notify(
-                        "textDocument/didChange",
-                        json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": content_changes}),
-                    );
+                    let msg = json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                        "params": {"textDocument": {"uri": uri, "version": version}, "contentChanges": content_changes}});
+                    match report {
+                        Report::AtOnce => self.send(msg),
+                        Report::Never => {}
+                        Report::After(delay) => {
+                            // The editor's own idle timer, not a wait of the test's.
+                            let (out, sent) = (self.out.clone(), self.late_reports.clone());
+                            let body = serde_json::to_vec(&msg).expect("serialize message");
+                            tokio::spawn(async move {
+                                tokio::time::sleep(delay).await;
+                                let _ = out.send(frame(&body));
+                                sent.fetch_add(1, Ordering::SeqCst);
+                            });
+                        }
+                    }
+                }
+                if report != Report::AtOnce {
+                    return ok;
                 }
                 if change_first {
                     self.reply(id, &ok);
@@ -892,6 +923,7 @@ pub struct EditorBuilder {
     mock_env: bool,
     open_on_edit: bool,
     change_before_reply: bool,
+    report_edits: Report,
     timeout: Duration,
 }
 
@@ -912,6 +944,7 @@ impl EditorBuilder {
             mock_env: false,
             open_on_edit: true,
             change_before_reply: true,
+            report_edits: Report::AtOnce,
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -1020,6 +1053,12 @@ impl EditorBuilder {
     }
 
     /// Whether `didChange` goes out before the applyEdit answer (default) or after it.
+    /// When the editor reports the edits it applies (`didChange`).
+    pub fn report_edits(mut self, report: Report) -> Self {
+        self.report_edits = report;
+        self
+    }
+
     pub fn change_before_reply(mut self, yes: bool) -> Self {
         self.change_before_reply = yes;
         self
@@ -1052,6 +1091,8 @@ impl EditorBuilder {
             next_id: AtomicI64::new(1),
             open_on_edit: AtomicBool::new(self.open_on_edit),
             change_before_reply: AtomicBool::new(self.change_before_reply),
+            report_edits: Mutex::new(self.report_edits),
+            late_reports: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         });
         let mut init_options = self.init_options;
         let (server, pid) = match &self.transport {
@@ -1605,6 +1646,11 @@ impl TestEditor {
 
     pub fn respond_error(&self, id: &Value, code: i64, message: &str) {
         self.inner.reply(id, &Err(ErrorObj::new(code, message)));
+    }
+
+    /// How many late `didChange` reports ([`Report::After`]) the editor has sent.
+    pub fn late_reports_sent(&self) -> usize {
+        self.inner.late_reports.load(Ordering::SeqCst)
     }
 
     /// Answers a queued `workspace/applyEdit` as [`Policy::ApplyEdits`] would.

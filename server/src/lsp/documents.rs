@@ -5,91 +5,50 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use dashmap::DashMap;
-use tower_lsp_server::ls_types::{Position, PositionEncodingKind, Range, TextDocumentContentChangeEvent, Uri};
+use tower_lsp_server::ls_types::{TextDocumentContentChangeEvent, Uri};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    Utf8,
-    Utf16,
-    Utf32,
-}
+use super::positions::Encoding;
+use super::reconcile::{self, Pending, Reconciled};
 
-impl Encoding {
-    /// UTF-8 when the client offers it (no conversion needed), else UTF-16 as LSP requires.
-    pub fn negotiate(offered: Option<&[PositionEncodingKind]>) -> Encoding {
-        let offered = offered.unwrap_or(&[]);
-        if offered.contains(&PositionEncodingKind::UTF8) {
-            Encoding::Utf8
-        } else if offered.is_empty() || offered.contains(&PositionEncodingKind::UTF16) {
-            Encoding::Utf16
-        } else if offered.contains(&PositionEncodingKind::UTF32) {
-            Encoding::Utf32
-        } else {
-            Encoding::Utf16
-        }
-    }
-
-    pub fn kind(self) -> PositionEncodingKind {
-        match self {
-            Encoding::Utf8 => PositionEncodingKind::UTF8,
-            Encoding::Utf16 => PositionEncodingKind::UTF16,
-            Encoding::Utf32 => PositionEncodingKind::UTF32,
-        }
-    }
-
-    fn width(self, c: char) -> usize {
-        match self {
-            Encoding::Utf8 => c.len_utf8(),
-            Encoding::Utf16 => c.len_utf16(),
-            Encoding::Utf32 => 1,
-        }
-    }
-}
-
-/// Byte offset of an LSP position; positions past a line's end clamp to it, past the text to its end.
-pub fn offset_of(text: &str, pos: Position, enc: Encoding) -> usize {
-    let mut line_start = 0;
-    for _ in 0..pos.line {
-        match text[line_start..].find('\n') {
-            Some(i) => line_start += i + 1,
-            None => return text.len(),
-        }
-    }
-    let line_end = text[line_start..].find('\n').map(|i| line_start + i).unwrap_or(text.len());
-    let line = text[line_start..line_end].strip_suffix('\r').unwrap_or(&text[line_start..line_end]);
-    let mut units = 0usize;
-    for (i, c) in line.char_indices() {
-        if units >= pos.character as usize {
-            return line_start + i;
-        }
-        units += enc.width(c);
-    }
-    line_start + line.len()
-}
-
-/// LSP position of a byte offset (which must fall on a char boundary).
-pub fn position_of(text: &str, offset: usize, enc: Encoding) -> Position {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() as u32;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let character = before[line_start..].chars().map(|c| enc.width(c)).sum::<usize>() as u32;
-    Position { line, character }
-}
-
-pub fn range_of(text: &str, bytes: std::ops::Range<usize>, enc: Encoding) -> Range {
-    Range { start: position_of(text, bytes.start, enc), end: position_of(text, bytes.end, enc) }
-}
-
+/// An open document as the agent sees it.
 #[derive(Debug, Clone)]
 pub struct Doc {
     pub uri: Uri,
+    /// The editor's text, with every edit it applied (reported or not).
     pub text: String,
+    /// The version the editor last reported.
     pub version: i32,
+    /// Every applied edit has been reported: `version` names `text`.
+    pub settled: bool,
+}
+
+/// What the server keeps of an open document.
+struct Entry {
+    uri: Uri,
+    /// The text as the editor last reported it, at `version`.
+    reported: String,
+    version: i32,
+    /// Edits the editor applied that it has not reported yet (reconcile.rs).
+    pending: Vec<Pending>,
+}
+
+impl Entry {
+    fn text(&self) -> &str {
+        self.pending.last().map(|p| p.after.as_str()).unwrap_or(&self.reported)
+    }
+
+    fn doc(&self) -> Doc {
+        Doc {
+            uri: self.uri.clone(),
+            text: self.text().to_string(),
+            version: self.version,
+            settled: self.pending.is_empty(),
+        }
+    }
 }
 
 pub struct Documents {
-    docs: DashMap<PathBuf, Doc>,
+    docs: DashMap<PathBuf, Entry>,
     paths: DashMap<String, PathBuf>,
     /// Negotiated once, by `initialize`; UTF-16 (the LSP default) until then.
     encoding: OnceLock<Encoding>,
@@ -141,14 +100,20 @@ impl Documents {
 
     pub fn open(&self, uri: Uri, text: String, version: i32) {
         if let Some(path) = self.path_of(&uri) {
-            self.docs.insert(path, Doc { uri, text, version });
+            self.docs.insert(path, Entry { uri, reported: text, version, pending: Vec::new() });
             self.bump();
         }
     }
 
     /// Applies one `didChange`, synchronously: callers must not await before calling this, so that
-    /// changes are applied in the order they arrived.
-    pub fn change(&self, uri: &Uri, version: i32, changes: Vec<TextDocumentContentChangeEvent>) -> Result<(), String> {
+    /// changes are applied in the order they arrived. Returns the document's path and what the change
+    /// did besides reporting the agent's own edits.
+    pub fn change(
+        &self,
+        uri: &Uri,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+    ) -> Result<(PathBuf, Reconciled), String> {
         let path = self.path_of(uri).ok_or_else(|| format!("not a file URI: {}", uri.as_str()))?;
         let enc = self.encoding();
         let mut doc = self
@@ -163,20 +128,29 @@ impl Documents {
                 doc.version
             ));
         }
-        for c in changes {
-            match c.range {
-                None => doc.text = c.text,
-                Some(r) => {
-                    let start = offset_of(&doc.text, r.start, enc);
-                    let end = offset_of(&doc.text, r.end, enc).max(start);
-                    doc.text.replace_range(start..end, &c.text);
-                }
-            }
-        }
-        doc.version = version;
+        let e = &mut *doc;
+        let done = reconcile::apply(&mut e.reported, &mut e.pending, changes, enc);
+        e.version = version;
         drop(doc);
         self.bump();
-        Ok(())
+        Ok((path, done))
+    }
+
+    /// The editor answered `applied: true` to replacing `old` at byte `at` of the document's text with
+    /// `new`: the server's copy has the edit from now on, reported or not.
+    pub fn applied(&self, path: &Path, at: usize, old: &str, new: &str) {
+        if let Some(mut e) = self.docs.get_mut(path) {
+            let mut after = e.text().to_string();
+            if after.get(at..at + old.len()) != Some(old) {
+                // The text moved under the edit (a report crossed it): the editor's next report stands.
+                tracing::warn!("an applied edit no longer matches {}; waiting for the editor's text", path.display());
+                return;
+            }
+            after.replace_range(at..at + old.len(), new);
+            e.pending.push(Pending { at, old: old.to_string(), new: new.to_string(), after });
+            drop(e);
+            self.bump();
+        }
     }
 
     pub fn close(&self, uri: &Uri) -> Option<PathBuf> {
@@ -188,22 +162,29 @@ impl Documents {
     }
 
     pub fn get(&self, path: &Path) -> Option<Doc> {
-        self.docs.get(path).map(|d| d.clone())
+        self.docs.get(path).map(|d| d.doc())
     }
 
+    /// Lines of the document's text (0 when it is not open).
+    pub fn line_count(&self, path: &Path) -> u32 {
+        self.docs.get(path).map_or(0, |d| d.text().lines().count() as u32)
+    }
+
+    /// The text with every applied edit (what is written for a shell command).
     pub fn text(&self, path: &Path) -> Option<String> {
-        self.docs.get(path).map(|d| d.text.clone())
+        self.docs.get(path).map(|d| d.text().to_string())
     }
 
     fn bump(&self) {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Waits until `path` is open with a version newer than `after`, or `timeout` passes.
-    /// An editor applies our edit and then reports it with `didChange`; reads wait for that report.
-    pub async fn wait_newer(&self, path: &Path, after: i32, timeout: Duration) -> bool {
+    /// Waits until every edit applied to `path` has been reported (or it is closed), or `timeout` passes.
+    /// An editor applies our edit and then reports it with `didChange`; the next edit waits for that, so
+    /// it can name the version it applies to.
+    pub async fn wait_settled(&self, path: &Path, timeout: Duration) -> bool {
         let mut rx = self.changed.subscribe();
-        let check = |docs: &DashMap<PathBuf, Doc>| docs.get(path).is_some_and(|d| d.version > after);
+        let check = |docs: &DashMap<PathBuf, Entry>| docs.get(path).is_none_or(|d| d.pending.is_empty());
         let wait = async {
             loop {
                 if check(&self.docs) {
@@ -215,30 +196,5 @@ impl Documents {
             }
         };
         tokio::time::timeout(timeout, wait).await.unwrap_or(false)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_round_trip_in_each_encoding() {
-        let text = "a😀b\r\nsecond ünïcode\nlast";
-        for enc in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
-            for (off, _) in text.char_indices().filter(|(i, _)| text.is_char_boundary(*i)) {
-                if text[..off].ends_with('\r') {
-                    continue; // inside a CRLF pair
-                }
-                let pos = position_of(text, off, enc);
-                assert_eq!(offset_of(text, pos, enc), off, "{enc:?} {off} {pos:?}");
-            }
-        }
-        assert_eq!(position_of(text, text.find('b').unwrap(), Encoding::Utf16).character, 3);
-        assert_eq!(position_of(text, text.find('b').unwrap(), Encoding::Utf8).character, 5);
-        assert_eq!(position_of(text, text.find('b').unwrap(), Encoding::Utf32).character, 2);
-        // Past the end of a line clamps to it (before the CR).
-        assert_eq!(offset_of(text, Position { line: 0, character: 99 }, Encoding::Utf16), text.find('\r').unwrap());
-        assert_eq!(offset_of(text, Position { line: 9, character: 0 }, Encoding::Utf16), text.len());
     }
 }

@@ -1,7 +1,7 @@
 //! One workspace folder: its conversation, plan, run and what the editor should show of them.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, RwLock};
 
@@ -9,6 +9,7 @@ use dashmap::DashMap;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::reconcile::{follow, LineChange};
 use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
@@ -18,7 +19,9 @@ use crate::plan::Plan;
 #[derive(Debug, Clone)]
 pub struct EditMark {
     pub path: PathBuf,
-    pub line: u32,
+    /// The lines the edit's new text occupies; they follow changes above them (reconcile::follow).
+    pub start: u32,
+    pub end: u32,
     pub step: String,
 }
 
@@ -99,6 +102,39 @@ impl Folder {
             }
             None => false,
         }
+    }
+
+    /// Moves the edit marks of `path` with changes the user made (`None`: the whole text was replaced, so
+    /// only marks past its end go). Returns whether any mark moved or went.
+    pub fn follow_changes(&self, path: &Path, changes: Option<&[LineChange]>, lines: u32) -> bool {
+        let mut view = locks::write(&self.view);
+        let before: Vec<(u32, u32)> = view.marks.iter().filter(|m| m.path == path).map(|m| (m.start, m.end)).collect();
+        if before.is_empty() {
+            return false;
+        }
+        view.marks.retain_mut(|m| {
+            if m.path != path {
+                return true;
+            }
+            let mut at = Some((m.start, m.end));
+            match changes {
+                Some(changes) => {
+                    for c in changes {
+                        at = at.and_then(|(s, e)| follow(s, e, *c));
+                    }
+                }
+                None => at = at.filter(|(s, _)| *s < lines.max(1)),
+            }
+            match at {
+                Some((s, e)) => {
+                    (m.start, m.end) = (s, e);
+                    true
+                }
+                None => false,
+            }
+        });
+        let after: Vec<(u32, u32)> = view.marks.iter().filter(|m| m.path == path).map(|m| (m.start, m.end)).collect();
+        before != after
     }
 
     /// Frees the run slot if the run `id` still holds it.

@@ -10,13 +10,13 @@ use serde_json::json;
 use tower_lsp_server::ls_types::{
     request::{ApplyWorkspaceEdit, Request},
     ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation, DocumentChanges,
-    MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, Position, ResourceOp,
-    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, ResourceOp, TextDocumentEdit,
+    TextEdit, Uri, WorkspaceEdit,
 };
 
-use super::documents::range_of;
 use super::folder::{EditMark, Folder};
 use super::notify::Outgoing;
+use super::positions::range_of;
 use super::shared::Shared;
 use crate::host::disk::{io_error, read_disk, write_disk};
 use crate::host::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
@@ -54,9 +54,11 @@ pub struct EditorHost {
     pub approval_timeout: Duration,
 }
 
-/// A file's text as the agent should see it, and the editor's version of it when it is open.
+/// A file's text as the agent should see it, and whether the editor has it open.
 struct Current {
     text: String,
+    open: bool,
+    /// The version an edit can name: the open document's, once every earlier edit is reported.
     version: Option<i32>,
 }
 
@@ -72,12 +74,12 @@ impl EditorHost {
     /// What the agent should see: the open buffer, else text it wrote that is not on disk yet, else disk.
     async fn current_text(&self, path: &ResolvedPath) -> Result<Current, String> {
         if let Some(doc) = self.shared.docs.get(&path.abs) {
-            return Ok(Current { text: doc.text, version: Some(doc.version) });
+            return Ok(Current { text: doc.text, open: true, version: doc.settled.then_some(doc.version) });
         }
         if let Some(t) = self.folder.overlay.get(&path.abs) {
-            return Ok(Current { text: t.clone(), version: None });
+            return Ok(Current { text: t.clone(), open: false, version: None });
         }
-        read_disk(path).await.map(|text| Current { text, version: None })
+        read_disk(path).await.map(|text| Current { text, open: false, version: None })
     }
 
     fn status(&self, state: &str) {
@@ -90,25 +92,6 @@ impl EditorHost {
         match &ctx.step {
             Some(step) => format!("stepwise: {} {} — {step}", ctx.tool, path.given),
             None => format!("stepwise: {} {}", ctx.tool, path.given),
-        }
-    }
-
-    /// Sends one edit to the editor and waits (bounded) for its verdict.
-    async fn apply(&self, edit: WorkspaceEdit, label: String) -> Result<(), String> {
-        let params = ApplyWorkspaceEditParams { label: Some(label), edit };
-        self.shared.notifier.flush().await;
-        let request = self.shared.client.send_request::<ApplyWorkspaceEdit>(params);
-        match tokio::time::timeout(self.request_timeout, request).await {
-            Err(_) => Err(format!(
-                "the editor did not answer the edit request within {}s; the change may not have been applied",
-                self.request_timeout.as_secs()
-            )),
-            Ok(Err(e)) => Err(format!("the editor failed to apply the edit: {}", e.message)),
-            Ok(Ok(r)) if r.applied => Ok(()),
-            Ok(Ok(r)) => Err(format!(
-                "the editor rejected the edit: {}",
-                r.failure_reason.unwrap_or_else(|| "no reason given".into())
-            )),
         }
     }
 
@@ -161,30 +144,30 @@ impl EditorHost {
         } else {
             WorkspaceEdit { document_changes: Some(DocumentChanges::Edits(vec![doc_edit])), ..Default::default() }
         };
-        self.apply(ws_edit, self.label(ctx, path)).await?;
-        self.mark(path, range.start, ctx);
-        locks::lock(&self.folder.unsaved).insert(path.abs.clone());
-        match version {
-            // The editor reports its new text with didChange; wait for it so the next read sees it.
-            Some(v) => {
-                if !self.shared.docs.wait_newer(&path.abs, v, Duration::from_secs(2)).await {
-                    self.folder.overlay.insert(path.abs.clone(), updated);
-                }
-            }
-            None => {
-                self.folder.overlay.insert(path.abs.clone(), updated);
-            }
+        // Sent and recorded on a task of its own: once the edit is out, its answer is recorded (document,
+        // marks, unsaved set) even if the run is cancelled while waiting for it.
+        let applied = Applied {
+            shared: self.shared.clone(),
+            folder: self.folder.clone(),
+            path: path.abs.clone(),
+            open: current.is_some_and(|c| c.open),
+            at: bytes.start,
+            old: text[bytes].to_string(),
+            new: new.to_string(),
+            updated,
+            lines: (range.start.line, range.start.line + new.matches('\n').count() as u32),
+            step: ctx.step.clone().unwrap_or_else(|| ctx.tool.to_string()),
+        };
+        let (label, timeout) = (self.label(ctx, path), self.request_timeout);
+        tokio::spawn(applied.send(ws_edit, label, timeout))
+            .await
+            .map_err(|e| format!("internal error: the edit task failed: {e}"))??;
+        if current.is_some_and(|c| c.open) {
+            // The editor reports its new text with didChange; the next edit waits (bounded) for that, so
+            // it can name the version it applies to. Reads do not need it: the server's copy has the edit.
+            self.shared.docs.wait_settled(&path.abs, Duration::from_secs(2)).await;
         }
         Ok(())
-    }
-
-    fn mark(&self, path: &ResolvedPath, at: Position, ctx: &EditContext) {
-        let step = ctx.step.clone().unwrap_or_else(|| ctx.tool.to_string());
-        let mut view = locks::write(&self.folder.view);
-        view.marks.retain(|m| !(m.path == path.abs && m.line == at.line));
-        view.marks.push(EditMark { path: path.abs.clone(), line: at.line, step });
-        drop(view);
-        self.shared.notifier.send(Outgoing::RefreshLenses);
     }
 
     /// The URI the editor knows a file by: an open document's own, else one made from the path.
@@ -197,7 +180,9 @@ impl EditorHost {
 
     /// Before a command runs on disk, the agent's unsaved edits are saved (by the editor if it can).
     async fn flush_unsaved(&self) -> Result<(), String> {
-        let paths: Vec<_> = locks::lock(&self.folder.unsaved).drain().collect();
+        // Copied, not taken: a path leaves the set only once it is saved, so a cancel or a failure while
+        // saving loses nothing.
+        let paths: Vec<PathBuf> = locks::lock(&self.folder.unsaved).iter().cloned().collect();
         if paths.is_empty() {
             return Ok(());
         }
@@ -227,16 +212,73 @@ impl EditorHost {
             }
         }
         // Whatever the editor did not save, the server writes itself: the command must see the agent's work.
-        for p in remaining {
-            let text = self.shared.docs.text(&p).or_else(|| self.folder.overlay.get(&p).map(|t| t.clone()));
+        // The text written has every edit the editor applied, reported or not.
+        for p in &remaining {
+            let text = self.shared.docs.text(p).or_else(|| self.folder.overlay.get(p).map(|t| t.clone()));
             if let Some(text) = text {
                 let rp = crate::host::resolve(&self.folder.root, &p.to_string_lossy())?;
                 write_disk(&rp, &text).await?;
             }
-        }
-        for p in &paths {
+            locks::lock(&self.folder.unsaved).remove(p);
             self.folder.overlay.remove(p);
         }
+        for p in paths.iter().filter(|p| !remaining.contains(p)) {
+            locks::lock(&self.folder.unsaved).remove(p);
+            self.folder.overlay.remove(p);
+        }
+        Ok(())
+    }
+}
+
+/// An edit on its way to the editor, and what to record once it is applied.
+struct Applied {
+    shared: Arc<Shared>,
+    folder: Arc<Folder>,
+    path: PathBuf,
+    /// The document is open in the editor (else the text is kept until the editor opens or saves it).
+    open: bool,
+    at: usize,
+    old: String,
+    new: String,
+    /// The whole text after the edit.
+    updated: String,
+    /// Lines the new text occupies, for the edit's lens.
+    lines: (u32, u32),
+    step: String,
+}
+
+impl Applied {
+    async fn send(self, edit: WorkspaceEdit, label: String, timeout: Duration) -> Result<(), String> {
+        let params = ApplyWorkspaceEditParams { label: Some(label), edit };
+        self.shared.notifier.flush().await;
+        let request = self.shared.client.send_request::<ApplyWorkspaceEdit>(params);
+        match tokio::time::timeout(timeout, request).await {
+            Err(_) => {
+                return Err(format!(
+                    "the editor did not answer the edit request within {}s; the change may not have been applied",
+                    timeout.as_secs()
+                ))
+            }
+            Ok(Err(e)) => return Err(format!("the editor failed to apply the edit: {}", e.message)),
+            Ok(Ok(r)) if !r.applied => {
+                return Err(format!(
+                    "the editor rejected the edit: {}",
+                    r.failure_reason.unwrap_or_else(|| "no reason given".into())
+                ))
+            }
+            Ok(Ok(_)) => {}
+        }
+        if self.open {
+            self.shared.docs.applied(&self.path, self.at, &self.old, &self.new);
+        } else {
+            self.folder.overlay.insert(self.path.clone(), self.updated);
+        }
+        locks::lock(&self.folder.unsaved).insert(self.path.clone());
+        let mut view = locks::write(&self.folder.view);
+        view.marks.retain(|m| !(m.path == self.path && m.start == self.lines.0));
+        view.marks.push(EditMark { path: self.path, start: self.lines.0, end: self.lines.1, step: self.step });
+        drop(view);
+        self.shared.notifier.send(Outgoing::RefreshLenses);
         Ok(())
     }
 }

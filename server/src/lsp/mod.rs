@@ -9,6 +9,8 @@ mod folder;
 mod frames;
 mod host;
 mod notify;
+mod positions;
+mod reconcile;
 mod run;
 mod server;
 mod settings;
@@ -16,7 +18,7 @@ mod shared;
 mod state;
 
 pub use commands::COMMANDS;
-pub use documents::{offset_of, position_of, Encoding};
+pub use positions::{offset_of, position_of, Encoding};
 pub use server::Backend;
 
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -9,9 +9,10 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use super::caps::Caps;
 use super::commands::{self, COMMANDS};
-use super::documents::Encoding;
 use super::folder::{lens_title, Folder};
 use super::frames::InvalidMessage;
+use super::notify::Outgoing;
+use super::positions::Encoding;
 use super::settings::init_state_dir;
 use super::shared::Shared;
 use crate::locks;
@@ -124,10 +125,16 @@ impl LanguageServer for Backend {
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         // Applied before any await, so changes keep the order in which they arrived.
-        if let Err(e) =
-            self.shared.docs.change(&params.text_document.uri, params.text_document.version, params.content_changes)
-        {
-            tracing::warn!("{e}");
+        let doc = params.text_document;
+        match self.shared.docs.change(&doc.uri, doc.version, params.content_changes) {
+            Ok((path, done)) => {
+                if let Some(f) = self.shared.folder_of(&path) {
+                    if f.follow_changes(&path, done.foreign.as_deref(), self.shared.docs.line_count(&path)) {
+                        self.shared.notifier.send(Outgoing::RefreshLenses);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("{e}"),
         }
     }
 
@@ -175,7 +182,7 @@ impl LanguageServer for Backend {
         };
         let mut lenses = vec![lens(0, lens_title(&view.plan))];
         for m in view.marks.iter().filter(|m| m.path == path) {
-            lenses.push(lens(m.line, format!("✎ stepwise: {}", m.step)));
+            lenses.push(lens(m.start, format!("✎ stepwise: {}", m.step)));
         }
         Ok(Some(lenses))
     }
