@@ -17,41 +17,35 @@ fn asked(ed: &TestEditor) -> usize {
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lsp_approval_deny_refuses_without_asking() {
-    let (dir, state) = folder_and_state("approval-deny");
+/// One shell command under the given approval settings: it is refused, never run, and the run goes on.
+/// Returns how many times the editor was asked, and the run's statuses.
+async fn one_refused_command(tag: &str, setup: impl FnOnce(EditorBuilder) -> EditorBuilder) -> (usize, Vec<Value>) {
+    let (dir, state) = folder_and_state(tag);
     let mock = MockModel::start(vec![Step::tool("bash", json!({"command": "touch ran"})), Step::text("done")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("deny"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = setup(editor(ClientPreset::VsCode, &dir, &state, &mock)).ignore(&TRANSCRIPT).start().await;
     let log = ed.run("try a command").await;
     assert_eq!(log.reason(), "end_turn");
     assert_eq!(log.results(), vec![("bash".to_string(), DENIED.to_string(), true)]);
     assert!(!dir.path().join("ran").exists());
-    assert_eq!(asked(&ed), 0, "`deny` does not ask");
+    let asked = asked(&ed);
     ed.finish().await;
+    (asked, log.statuses().iter().map(|s| s["state"].clone()).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_approval_deny_refuses_without_asking() {
+    let (asked, _) = one_refused_command("approval-deny", |e| e.option("approval", json!("deny"))).await;
+    assert_eq!(asked, 0, "`deny` does not ask");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_an_unanswered_approval_is_a_denial_after_the_timeout() {
-    let (dir, state) = folder_and_state("approval-timeout");
-    let mock = MockModel::start(vec![Step::tool("bash", json!({"command": "touch ran"})), Step::text("done")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approvalTimeoutSecs", json!(1))
-        .policy("window/showMessageRequest", Policy::NeverAnswer)
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
-    let log = ed.run("try a command").await;
-    assert_eq!(log.reason(), "end_turn");
-    assert_eq!(log.results(), vec![("bash".to_string(), DENIED.to_string(), true)]);
-    assert!(!dir.path().join("ran").exists());
-    assert_eq!(asked(&ed), 1);
-    let states: Vec<Value> = log.statuses().iter().map(|s| s["state"].clone()).collect();
+    let (asked, states) = one_refused_command("approval-timeout", |e| {
+        e.option("approvalTimeoutSecs", json!(1)).policy("window/showMessageRequest", Policy::NeverAnswer)
+    })
+    .await;
+    assert_eq!(asked, 1);
     assert_eq!(states, vec![json!("running"), json!("waiting"), json!("running"), json!("idle")]);
-    ed.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
