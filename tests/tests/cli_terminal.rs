@@ -74,6 +74,10 @@ fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd) -> Child {
 }
 
 fn chat_with(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)]) -> Child {
+    chat_on(ws, mock, pty_end, env, Stdio::null())
+}
+
+fn chat_on(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)], stdout: Stdio) -> Child {
     Command::new(stepwise_binary(false))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -84,7 +88,7 @@ fn chat_with(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &s
         .args(["chat", "--workspace"])
         .arg(ws.path())
         .stdin(Stdio::from(pty_end.try_clone().unwrap()))
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::from(pty_end.try_clone().unwrap()))
         .spawn()
         .unwrap()
@@ -174,4 +178,28 @@ async fn colour_on_a_terminal_unless_no_color() {
         let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
         assert_eq!(status.code(), Some(0));
     }
+}
+
+/// Ctrl-C at the chat prompt (nothing running) leaves chat with 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_the_chat_prompt_exits_130() {
+    let mock = MockModel::start(vec![Step::text("first answer")]).await;
+    let ws = TempDir::new("pty-ctrl-c");
+    let (mut pty, end) = Pty::open();
+    let stdout = Stdio::from(end.try_clone().unwrap());
+    let mut child = chat_on(&ws, &mock, &end, &[("NO_COLOR", "1")], stdout);
+    drop(end);
+    pty.type_line("a task");
+    pty.expect("first answer");
+    pty.expect("stepwise >> ");
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let pid = child.id() as i32;
+    let waited = tokio::time::timeout(T, tokio::task::spawn_blocking(move || child.wait())).await;
+    let Ok(status) = waited else {
+        // SAFETY: plain syscall on our child's pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("chat did not end on Ctrl-C at the prompt");
+    };
+    assert_eq!(status.unwrap().unwrap().code(), Some(130));
 }

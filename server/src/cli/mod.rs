@@ -198,11 +198,20 @@ pub async fn chat(opts: Options) -> i32 {
     let prompt = "\x1b[36mstepwise >> \x1b[0m";
     let mut session = Session::default();
     loop {
+        // Listening before the prompt shows, so a Ctrl-C right after it is not missed; made anew each
+        // time, so one that cancelled the task before does not count here.
+        let mut sigint = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("stepwise: cannot listen for Ctrl-C: {e}");
+                return 1;
+            }
+        };
         anstream::print!("{prompt}");
         let _ = std::io::stdout().flush();
         let line = tokio::select! {
             l = input.next_line() => l,
-            _ = tokio::signal::ctrl_c() => { println!(); return 130; }
+            _ = sigint.recv() => { println!(); return 130; }
         };
         let Some(line) = line else {
             if tty {
