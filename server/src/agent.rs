@@ -70,14 +70,20 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
     // The latest prompt's size: the provider's count once it has answered, an estimate before.
     let mut prompt_tokens = crate::context::estimate_tokens(&session.messages);
     let mut overflow_retried = false;
+    // The prompt's size in the round after the last compaction: when that is still past the threshold
+    // (the system prompt and tools alone can be), compacting again helps only once the history has grown.
+    let mut after_compaction: Option<u64> = None;
+    let mut just_compacted = false;
 
     let outcome = loop {
         if cancel.is_cancelled() {
             break finish(FinishReason::Cancelled, String::new(), None, round, usage);
         }
         let window = llm.context_window();
-        if prompt_tokens > window.saturating_mul(cfg.compact_at_percent.min(100) as u64) / 100 {
+        let threshold = window.saturating_mul(cfg.compact_at_percent.min(100) as u64) / 100;
+        if prompt_tokens > threshold && after_compaction.is_none_or(|floor| prompt_tokens > floor + window / 8) {
             compact_now(session, llm, events, window, false).await;
+            just_compacted = true;
         }
         round += 1;
         events.emit(Event::Thinking { round });
@@ -110,6 +116,9 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
         } else {
             crate::context::estimate_tokens(&session.messages)
         };
+        if std::mem::take(&mut just_compacted) {
+            after_compaction = Some(prompt_tokens);
+        }
         usage.add(resp.usage);
         events.emit(Event::Usage { round: resp.usage, run: usage, context_window: llm.context_window() });
 

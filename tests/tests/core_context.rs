@@ -134,3 +134,18 @@ async fn a_large_conversation_past_the_threshold_is_summarised() {
     assert!(first_text(&bodies[2]).contains("SUMMARY: printed many y"));
     assert_valid_conversation(&bodies[2]);
 }
+
+#[tokio::test]
+async fn a_compaction_that_cannot_help_is_not_tried_every_round() {
+    use stepwise_tests::mock::Turn;
+    // The provider keeps reporting 900 of 1000 tokens (as when the system prompt and tools alone pass
+    // the threshold): one compaction, then the rounds go on without one each.
+    let tool = |c: &str| Turn::default().with_tool("bash", json!({"command": c})).with_usage(900, 5).into();
+    let mut h =
+        small_window(vec![tool("echo 1"), tool("echo 2"), tool("echo 3"), tool("echo 4"), Step::text("done")]).await;
+    let out = h.run("task").await;
+    assert_eq!(out.reason, FinishReason::EndTurn, "{:?}", out.error);
+    let compactions = h.events.events().into_iter().filter(|e| matches!(e, Ev::Compacted { .. })).count();
+    assert_eq!(compactions, 1);
+    assert_eq!(h.bodies().len(), 5, "no summary requests beyond the rounds");
+}
