@@ -2,8 +2,9 @@
 //!
 //! The engine (`agent`, `plan`, `tools`, `llm`) knows nothing of terminals or editors; it reaches the
 //! world through two seams: [`host::Host`] (files and commands) and [`events::EventSink`] (what happened).
-//! `cli` and `lsp` are the two implementations of those seams.
+//! `cli`, `lsp` and `acp` are the three implementations of those seams; `store` keeps sessions on disk.
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;
@@ -15,5 +16,6 @@ pub mod locks;
 pub mod lsp;
 pub mod plan;
 pub mod session;
+pub mod store;
 pub mod tools;
 pub mod trust;

@@ -38,6 +38,9 @@ enum Command {
         #[arg(long)]
         stdio: bool,
     },
+    /// The Agent Client Protocol (v1) agent on stdin/stdout, for Zed and other ACP clients (logs on stderr)
+    #[command(after_help = cli::MODEL_HELP)]
+    Acp,
 }
 
 #[derive(Args)]
@@ -87,6 +90,10 @@ fn main() {
             init_logging("info");
             runtime().block_on(stepwise::lsp::serve_stdio());
             0
+        }
+        Command::Acp => {
+            init_logging("info");
+            runtime().block_on(stepwise::acp::serve_stdio())
         }
     };
     std::process::exit(code);

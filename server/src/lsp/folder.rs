@@ -60,7 +60,7 @@ pub struct Folder {
 
 impl Folder {
     pub fn new(uri: String, root: PathBuf, session: Session, state_file: Option<PathBuf>) -> Folder {
-        let saver = state_file.clone().map(super::state::spawn_writer);
+        let saver = state_file.clone().map(crate::store::spawn_writer);
         Folder {
             uri,
             root,
@@ -147,7 +147,7 @@ impl Folder {
 
     pub fn save(&self, session: &Session) {
         if let Some(saver) = &self.saver {
-            if let Some(bytes) = super::state::encode(&self.root, session) {
+            if let Some(bytes) = crate::store::encode(&self.root, session) {
                 let _ = saver.send(Some(bytes));
             }
         }
@@ -156,7 +156,7 @@ impl Folder {
     /// Writes the latest snapshot now (at shutdown, when background writers may not get to run).
     pub fn flush(&self) {
         if let (Some(saver), Some(file)) = (&self.saver, &self.state_file) {
-            if let Err(e) = super::state::write_latest(file, saver) {
+            if let Err(e) = crate::store::write_latest(file, saver) {
                 tracing::warn!("could not save session state: {e}");
             }
         }

@@ -15,7 +15,6 @@ mod run;
 mod server;
 mod settings;
 mod shared;
-mod state;
 
 pub use commands::COMMANDS;
 pub use positions::{offset_of, position_of, Encoding};

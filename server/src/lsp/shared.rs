@@ -14,7 +14,7 @@ use super::caps::Caps;
 use super::documents::{normalize, Documents};
 use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
-use super::state;
+use crate::store as state;
 use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;

@@ -1,4 +1,5 @@
-//! Sessions survive a restart: each folder's conversation and plan, saved as they change.
+//! Sessions survive a restart: conversations and plans, saved as they change. The LSP sidecar keeps one
+//! file per folder (`file_for`), the ACP agent one per session id (`file_for_id`); both use this format.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,8 @@ const FORMAT: u32 = 1;
 #[derive(Deserialize)]
 struct SavedSession {
     format: u32,
+    #[serde(default)]
+    folder: Option<PathBuf>,
     session: Session,
 }
 
@@ -40,6 +43,13 @@ pub fn file_for(dir: &Path, folder: &Path) -> PathBuf {
     dir.join(format!("{safe}-{h:016x}.json"))
 }
 
+/// An ACP session's file: `<dir>/acp/<id>.json`. `None` for an id that is not one of ours (the id
+/// names a file, so only letters, digits, `-` and `_` are accepted).
+pub fn file_for_id(dir: &Path, id: &str) -> Option<PathBuf> {
+    let ok = !id.is_empty() && id.len() <= 100 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    ok.then(|| dir.join("acp").join(format!("{id}.json")))
+}
+
 pub enum Loaded {
     None,
     Restored(Session),
@@ -51,18 +61,23 @@ pub enum Loaded {
 }
 
 pub fn load(file: &Path) -> Loaded {
+    load_with_folder(file).0
+}
+
+/// A saved session and the folder it was saved for.
+pub fn load_with_folder(file: &Path) -> (Loaded, Option<PathBuf>) {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::None,
-        Err(e) => return set_aside(file, e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Loaded::None, None),
+        Err(e) => return (set_aside(file, e.to_string()), None),
     };
     match serde_json::from_str::<SavedSession>(&text) {
         Ok(s) if s.format == FORMAT => match s.session.plan.check() {
-            Ok(()) => Loaded::Restored(s.session),
-            Err(e) => set_aside(file, format!("its plan breaks the plan's rules ({e})")),
+            Ok(()) => (Loaded::Restored(s.session), s.folder),
+            Err(e) => (set_aside(file, format!("its plan breaks the plan's rules ({e})")), None),
         },
-        Ok(s) => set_aside(file, format!("unknown format {}", s.format)),
-        Err(e) => set_aside(file, e.to_string()),
+        Ok(s) => (set_aside(file, format!("unknown format {}", s.format)), None),
+        Err(e) => (set_aside(file, e.to_string()), None),
     }
 }
 

@@ -1,0 +1,169 @@
+//! `stepwise acp`: the engine as an Agent Client Protocol (v1) agent over stdio (newline-delimited
+//! JSON-RPC), for Zed, JetBrains and the Neovim and Emacs ACP clients. One connection, any number of
+//! sessions, each a conversation and plan in one folder. The mapping is documented in docs/acp.md.
+//!
+//! The SDK (`agent-client-protocol`) owns the wire: framing, malformed JSON, unknown methods and ids.
+//! Handlers run inside its dispatch loop, so anything that waits on the client (a prompt's run asks for
+//! permissions and files) is spawned on the connection and answers its request when done.
+
+mod events;
+mod host;
+mod prompt;
+mod replay;
+mod sessions;
+mod tool_calls;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+};
+use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
+use serde_json::json;
+
+use sessions::Sessions;
+
+/// What the client said it can do, from `initialize`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ClientFs {
+    pub read: bool,
+    pub write: bool,
+}
+
+pub(crate) struct Acp {
+    sessions: Sessions,
+    fs: std::sync::RwLock<ClientFs>,
+}
+
+impl Acp {
+    fn fs(&self) -> ClientFs {
+        self.fs.read().map(|f| *f).unwrap_or_default()
+    }
+}
+
+/// Serves ACP on stdin/stdout until the client closes its end; returns the exit code.
+pub async fn serve_stdio() -> i32 {
+    tracing::info!("stepwise {} serving ACP on stdio", env!("CARGO_PKG_VERSION"));
+    match serve(agent_client_protocol::Stdio::new()).await {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("ACP connection failed: {e:?}");
+            1
+        }
+    }
+}
+
+/// Serves one client over `transport` (stdio in production).
+pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Error> {
+    let acp = Arc::new(Acp { sessions: Sessions::new(crate::store::state_dir()), fs: Default::default() });
+    let (a1, a2, a3, a4, a5) = (acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone());
+    let served = Agent
+        .v1()
+        .name("stepwise")
+        .on_receive_request(
+            async move |req: InitializeRequest, responder, _cx| {
+                let fs = &req.client_capabilities.fs;
+                if let Ok(mut f) = a1.fs.write() {
+                    *f = ClientFs { read: fs.read_text_file, write: fs.write_text_file };
+                }
+                // We speak v1 only; a client asking for a newer version gets ours and decides.
+                let info = Implementation::new("stepwise", env!("CARGO_PKG_VERSION")).title("stepwise".to_string());
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(AgentCapabilities::new().load_session(true))
+                        .agent_info(info),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest, responder, _cx| {
+                let root = match session_folder(&req.cwd) {
+                    Ok(r) => r,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                let session = a2.sessions.create(root);
+                tracing::info!("session {} in {}", session.id, session.root.display());
+                responder.respond(NewSessionResponse::new(session.id.clone()))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest, responder, cx| {
+                let root = match session_folder(&req.cwd) {
+                    Ok(r) => r,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                let session = match a3.sessions.load(&req.session_id.0, &root) {
+                    Ok(s) => s,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                // The history goes out before the answer: the client shows it, then continues.
+                replay::send_history(&session, &cx).await;
+                responder.respond(LoadSessionResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest, responder, cx| {
+                let session = match a4.sessions.get(&req.session_id.0) {
+                    Some(s) => s,
+                    None => return responder.respond_with_error(unknown_session(&req.session_id.0)),
+                };
+                let Some(token) = session.start_run() else {
+                    return responder.respond_with_error(Error::new(
+                        ErrorCode::INVALID_REQUEST,
+                        "a prompt is already running in this session (send session/cancel first)",
+                    ));
+                };
+                let text = prompt::prompt_text(&req.prompt);
+                let fs = a4.fs();
+                let conn = cx.clone();
+                cx.spawn(async move {
+                    let answer = prompt::run(&session, &conn, fs, &text, token).await;
+                    session.end_run();
+                    // The client may be gone; nothing more to do for this prompt either way.
+                    let _ = responder.respond_with_result(answer);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |note: CancelNotification, _cx| {
+                match a5.sessions.get(&note.session_id.0) {
+                    Some(s) => s.cancel(),
+                    None => tracing::warn!("session/cancel for unknown session {}", note.session_id.0),
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    // The client is gone (or the connection failed): stop what runs and write every session's state.
+    acp.sessions.wrap_up();
+    served
+}
+
+pub(crate) fn unknown_session(id: &str) -> Error {
+    Error::new(ErrorCode::RESOURCE_NOT_FOUND, format!("unknown session id '{id}'")).data(json!({ "sessionId": id }))
+}
+
+/// A session's folder: an absolute path to an existing directory, canonicalised.
+fn session_folder(cwd: &Path) -> Result<PathBuf, Error> {
+    let bad = |why: String| Error::new(ErrorCode::INVALID_PARAMS, why).data(json!({ "cwd": cwd }));
+    if !cwd.is_absolute() {
+        return Err(bad(format!("cwd must be an absolute path, got '{}'", cwd.display())));
+    }
+    match std::fs::canonicalize(cwd) {
+        Ok(p) if p.is_dir() => Ok(p),
+        Ok(_) => Err(bad(format!("cwd {} is not a directory", cwd.display()))),
+        Err(e) => Err(bad(format!("cwd {} cannot be used: {e}", cwd.display()))),
+    }
+}
+
+pub(crate) type Conn = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Client>;

@@ -1,0 +1,102 @@
+//! `session/prompt`: one task, run to the end of the model's turn, answered with its stop reason.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, EmbeddedResourceResource, PromptResponse, SessionUpdate, StopReason,
+};
+use agent_client_protocol::{Error, ErrorCode};
+use tokio_util::sync::CancellationToken;
+
+use super::events::{self, AcpEvents, RunState};
+use super::host::AcpHost;
+use super::sessions::AcpSession;
+use super::{ClientFs, Conn};
+use crate::agent::{self, FinishReason};
+use crate::config::{self, Env, Overrides};
+use crate::llm::Llm;
+
+/// The prompt as the model reads it: text as given, a linked file by its URI, an embedded one inline.
+pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let parts: Vec<String> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            ContentBlock::ResourceLink(l) => Some(format!("@{}", l.uri)),
+            ContentBlock::Resource(r) => match &r.resource {
+                EmbeddedResourceResource::TextResourceContents(t) => {
+                    Some(format!("<file uri=\"{}\">\n{}\n</file>", t.uri, t.text))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    parts.join("\n")
+}
+
+/// The model and loop settings for this session's folder: the environment, then `.env` in the folder,
+/// then `.env` in the current directory (as the command line reads them).
+async fn configure(root: &std::path::Path) -> Result<(agent::AgentConfig, Llm), String> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
+    let env = Env::load(&[root, cwd.as_path()]);
+    let overrides = Overrides::default();
+    let cfg = config::agent(&env, &overrides)?;
+    let llm = Llm::new(config::provider(&env, &overrides)?)?;
+    Ok((cfg, llm.learn_window().await))
+}
+
+pub(crate) async fn run(
+    session: &Arc<AcpSession>,
+    conn: &Conn,
+    fs: ClientFs,
+    prompt: &str,
+    cancel: CancellationToken,
+) -> Result<PromptResponse, Error> {
+    if prompt.trim().is_empty() {
+        return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
+    }
+    let say =
+        |text: String| events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
+    let configured = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
+        c = configure(&session.root) => c,
+    };
+    let (cfg, llm) = match configured {
+        Ok(c) => c,
+        Err(e) => {
+            say(format!("stepwise: {e}"));
+            return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
+        }
+    };
+    let state = Arc::new(RunState::default());
+    let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
+    let mut convo = session.session.lock().await;
+    let outcome = agent::run(&mut convo, prompt, &llm, &host, &sink, &cfg, &cancel).await;
+    session.save(&convo);
+    drop(convo);
+    let stop = match outcome.reason {
+        FinishReason::EndTurn => StopReason::EndTurn,
+        FinishReason::Cancelled => StopReason::Cancelled,
+        FinishReason::MaxTokens => {
+            say(format!("\n\nstepwise stopped: {}", outcome.error.as_deref().unwrap_or("the output limit was hit")));
+            StopReason::MaxTokens
+        }
+        FinishReason::MaxRounds => {
+            say(format!("\n\nstepwise stopped: the round cap ({}) was reached (STEPWISE_MAX_ROUNDS).", cfg.max_rounds));
+            StopReason::MaxTurnRequests
+        }
+        FinishReason::LoopDetected => {
+            say("\n\nstepwise stopped: the model repeated the same tool call, so it may be stuck in a loop.".into());
+            StopReason::EndTurn
+        }
+        FinishReason::Error => {
+            let why = outcome.error.unwrap_or_else(|| "the run failed".into());
+            say(format!("\n\nstepwise stopped: {why}"));
+            return Err(Error::new(ErrorCode::INTERNAL_ERROR, why));
+        }
+    };
+    Ok(PromptResponse::new(stop))
+}

@@ -1,0 +1,169 @@
+//! The agent's sessions: each a folder, a conversation and plan, the run in flight, and what the user
+//! allowed for the rest of the session. Saved through `store` (one file per session id) as they change.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::{Error, ErrorCode};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::Session;
+use crate::store;
+
+pub(crate) struct AcpSession {
+    pub id: String,
+    /// Canonical: the agent's workspace.
+    pub root: PathBuf,
+    /// Held by the running prompt for the whole run.
+    pub session: tokio::sync::Mutex<Session>,
+    run: Mutex<Option<CancellationToken>>,
+    /// "Allow for this session" was chosen.
+    pub allow_always: AtomicBool,
+    saver: Option<tokio::sync::watch::Sender<Option<Vec<u8>>>>,
+    file: Option<PathBuf>,
+}
+
+impl AcpSession {
+    fn new(id: String, root: PathBuf, session: Session, file: Option<PathBuf>) -> AcpSession {
+        let saver = file.clone().map(store::spawn_writer);
+        AcpSession {
+            id,
+            root,
+            session: tokio::sync::Mutex::new(session),
+            run: Mutex::new(None),
+            allow_always: AtomicBool::new(false),
+            saver,
+            file,
+        }
+    }
+
+    /// Marks a run as started; `None` when one is already running.
+    pub fn start_run(&self) -> Option<CancellationToken> {
+        let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
+        if run.is_some() {
+            return None;
+        }
+        let token = CancellationToken::new();
+        *run = Some(token.clone());
+        Some(token)
+    }
+
+    pub fn end_run(&self) {
+        *self.run.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn running(&self) -> bool {
+        self.run.lock().map(|r| r.is_some()).unwrap_or(true)
+    }
+
+    pub fn cancel(&self) {
+        if let Some(token) = self.run.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            token.cancel();
+        }
+    }
+
+    pub fn save(&self, session: &Session) {
+        if let (Some(saver), Some(bytes)) = (&self.saver, store::encode(&self.root, session)) {
+            let _ = saver.send(Some(bytes));
+        }
+    }
+
+    fn flush(&self) {
+        if let (Some(saver), Some(file)) = (&self.saver, &self.file) {
+            if let Err(e) = store::write_latest(file, saver) {
+                tracing::warn!("could not save session {}: {e}", self.id);
+            }
+        }
+    }
+}
+
+pub(crate) struct Sessions {
+    dir: Option<PathBuf>,
+    live: Mutex<HashMap<String, Arc<AcpSession>>>,
+}
+
+impl Sessions {
+    pub fn new(dir: Option<PathBuf>) -> Sessions {
+        if dir.is_none() {
+            tracing::warn!("no state directory (set STEPWISE_STATE_DIR or HOME): sessions will not be saved");
+        }
+        Sessions { dir, live: Mutex::new(HashMap::new()) }
+    }
+
+    fn file(&self, id: &str) -> Option<PathBuf> {
+        self.dir.as_deref().and_then(|d| store::file_for_id(d, id))
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<AcpSession>> {
+        self.live.lock().ok()?.get(id).cloned()
+    }
+
+    pub fn create(&self, root: PathBuf) -> Arc<AcpSession> {
+        let id = new_id();
+        let session = Arc::new(AcpSession::new(id.clone(), root, Session::default(), self.file(&id)));
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(id, session.clone());
+        }
+        session
+    }
+
+    /// A session of this connection, or one saved earlier, for `session/load` in `root`.
+    pub fn load(&self, id: &str, root: &std::path::Path) -> Result<Arc<AcpSession>, Error> {
+        if let Some(s) = self.get(id) {
+            if s.running() {
+                return Err(Error::new(ErrorCode::INVALID_REQUEST, format!("session {id} is running a prompt")));
+            }
+            if s.root != root {
+                return Err(wrong_folder(id, &s.root));
+            }
+            return Ok(s);
+        }
+        let Some(file) = self.file(id) else {
+            return Err(super::unknown_session(id));
+        };
+        let session = match store::load_with_folder(&file) {
+            (store::Loaded::Restored(session), folder) => {
+                if let Some(folder) = folder.filter(|f| f != root) {
+                    return Err(wrong_folder(id, &folder));
+                }
+                session
+            }
+            (store::Loaded::None, _) => return Err(super::unknown_session(id)),
+            (store::Loaded::Corrupt { moved_to, error }, _) => {
+                let moved = moved_to.map(|p| format!("; moved to {}", p.display())).unwrap_or_default();
+                return Err(Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("session {id} could not be read ({error}){moved}"),
+                ));
+            }
+        };
+        let loaded = Arc::new(AcpSession::new(id.to_string(), root.to_path_buf(), session, Some(file)));
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(id.to_string(), loaded.clone());
+        }
+        Ok(loaded)
+    }
+
+    /// The client is gone: cancel every run and write every session's latest state now.
+    pub fn wrap_up(&self) {
+        let all: Vec<_> = self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
+        for s in all {
+            s.cancel();
+            s.flush();
+        }
+    }
+}
+
+fn wrong_folder(id: &str, folder: &std::path::Path) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, format!("session {id} belongs to the folder {}", folder.display()))
+}
+
+/// Unique per process and unlikely to repeat across processes: time, process id and a counter.
+fn new_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("sw-{:x}{:08x}-{:x}-{seq}", now.as_secs(), now.subsec_nanos(), std::process::id())
+}

@@ -1,0 +1,129 @@
+//! `stepwise acp` and bad input: malformed JSON, unknown methods and sessions, bad folders, a prompt
+//! while one runs, and runs that end badly (model error, loop, round cap, output limit). Each gets an
+//! answer, and the agent keeps serving.
+
+mod common;
+
+use common::call;
+use serde_json::json;
+use stepwise_tests::acp_client::{chunks, AcpClient};
+use stepwise_tests::mock::{MockModel, Step, Turn};
+use stepwise_tests::TempDir;
+
+fn agent_env(mock: &MockModel, state: &TempDir) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", mock.url()),
+        ("ANTHROPIC_API_KEY", "acp-key".into()),
+        ("MODEL_ID", "acp-model".into()),
+        ("STEPWISE_RETRY_BASE_MS", "10".into()),
+        ("STEPWISE_MAX_RETRIES", "0".into()),
+        ("STEPWISE_STATE_DIR", state.path().display().to_string()),
+    ]
+}
+
+#[tokio::test]
+async fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    ws.write("file.txt", "not a folder");
+    let mock = MockModel::start(Vec::<Step>::new()).await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(false, false).await;
+
+    client.send_line("{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ").await;
+    let parse = client.next_raw().await.expect("an answer");
+    assert_eq!(parse["id"], json!(null));
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+
+    let unknown = client.call_err("stepwise/nothing", json!({})).await;
+    assert_eq!(unknown["code"], -32601, "{unknown}");
+
+    let no_session = client
+        .call_err("session/prompt", json!({"sessionId": "sw-missing", "prompt": [{"type": "text", "text": "hi"}]}))
+        .await;
+    assert_eq!(no_session["code"], -32002);
+    assert_eq!(no_session["message"], "unknown session id 'sw-missing'");
+
+    for (cwd, says) in [
+        (json!("relative/dir"), "cwd must be an absolute path, got 'relative/dir'"),
+        (json!("/no/such/folder/anywhere"), "cwd /no/such/folder/anywhere cannot be used"),
+        (json!(ws.join("file.txt")), "is not a directory"),
+    ] {
+        let e = client.call_err("session/new", json!({"cwd": cwd, "mcpServers": []})).await;
+        assert_eq!(e["code"], -32602, "{e}");
+        assert!(e["message"].as_str().unwrap().contains(says), "{e}");
+    }
+    let missing = client.call_err("session/new", json!({})).await;
+    assert_eq!(missing["code"], -32602, "{missing}");
+
+    // Still serving.
+    let sid = client.new_session(ws.path()).await;
+    assert!(sid.starts_with("sw-"));
+    client.close_stdin();
+    assert_eq!(client.wait_exit().await, Some(0));
+}
+
+#[tokio::test]
+async fn runs_that_end_badly_say_why() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    let cut = || -> Step { Turn::text("cut ").with_stop_reason("max_tokens").into() };
+    let mock = MockModel::start(vec![
+        // A model error: a message chunk saying why, and a JSON-RPC error.
+        Step::http_error(400),
+        // A loop: the same call twice in a row.
+        call("todo", json!({"items": [{"id": "1", "text": "Loop", "status": "in_progress"}]})),
+        call("write_file", json!({"path": "a.txt", "content": "x"})),
+        call("write_file", json!({"path": "a.txt", "content": "x"})),
+        // The output limit, three times in a row.
+        cut(),
+        cut(),
+        cut(),
+    ])
+    .await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(false, false).await;
+    let sid = client.new_session(ws.path()).await;
+
+    let (resp, updates) = client.prompt(&sid, "fail").await;
+    assert_eq!(resp["error"]["code"], -32603, "{resp}");
+    let why = resp["error"]["message"].as_str().unwrap();
+    assert!(why.contains("400"), "{resp}");
+    assert!(chunks(&updates, "agent_message_chunk").contains(why), "{updates:#?}");
+
+    let (resp, updates) = client.prompt(&sid, "loop").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    assert!(chunks(&updates, "agent_message_chunk").contains("repeated the same tool call"), "{updates:#?}");
+
+    let (resp, updates) = client.prompt(&sid, "talk a lot").await;
+    assert_eq!(resp["result"]["stopReason"], "max_tokens", "{resp}");
+    assert!(chunks(&updates, "agent_message_chunk").contains("output limit"), "{updates:#?}");
+}
+
+#[tokio::test]
+async fn the_round_cap_is_max_turn_requests_and_one_prompt_runs_at_a_time() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    let mock = MockModel::start(vec![call("read_file", json!({"path": "missing.txt"})), Step::Hang]).await;
+    let mut env = agent_env(&mock, &state);
+    env.push(("STEPWISE_MAX_ROUNDS", "1".into()));
+    let mut client = AcpClient::spawn(ws.path(), &env);
+    client.initialize(false, false).await;
+    let sid = client.new_session(ws.path()).await;
+    let (resp, updates) = client.prompt(&sid, "read").await;
+    assert_eq!(resp["result"]["stopReason"], "max_turn_requests", "{resp}");
+    assert!(chunks(&updates, "agent_message_chunk").contains("round cap (1)"), "{updates:#?}");
+
+    // A second prompt while the first one waits for the model is refused; the first goes on (until
+    // cancelled: this model never answers).
+    let first =
+        client.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "a"}]})).await;
+    mock.wait_for_requests(2, std::time::Duration::from_secs(10)).await;
+    let busy =
+        client.call_err("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "b"}]})).await;
+    assert_eq!(busy["code"], -32600, "{busy}");
+    assert!(busy["message"].as_str().unwrap().contains("already running"), "{busy}");
+    client.notify("session/cancel", json!({"sessionId": sid})).await;
+    let done = client.response(first).await;
+    assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+}

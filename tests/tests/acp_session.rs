@@ -1,0 +1,196 @@
+//! `stepwise acp` driven over its stdio by a test client: initialize, a prompt with a plan, tool calls and
+//! an edit's diff, and permissions answered allow, always, reject and cancelled.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::{call, result_texts};
+use serde_json::{json, Value};
+use stepwise_tests::acp_client::{chunks, of_kind, AcpClient};
+use stepwise_tests::mock::{MockModel, Step, Turn};
+use stepwise_tests::TempDir;
+
+fn agent_env(mock: &MockModel, state: &TempDir) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", mock.url()),
+        ("ANTHROPIC_API_KEY", "acp-key".into()),
+        ("MODEL_ID", "acp-model".into()),
+        ("STEPWISE_RETRY_BASE_MS", "10".into()),
+        ("STEPWISE_STATE_DIR", state.path().display().to_string()),
+    ]
+}
+
+fn todo(items: &[(&str, &str, &str)]) -> Value {
+    json!({"items": items.iter().map(|(id, text, status)| json!({"id": id, "text": text, "status": status})).collect::<Vec<_>>()})
+}
+
+/// Answers permission requests with the given option ids in turn (`"cancelled"` for that outcome),
+/// and keeps the requests.
+fn permissions(client: &mut AcpClient, answers: &[&str]) -> Arc<Mutex<Vec<Value>>> {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let (seen, mut answers) = (asked.clone(), answers.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter());
+    client.on_request = Box::new(move |method, params| {
+        assert_eq!(method, "session/request_permission", "unexpected request {method}: {params}");
+        seen.lock().unwrap().push(params.clone());
+        match answers.next().as_deref() {
+            Some("cancelled") => Ok(json!({"outcome": {"outcome": "cancelled"}})),
+            Some(option) => Ok(json!({"outcome": {"outcome": "selected", "optionId": option}})),
+            None => panic!("more permission requests than expected: {params}"),
+        }
+    });
+    asked
+}
+
+#[tokio::test]
+async fn a_prompt_reports_plan_tool_calls_diff_and_usage() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    ws.write("src.txt", "hello world\n");
+    let mock = MockModel::start(vec![
+        Turn::text("Planning.")
+            .with_tool("todo", todo(&[("1", "Edit the file", "in_progress"), ("2", "Check it", "pending")]))
+            .with_usage(1200, 40)
+            .into(),
+        call("edit_file", json!({"path": "src.txt", "old_text": "world", "new_text": "there"})),
+        call("read_file", json!({"path": "src.txt"})),
+        call("bash", json!({"command": "cat src.txt"})),
+        call("todo", todo(&[("1", "Edit the file", "completed"), ("2", "Check it", "completed")])),
+        Step::text("Done: src.txt says hello there."),
+    ])
+    .await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    let init = client.initialize(false, false).await;
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(init["agentInfo"]["name"], "stepwise");
+    let asked = permissions(&mut client, &["allow_once"]);
+    let sid = client.new_session(ws.path()).await;
+
+    let (resp, updates) = client.prompt(&sid, "fix the greeting").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    assert_eq!(ws.read("src.txt"), "hello there\n");
+    let text = chunks(&updates, "agent_message_chunk");
+    assert!(text.contains("Planning.") && text.contains("Done: src.txt says hello there."), "{text}");
+
+    // The plan: every entry after every change.
+    let plans = of_kind(&updates, "plan");
+    assert_eq!(plans.len(), 2, "{updates:#?}");
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            {"content": "Edit the file", "priority": "medium", "status": "in_progress"},
+            {"content": "Check it", "priority": "medium", "status": "pending"}
+        ])
+    );
+    assert!(plans[1]["entries"].as_array().unwrap().iter().all(|e| e["status"] == "completed"));
+
+    // Tool calls: announced, then finished with their output.
+    let calls = of_kind(&updates, "tool_call");
+    let kinds: Vec<&str> = calls.iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["think", "edit", "read", "execute", "think"]);
+    let titles: Vec<&str> = calls.iter().map(|c| c["title"].as_str().unwrap()).collect();
+    assert_eq!(titles[1..4], ["Edit src.txt", "Read src.txt", "Run cat src.txt"]);
+    let src = ws.join("src.txt").display().to_string();
+    assert_eq!(calls[1]["locations"][0]["path"], src);
+    assert_eq!(calls[1]["rawInput"]["old_text"], "world");
+    assert_eq!(calls[1]["status"], "in_progress");
+    let finished = of_kind(&updates, "tool_call_update");
+    assert_eq!(finished.len(), 5);
+    for (start, end) in calls.iter().zip(&finished) {
+        assert_eq!(start["toolCallId"], end["toolCallId"]);
+        assert_eq!(end["status"], "completed", "{end}");
+    }
+    let edit = &finished[1]["content"];
+    assert_eq!(edit[0], json!({"type": "diff", "path": src, "oldText": "hello world\n", "newText": "hello there\n"}));
+    assert_eq!(edit[1]["content"]["text"], "Edited src.txt");
+    assert_eq!(finished[1]["locations"][0]["line"], 1);
+    assert!(finished[2]["content"][0]["content"]["text"].as_str().unwrap().contains("hello there"));
+    assert_eq!(finished[3]["content"][0]["content"]["text"], "```\nhello there\n```");
+
+    // The one shell command asked first, naming the call in flight.
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["sessionId"], sid.as_str());
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], calls[3]["toolCallId"]);
+    let options: Vec<&str> =
+        asked[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+
+    let usage = of_kind(&updates, "usage_update");
+    assert_eq!(usage.len(), 6);
+    assert_eq!(usage[0]["used"], 1240);
+    assert_eq!(usage[0]["size"], 200000);
+}
+
+#[tokio::test]
+async fn permissions_reject_cancel_and_allow_always() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    let mock = MockModel::start(vec![
+        call("bash", json!({"command": "echo zero"})),
+        call("bash", json!({"command": "echo one"})),
+        call("bash", json!({"command": "echo two"})),
+        call("bash", json!({"command": "echo three"})),
+        call("write_file", json!({"path": ".env", "content": "X=1\n"})),
+        Step::text("ok"),
+    ])
+    .await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(false, false).await;
+    let asked = permissions(&mut client, &["cancelled", "reject_once", "allow_always"]);
+    let sid = client.new_session(ws.path()).await;
+    let (resp, updates) = client.prompt(&sid, "run things").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+
+    // Cancelled and rejected become the contract's error result, and the turn goes on; after "allow
+    // always" nothing is asked again in this session, protected writes included.
+    assert_eq!(asked.lock().unwrap().len(), 3);
+    let reqs = mock.requests();
+    let results: Vec<String> = reqs[1..].iter().map(|r| result_texts(&r.body).join("|")).collect();
+    assert_eq!(
+        results,
+        ["Error: Command denied by the user", "Error: Command denied by the user", "two", "three", "Wrote 4 bytes"]
+    );
+    let finished = of_kind(&updates, "tool_call_update");
+    let statuses: Vec<&str> = finished.iter().map(|u| u["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["failed", "failed", "completed", "completed", "completed"]);
+    assert_eq!(ws.read(".env"), "X=1\n");
+}
+
+#[tokio::test]
+async fn files_go_through_the_client_when_it_offers_them() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    ws.write("a.txt", "on disk\n");
+    let mock = MockModel::start(vec![
+        call("read_file", json!({"path": "a.txt"})),
+        call("edit_file", json!({"path": "a.txt", "old_text": "buffer", "new_text": "edited buffer"})),
+        Step::text("done"),
+    ])
+    .await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(true, true).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    client.on_request = Box::new(move |method, params| {
+        log.lock().unwrap().push((method.to_string(), params.clone()));
+        match method {
+            "fs/read_text_file" => Ok(json!({"content": "unsaved buffer\n"})),
+            "fs/write_text_file" => Ok(json!({})),
+            other => Err((-32601, format!("unexpected {other}"))),
+        }
+    });
+    let sid = client.new_session(ws.path()).await;
+    let (resp, updates) = client.prompt(&sid, "edit through the editor").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    assert_eq!(result_texts(&mock.requests()[1].body), ["unsaved buffer"]);
+    let seen = seen.lock().unwrap().clone();
+    let methods: Vec<&str> = seen.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["fs/read_text_file", "fs/read_text_file", "fs/write_text_file"]);
+    let path = ws.join("a.txt").display().to_string();
+    assert_eq!(seen[2].1, json!({"sessionId": sid, "path": path, "content": "unsaved edited buffer\n"}));
+    assert_eq!(ws.read("a.txt"), "on disk\n", "the client writes, not the agent");
+    let diff = &of_kind(&updates, "tool_call_update")[1]["content"][0];
+    assert_eq!(diff["oldText"], "unsaved buffer\n");
+}
