@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: formatting and lints, the Rust workspace (engine, mock model, LSP harness), a
-# real model server (llama.cpp), then the Neovim plugin and the VS Code extension end to end. Each script
-# installs what it needs (cached under ~/.cache/stepwise-tools).
+# real model server (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the Neovim plugin and the VS Code
+# extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +15,9 @@ cargo test --workspace
 
 echo "== llama-server (real model, both wire formats)"
 bash tests/llama/test.sh
+
+echo "== acp (acpx and the TypeScript SDK against stepwise acp)"
+bash tests/acp/test.sh
 
 echo "== neovim"
 bash editors/neovim/scripts/test.sh
