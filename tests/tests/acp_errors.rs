@@ -127,3 +127,20 @@ async fn the_round_cap_is_max_turn_requests_and_one_prompt_runs_at_a_time() {
     let done = client.response(first).await;
     assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
 }
+
+#[tokio::test]
+async fn a_panicking_run_answers_its_prompt_and_frees_the_session() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    let mock = MockModel::start(vec![Step::text("Still here.")]).await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(false, false).await;
+    let sid = client.new_session(ws.path()).await;
+    // A prompt that makes a debug build's run panic (see prompt::run).
+    let (resp, _) = client.prompt(&sid, "__stepwise_test_panic__").await;
+    assert_eq!(resp["error"]["code"], -32603, "{resp}");
+    assert!(resp["error"]["message"].as_str().unwrap().contains("the run panicked"), "{resp}");
+    let (resp, updates) = client.prompt(&sid, "hello").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    assert_eq!(chunks(&updates, "agent_message_chunk"), "Still here.");
+}

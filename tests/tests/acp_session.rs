@@ -194,3 +194,40 @@ async fn files_go_through_the_client_when_it_offers_them() {
     let diff = &of_kind(&updates, "tool_call_update")[1]["content"][0];
     assert_eq!(diff["oldText"], "unsaved buffer\n");
 }
+
+#[tokio::test]
+async fn reminders_are_thoughts_and_cut_calls_are_failed_calls() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    ws.write("a.txt", "a\n");
+    let mock = MockModel::start(vec![
+        call("todo", todo(&[("1", "Read a", "in_progress")])),
+        call("read_file", json!({"path": "a.txt"})),
+        // Cut by the output limit: never run, answered with an error.
+        Turn::default()
+            .with_tool("write_file", json!({"path": "b.txt", "content": "half"}))
+            .with_stop_reason("max_tokens")
+            .into(),
+        Step::text("Stopping here."),
+    ])
+    .await;
+    let mut env = agent_env(&mock, &state);
+    env.push(("STEPWISE_REMINDER_ROUNDS", "1".into()));
+    let mut client = AcpClient::spawn(ws.path(), &env);
+    client.initialize(false, false).await;
+    let sid = client.new_session(ws.path()).await;
+    let (resp, updates) = client.prompt(&sid, "read a").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+
+    // The reminder is shown as a thought, and the model still gets it after the tool results.
+    assert_eq!(chunks(&updates, "agent_thought_chunk"), "<reminder>Update your todos.</reminder>");
+    let sent = &mock.requests()[2].body;
+    let last = sent["messages"].as_array().unwrap().last().unwrap()["content"].as_array().unwrap().clone();
+    assert_eq!(last.last().unwrap()["text"], "<reminder>Update your todos.</reminder>");
+
+    // The cut call was never announced as running: one tool_call, already failed.
+    let cut = of_kind(&updates, "tool_call").into_iter().find(|c| c["kind"] == "edit").expect("the cut call").clone();
+    assert_eq!(cut["status"], "failed");
+    assert!(cut["content"][0]["content"]["text"].as_str().unwrap().contains("cut off by the output limit"), "{cut}");
+    assert!(!ws.join("b.txt").exists());
+}

@@ -13,6 +13,7 @@ use super::sessions::AcpSession;
 use super::tool_calls::{self, FileChange};
 use super::Conn;
 use crate::events::{Event, EventSink};
+use crate::locks::lock;
 use crate::session::Session;
 
 /// What the host and the events share during one run: the call in flight (a permission request names
@@ -28,17 +29,15 @@ pub(crate) struct RunState {
 
 impl RunState {
     pub fn current_call(&self) -> Option<String> {
-        self.current.lock().ok()?.clone()
+        lock(&self.current).clone()
     }
 
     pub fn set_change(&self, change: FileChange) {
-        if let Ok(mut c) = self.change.lock() {
-            *c = Some(change);
-        }
+        *lock(&self.change) = Some(change);
     }
 
     fn take_change(&self) -> Option<FileChange> {
-        self.change.lock().ok()?.take()
+        lock(&self.change).take()
     }
 }
 
@@ -71,25 +70,17 @@ impl EventSink for AcpEvents {
             Event::Thinking { .. } | Event::RunFinished { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input } => {
-                if let Ok(mut c) = self.state.current.lock() {
-                    *c = Some(id.to_string());
-                }
-                if let Ok(mut s) = self.state.started.lock() {
-                    s.insert(id.to_string());
-                }
-                if let Ok(mut c) = self.state.change.lock() {
-                    *c = None;
-                }
+                *lock(&self.state.current) = Some(id.to_string());
+                lock(&self.state.started).insert(id.to_string());
+                *lock(&self.state.change) = None;
                 let call = tool_calls::started(id, name, input, &self.session.root);
                 self.send(SessionUpdate::ToolCall(call));
             }
             Event::ToolFinished { id, name, input, output, is_error } => {
-                if let Ok(mut c) = self.state.current.lock() {
-                    *c = None;
-                }
+                *lock(&self.state.current) = None;
                 let change = if is_error { None } else { self.state.take_change() };
                 let content = tool_calls::content(name, output, change.as_ref());
-                let announced = self.state.started.lock().map(|mut s| s.remove(id)).unwrap_or(false);
+                let announced = lock(&self.state.started).remove(id);
                 if !announced {
                     let call = tool_calls::started(id, name, input, &self.session.root)
                         .status(tool_calls::status(is_error))

@@ -22,8 +22,10 @@ use agent_client_protocol::v1::schema::{
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
+use futures_util::FutureExt;
 use serde_json::json;
 
+use crate::locks;
 use sessions::Sessions;
 
 /// What the client said it can do, from `initialize`.
@@ -40,7 +42,7 @@ pub(crate) struct Acp {
 
 impl Acp {
     fn fs(&self) -> ClientFs {
-        self.fs.read().map(|f| *f).unwrap_or_default()
+        *locks::read(&self.fs)
     }
 }
 
@@ -66,9 +68,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
                 let fs = &req.client_capabilities.fs;
-                if let Ok(mut f) = a1.fs.write() {
-                    *f = ClientFs { read: fs.read_text_file, write: fs.write_text_file };
-                }
+                *locks::write(&a1.fs) = ClientFs { read: fs.read_text_file, write: fs.write_text_file };
                 // We speak v1 only; a client asking for a newer version gets ours and decides.
                 let info = Implementation::new("stepwise", env!("CARGO_PKG_VERSION")).title("stepwise".to_string());
                 responder.respond(
@@ -123,7 +123,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 let fs = a4.fs();
                 let conn = cx.clone();
                 cx.spawn(async move {
-                    let answer = prompt::run(&session, &conn, fs, &text, token).await;
+                    // A panic in the run must not take the connection down: it answers this prompt only.
+                    let run = std::panic::AssertUnwindSafe(prompt::run(&session, &conn, fs, &text, token));
+                    let answer = run.catch_unwind().await.unwrap_or_else(|p| Err(panicked(p)));
                     session.end_run();
                     // The client may be gone; nothing more to do for this prompt either way.
                     let _ = responder.respond_with_result(answer);
@@ -147,6 +149,17 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
     // The client is gone (or the connection failed): stop what runs and write every session's state.
     acp.sessions.wrap_up();
     served
+}
+
+/// The answer to a prompt whose run panicked; the session stays usable.
+fn panicked(p: Box<dyn std::any::Any + Send>) -> Error {
+    let text = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    tracing::error!("a prompt's run panicked: {text}");
+    Error::new(ErrorCode::INTERNAL_ERROR, format!("internal error: the run panicked: {text}"))
 }
 
 pub(crate) fn unknown_session(id: &str) -> Error {

@@ -56,6 +56,11 @@ pub(crate) async fn run(
     if prompt.trim().is_empty() {
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
     }
+    // Debug builds only: lets the tests prove that a panicking run answers and frees its session.
+    #[cfg(debug_assertions)]
+    if prompt == "__stepwise_test_panic__" {
+        panic!("test panic requested");
+    }
     let say =
         |text: String| events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
     let configured = tokio::select! {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::{Error, ErrorCode};
 use tokio_util::sync::CancellationToken;
 
+use crate::locks::lock;
 use crate::session::Session;
 use crate::store;
 
@@ -41,7 +42,7 @@ impl AcpSession {
 
     /// Marks a run as started; `None` when one is already running.
     pub fn start_run(&self) -> Option<CancellationToken> {
-        let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
+        let mut run = lock(&self.run);
         if run.is_some() {
             return None;
         }
@@ -51,15 +52,15 @@ impl AcpSession {
     }
 
     pub fn end_run(&self) {
-        *self.run.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.run) = None;
     }
 
     fn running(&self) -> bool {
-        self.run.lock().map(|r| r.is_some()).unwrap_or(true)
+        lock(&self.run).is_some()
     }
 
     pub fn cancel(&self) {
-        if let Some(token) = self.run.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(token) = lock(&self.run).as_ref() {
             token.cancel();
         }
     }
@@ -97,15 +98,13 @@ impl Sessions {
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<AcpSession>> {
-        self.live.lock().ok()?.get(id).cloned()
+        lock(&self.live).get(id).cloned()
     }
 
     pub fn create(&self, root: PathBuf) -> Arc<AcpSession> {
         let id = new_id();
         let session = Arc::new(AcpSession::new(id.clone(), root, Session::default(), self.file(&id)));
-        if let Ok(mut live) = self.live.lock() {
-            live.insert(id, session.clone());
-        }
+        lock(&self.live).insert(id, session.clone());
         session
     }
 
@@ -140,15 +139,13 @@ impl Sessions {
             }
         };
         let loaded = Arc::new(AcpSession::new(id.to_string(), root.to_path_buf(), session, Some(file)));
-        if let Ok(mut live) = self.live.lock() {
-            live.insert(id.to_string(), loaded.clone());
-        }
+        lock(&self.live).insert(id.to_string(), loaded.clone());
         Ok(loaded)
     }
 
     /// The client is gone: cancel every run and write every session's latest state now.
     pub fn wrap_up(&self) {
-        let all: Vec<_> = self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
+        let all: Vec<_> = lock(&self.live).values().cloned().collect();
         for s in all {
             s.cancel();
             s.flush();

@@ -14,10 +14,10 @@ use super::caps::Caps;
 use super::documents::{normalize, Documents};
 use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
-use crate::store as state;
 use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
+use crate::store as state;
 
 pub struct Shared {
     pub client: Client,
