@@ -152,3 +152,34 @@ pub fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>
     });
     tx
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_name_files_inside_the_acp_folder_only() {
+        let dir = Path::new("/state");
+        assert_eq!(file_for_id(dir, "sw-1a2b-3_4"), Some(PathBuf::from("/state/acp/sw-1a2b-3_4.json")));
+        for bad in ["", "../x", "a/b", "a.json", "..", "x\0y", &"a".repeat(101)] {
+            assert_eq!(file_for_id(dir, bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_folder_is_saved_with_the_session() {
+        let dir = std::env::temp_dir().join(format!("stepwise-store-{}", std::process::id()));
+        let file = dir.join("s.json");
+        let mut session = Session::default();
+        session.push_prompt("hello");
+        write_atomic(&file, &encode(Path::new("/work/project"), &session).unwrap()).unwrap();
+        match load_with_folder(&file) {
+            (Loaded::Restored(s), Some(folder)) => {
+                assert_eq!(s, session);
+                assert_eq!(folder, Path::new("/work/project"));
+            }
+            _ => panic!("not restored with its folder"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -53,6 +53,9 @@ async fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
         assert_eq!(e["code"], -32602, "{e}");
         assert!(e["message"].as_str().unwrap().contains(says), "{e}");
     }
+    let traversal =
+        client.call_err("session/load", json!({"sessionId": "../../etc/x", "cwd": ws.path(), "mcpServers": []})).await;
+    assert_eq!(traversal["code"], -32002, "{traversal}");
     let missing = client.call_err("session/new", json!({})).await;
     assert_eq!(missing["code"], -32602, "{missing}");
 

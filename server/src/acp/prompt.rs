@@ -105,3 +105,18 @@ pub(crate) async fn run(
     };
     Ok(PromptResponse::new(stop))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::prompt_text;
+    use agent_client_protocol::v1::schema::{ContentBlock, ResourceLink, TextContent};
+
+    #[test]
+    fn text_and_linked_files_make_the_prompt() {
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("fix")),
+            ContentBlock::ResourceLink(ResourceLink::new("main.rs", "file:///p/main.rs")),
+        ];
+        assert_eq!(prompt_text(&blocks), "fix\n@file:///p/main.rs");
+    }
+}
