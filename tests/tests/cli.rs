@@ -466,7 +466,7 @@ async fn a_killed_stepwise_leaves_no_command_running() {
 #[tokio::test]
 async fn every_subcommand_answers_help() {
     let cwd = TempDir::new("cli-help");
-    for sub in ["run", "chat", "demo", "lsp"] {
+    for sub in ["run", "chat", "demo", "lsp", "acp"] {
         let mut cmd = stepwise(cwd.path());
         cmd.args([sub, "--help"]);
         let o = output(&mut cmd).await;
