@@ -74,6 +74,13 @@ impl AcpClient {
         stdin.flush().await.expect("flush");
     }
 
+    /// Raw bytes, as they are (no newline added).
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin already closed");
+        stdin.write_all(bytes).await.expect("write to the agent");
+        stdin.flush().await.expect("flush");
+    }
+
     pub async fn send(&mut self, msg: Value) {
         self.send_line(&msg.to_string()).await;
     }

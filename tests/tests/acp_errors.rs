@@ -35,6 +35,16 @@ async fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
     assert_eq!(parse["id"], json!(null));
     assert_eq!(parse["error"]["code"], -32700, "{parse}");
 
+    // Bytes that are not UTF-8, and a line over the 64 MiB limit (skipped unread): parse errors too.
+    client.send_bytes(b"\xff\xfe{\"jsonrpc\"\n").await;
+    let bad_utf8 = client.next_raw().await.expect("an answer");
+    assert_eq!(bad_utf8["error"]["code"], -32700, "{bad_utf8}");
+    client.send_bytes(&vec![b'x'; 65 * 1024 * 1024]).await;
+    client.send_bytes(b"\n").await;
+    let too_long = client.next_raw().await.expect("an answer");
+    assert_eq!(too_long["error"]["code"], -32700);
+    assert_eq!(too_long["error"]["data"]["line"], "(a line over 64 MiB, skipped unread)");
+
     let unknown = client.call_err("stepwise/nothing", json!({})).await;
     assert_eq!(unknown["code"], -32601, "{unknown}");
 

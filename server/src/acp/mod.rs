@@ -11,6 +11,7 @@ mod host;
 mod prompt;
 mod replay;
 mod sessions;
+mod stdio;
 mod tool_calls;
 
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ impl Acp {
 /// Serves ACP on stdin/stdout until the client closes its end; returns the exit code.
 pub async fn serve_stdio() -> i32 {
     tracing::info!("stepwise {} serving ACP on stdio", env!("CARGO_PKG_VERSION"));
-    match serve(agent_client_protocol::Stdio::new()).await {
+    match serve(stdio::transport()).await {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!("ACP connection failed: {e:?}");
