@@ -152,3 +152,25 @@ async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
     assert_eq!(texts.len(), 7, "the whole first task and the second prompt: {sent}");
     assert_eq!(texts[0][0]["text"], "first task");
 }
+
+#[tokio::test]
+async fn cancel_while_a_permission_question_waits() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    let mock = MockModel::start(vec![call("bash", json!({"command": "echo never > ran.txt"}))]).await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(false, false).await;
+    let sid = client.new_session(ws.path()).await;
+    let id =
+        client.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})).await;
+    // The question is left unanswered; the user cancels the turn instead.
+    let ask = client.until(|m| m["method"] == "session/request_permission").await;
+    client.notify("session/cancel", json!({"sessionId": sid})).await;
+    let resp = client.until(|m| m["id"] == json!(id) && m.get("method").is_none()).await;
+    assert_eq!(resp["result"]["stopReason"], "cancelled", "{resp}");
+    // The agent withdrew its question ($/cancel_request), and nothing ran.
+    let withdrawn =
+        client.received.iter().any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == ask["id"]);
+    assert!(withdrawn, "{:#?}", client.received);
+    assert!(!ws.join("ran.txt").exists());
+}
