@@ -41,6 +41,18 @@ enum Command {
     /// The Agent Client Protocol (v1) agent on stdin/stdout, for Zed and other ACP clients (logs on stderr)
     #[command(after_help = cli::MODEL_HELP)]
     Acp,
+    /// The configuration stepwise sees (each value and where it came from, never the key) and what is missing
+    Doctor {
+        /// The folder to check (its .env, its saved session)
+        #[arg(short, long, value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// An editor's settings as JSON (its initializationOptions), which win over the environment
+        #[arg(long, value_name = "JSON")]
+        settings: Option<String>,
+        /// One JSON object, for editors
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -86,6 +98,7 @@ fn main() {
             init_logging("warn");
             runtime().block_on(cli::demo())
         }
+        Command::Doctor { workspace, settings, json } => cli::doctor::run(&workspace, settings.as_deref(), json),
         Command::Lsp { .. } => {
             init_logging("info");
             runtime().block_on(stepwise::lsp::serve_stdio());

@@ -27,7 +27,7 @@ impl Status {
         }
     }
 
-    fn marker(self) -> &'static str {
+    pub fn marker(self) -> &'static str {
         match self {
             Status::Pending => "[ ]",
             Status::InProgress => "[>]",

@@ -937,7 +937,9 @@ impl EditorBuilder {
             init_options: Map::new(),
             settings: Value::Null,
             policies: preset.default_policies(),
-            ignored: HashSet::new(),
+            // Plan changes and reminders are mirrored as log lines for plain clients (lsp_plain_clients.rs
+            // reads them from the transcript); an editor keeps them in its log, unread.
+            ignored: HashSet::from(["window/logMessage".to_string()]),
             transport: Transport::InMemory,
             state_dir: None,
             env: Vec::new(),

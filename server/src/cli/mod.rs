@@ -1,6 +1,7 @@
 //! The command line: `run`, `chat`, `demo` and `lsp`.
 
 mod demo;
+pub mod doctor;
 mod input;
 mod render;
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tower_lsp_server::ls_types::{ProgressToken, WorkDoneProgress, WorkDoneProgressReport};
+use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgress, WorkDoneProgressReport};
 
 use super::folder::{plan_payload, Folder};
 use super::notify::{Notifier, Outgoing};
@@ -53,9 +53,14 @@ impl EventSink for EditorEvents {
                     ));
                 }
                 self.notifier.send(Outgoing::Plan(plan_payload(ws, plan)));
+                self.notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&folder_name(&self.folder), plan)));
                 Outgoing::RefreshLenses
             }
-            Event::Reminder { text } => Outgoing::Reminder(json!({"workspace": ws, "text": text})),
+            Event::Reminder { text } => {
+                let line = format!("stepwise reminder ({}): {}", folder_name(&self.folder), one_line(text));
+                self.notifier.send(Outgoing::Log(MessageType::INFO, line));
+                Outgoing::Reminder(json!({"workspace": ws, "text": text}))
+            }
             Event::Compacted { tokens_before, tokens_after, error } => {
                 let mut v =
                     json!({"workspace": ws, "runId": run, "tokensBefore": tokens_before, "tokensAfter": tokens_after});
@@ -80,4 +85,23 @@ impl EventSink for EditorEvents {
     fn checkpoint(&self, session: &Session) {
         self.folder.save(session);
     }
+}
+
+/// A plan change as one log line for clients that show only `window/logMessage`:
+/// `stepwise plan (demo) 1/3: [x] Read greet.js | [>] Add a farewell | [ ] Export it`.
+fn plan_line(folder: &str, plan: &crate::plan::Plan) -> String {
+    if plan.items.is_empty() {
+        return format!("stepwise plan ({folder}): empty");
+    }
+    let items: Vec<String> =
+        plan.items.iter().map(|i| format!("{} {}", i.status.marker(), one_line(&i.text))).collect();
+    format!("stepwise plan ({folder}) {}/{}: {}", plan.completed(), plan.items.len(), items.join(" | "))
+}
+
+fn folder_name(folder: &Folder) -> String {
+    folder.root.file_name().map_or_else(|| folder.root.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -3,7 +3,8 @@
 use serde_json::Value;
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::{
-    MessageType, ProgressParams, ProgressParamsValue, ProgressToken, ShowMessageParams, WorkDoneProgress,
+    LogMessageParams, MessageType, ProgressParams, ProgressParamsValue, ProgressToken, ShowMessageParams,
+    WorkDoneProgress,
 };
 use tower_lsp_server::Client;
 
@@ -35,6 +36,8 @@ pub enum Outgoing {
     Usage(Value),
     Progress(ProgressToken, WorkDoneProgress),
     Message(MessageType, String),
+    /// `window/logMessage`: one line for clients without stepwise-specific code (eglot, Helix, Kakoune).
+    Log(MessageType, String),
     RefreshLenses,
     /// Answered once everything queued before it has been handed to the client.
     Barrier(tokio::sync::oneshot::Sender<()>),
@@ -140,6 +143,13 @@ impl Notifier {
                         client
                             .send_notification::<tower_lsp_server::ls_types::notification::ShowMessage>(
                                 ShowMessageParams { typ, message },
+                            )
+                            .await
+                    }
+                    Outgoing::Log(typ, message) => {
+                        client
+                            .send_notification::<tower_lsp_server::ls_types::notification::LogMessage>(
+                                LogMessageParams { typ, message },
                             )
                             .await
                     }

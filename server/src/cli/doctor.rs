@@ -1,0 +1,241 @@
+//! `stepwise doctor [--workspace DIR] [--settings JSON] [--json]`: the configuration stepwise sees, read
+//! by the same code as `run` and the sidecar (environment, `.env`, editor settings), and what is missing.
+//! Editors show this report instead of reading `.env` files themselves. The API key is never printed:
+//! only whether it is set and where it came from.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::config::{self, Env, Overrides};
+use crate::llm::ProviderKind;
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    Settings,
+    Environment,
+    File(PathBuf),
+    Default,
+    Unset,
+}
+
+impl Source {
+    fn of(env: &Env, var: &str) -> Source {
+        match (env.get(var), env.file_of(var)) {
+            (None, _) => Source::Unset,
+            (Some(_), Some(f)) => Source::File(f.to_path_buf()),
+            (Some(_), None) => Source::Environment,
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Source::Settings => json!({"source": "settings"}),
+            Source::Environment => json!({"source": "environment"}),
+            Source::File(f) => json!({"source": "file", "file": f}),
+            Source::Default => json!({"source": "default"}),
+            Source::Unset => json!({"source": "unset"}),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Source::Settings => "editor settings".into(),
+            Source::Environment => "environment".into(),
+            Source::File(f) => f.display().to_string(),
+            Source::Default => "default".into(),
+            Source::Unset => "not set".into(),
+        }
+    }
+}
+
+struct Item {
+    value: Option<String>,
+    var: String,
+    source: Source,
+}
+
+impl Item {
+    fn json(&self) -> Value {
+        let mut v = self.source.json();
+        v["value"] = json!(self.value);
+        v["variable"] = json!(self.var);
+        v
+    }
+}
+
+/// The report on one workspace.
+pub struct Report {
+    workspace: PathBuf,
+    env_files: Vec<PathBuf>,
+    provider: Item,
+    model: Item,
+    base_url: Item,
+    key: Item,
+    /// `model` and/or `apiKey`: what must be set before a run can reach a model.
+    missing: Vec<&'static str>,
+    problems: Vec<String>,
+    state_dir: Option<PathBuf>,
+    session: Option<PathBuf>,
+}
+
+fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {
+    if let Some(v) = setting.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+        return Item { value: Some(v.to_string()), var: var.to_string(), source: Source::Settings };
+    }
+    Item { value: env.get(var).map(str::to_string), var: var.to_string(), source: Source::of(env, var) }
+}
+
+/// What stepwise would use in `workspace`, with `.env` files from `dirs` (as `run` and the sidecar read them).
+pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
+    let env = Env::load(dirs);
+    let mut env_files: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        let f = dir.join(".env");
+        if f.is_file() {
+            let f = std::fs::canonicalize(&f).unwrap_or(f);
+            if !env_files.contains(&f) {
+                env_files.push(f);
+            }
+        }
+    }
+    let mut provider = pick(&o.provider, &env, "STEPWISE_PROVIDER");
+    let kind = provider.value.as_deref().and_then(ProviderKind::parse).unwrap_or(ProviderKind::Anthropic);
+    if provider.value.is_none() {
+        provider.value = Some("anthropic".into());
+        provider.source = Source::Default;
+    }
+    let model = pick(&o.model, &env, "MODEL_ID");
+    let (key_var, base_var, default_base) = match kind {
+        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+        ProviderKind::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    };
+    let mut base_url = pick(&o.base_url, &env, base_var);
+    if base_url.value.is_none() {
+        base_url.value = Some(default_base.into());
+        base_url.source = Source::Default;
+    }
+    let key_var = o.api_key_env.clone().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| key_var.to_string());
+    // Never the key itself: only whether it is set and where from.
+    let key = Item { value: None, source: Source::of(&env, &key_var), var: key_var };
+
+    // The problems are the ones a run reports, by the same code; a missing model hides what comes after
+    // it there, so it is looked past once to find the rest.
+    let mut problems = Vec::new();
+    let mut missing = Vec::new();
+    let mut probe = o.clone();
+    if model.value.is_none() {
+        missing.push("model");
+        probe.model = Some("-".into());
+        if let Err(e) = config::provider(&env, o) {
+            problems.push(e);
+        }
+    }
+    if let Err(e) = config::provider(&env, &probe) {
+        if key.source == Source::Unset && e.contains(&key.var) {
+            missing.push("apiKey");
+        }
+        if !problems.contains(&e) {
+            problems.push(e);
+        }
+    }
+    if let Err(e) = config::agent(&env, o) {
+        problems.push(e);
+    }
+    let state_dir = crate::trust::state_dir();
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
+    Report { workspace: root, env_files, provider, model, base_url, key, missing, problems, state_dir, session }
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    pub fn json(&self) -> Value {
+        let mut key = self.key.json();
+        key["set"] = json!(self.key.source != Source::Unset);
+        if let Some(o) = key.as_object_mut() {
+            o.remove("value");
+        }
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "workspace": self.workspace,
+            "envFiles": self.env_files,
+            "provider": self.provider.json(),
+            "model": self.model.json(),
+            "baseUrl": self.base_url.json(),
+            "apiKey": key,
+            "stateDir": self.state_dir,
+            "session": self.session,
+            "missing": self.missing,
+            "problems": self.problems,
+            "ok": self.ok(),
+        })
+    }
+
+    pub fn text(&self) -> String {
+        let mut out = format!("stepwise {}\n", env!("CARGO_PKG_VERSION"));
+        let mut line = |name: &str, value: String| out.push_str(&format!("{name:<11} {value}\n"));
+        line("workspace", self.workspace.display().to_string());
+        let files: Vec<String> = self.env_files.iter().map(|f| f.display().to_string()).collect();
+        line(".env files", if files.is_empty() { "none".into() } else { files.join(", ") });
+        for (name, item) in [("provider", &self.provider), ("model", &self.model), ("base URL", &self.base_url)] {
+            let value = match &item.value {
+                Some(v) => format!("{v} ({})", item.source.text()),
+                None => format!("missing: set {}", item.var),
+            };
+            line(name, value);
+        }
+        let key = match &self.key.source {
+            Source::Unset => format!("{} is not set", self.key.var),
+            s => format!("{} is set ({})", self.key.var, s.text()),
+        };
+        line("API key", key);
+        line(
+            "state dir",
+            self.state_dir.as_ref().map_or("none (set STEPWISE_STATE_DIR or HOME)".into(), |d| d.display().to_string()),
+        );
+        line("session", self.session.as_ref().map_or("none saved".into(), |f| f.display().to_string()));
+        if self.ok() {
+            out.push_str("\nready: a run can reach the model\n");
+        } else {
+            out.push_str("\nproblems:\n");
+            for p in &self.problems {
+                out.push_str(&format!("  - {p}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// `stepwise doctor`: the report on `workspace` (text, or JSON for editors) with the editor's `settings`
+/// (the JSON of initializationOptions). Exit 0 when a run could start, 1 when something is missing, 2 on
+/// bad input.
+pub fn run(workspace: &Path, settings: Option<&str>, as_json: bool) -> i32 {
+    let overrides: Overrides = match settings.map(serde_json::from_str).transpose() {
+        Ok(o) => o.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("stepwise doctor: --settings is not a settings object: {e}");
+            return 2;
+        }
+    };
+    if !workspace.is_dir() {
+        eprintln!("stepwise doctor: workspace {} is not a folder", workspace.display());
+        return 2;
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let r = report(workspace, &[workspace, cwd.as_path()], &overrides);
+    if as_json {
+        println!("{}", r.json());
+    } else {
+        print!("{}", r.text());
+    }
+    if r.ok() {
+        0
+    } else {
+        1
+    }
+}
