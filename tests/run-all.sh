@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: formatting and lints, the Rust workspace (engine, mock model, LSP harness), a
-# real model server (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the Neovim plugin and the VS Code
-# extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
+# real model server (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the Neovim plugin, Emacs's eglot
+# and the VS Code extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +21,9 @@ bash tests/acp/test.sh
 
 echo "== neovim"
 bash editors/neovim/scripts/test.sh
+
+echo "== emacs (eglot, no stepwise-specific code)"
+bash editors/emacs/test.sh
 
 echo "== vscode"
 bash editors/vscode/scripts/test.sh

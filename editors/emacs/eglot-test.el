@@ -1,0 +1,169 @@
+;;; eglot-test.el --- stepwise driven by eglot, as an Emacs user without stepwise code has it  -*- lexical-binding: t -*-
+
+;; Run by test.sh: emacs --batch -q -l eglot-test.el. Environment: STEPWISE_BIN, STEPWISE_TEST_DIR (the
+;; workspace, with greet.txt), STEPWISE_TEST_RECORD (the mock model's record of requests); the model
+;; endpoint (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, MODEL_ID) and STEPWISE_STATE_DIR are in the environment
+;; eglot starts the server with.
+;;
+;; eglot answers workspace/applyEdit and window/showMessageRequest itself; what this file adds is what a
+;; person at the keyboard would do (answer the approval prompt, let Emacs go idle so eglot sends didChange)
+;; and what a test needs (recording what arrived). Every wait is on an event, with a deadline.
+
+(require 'cl-lib)
+(require 'eglot)
+
+(defvar st-bin (getenv "STEPWISE_BIN"))
+(defvar st-dir (file-name-as-directory (getenv "STEPWISE_TEST_DIR")))
+(defvar st-record (getenv "STEPWISE_TEST_RECORD"))
+(defvar st-notes nil "Notifications from the server, newest first: (METHOD . PARAMS).")
+(defvar st-asked nil "The approval prompts eglot showed, newest first.")
+(defvar st-passed 0)
+(defvar st-failed 0)
+
+(defun st-check (name ok &optional detail)
+  (if ok
+      (progn (cl-incf st-passed) (princ (format "ok   %s\n" name)))
+    (cl-incf st-failed)
+    (princ (format "FAIL %s%s\n" name (if detail (format ": %s" detail) "")))))
+
+;; eglot 1.9 (Debian 12) neither declares nor handles work-done progress; 1.10 and later (Emacs 29+)
+;; do. On 1.9 the test declares the capability as later eglot does, so the server's $/progress is
+;; exercised on every version; it is recorded below either way.
+(defvar st-eglot-declares-progress
+  (with-temp-buffer
+    (insert-file-contents (locate-library "eglot.el"))
+    (and (search-forward ":workDoneProgress" nil t) t)))
+(unless st-eglot-declares-progress
+  (cl-defmethod eglot-client-capabilities :around (_server)
+    (let ((caps (cl-call-next-method)))
+      (plist-put caps :window (plist-put (plist-get caps :window) :workDoneProgress t)))))
+
+(cl-defmethod eglot-handle-notification :before (_server method &rest params)
+  (push (cons (format "%s" method) params) st-notes))
+
+(defvar st-requests nil "Requests from the server eglot handled, newest first: (METHOD . PARAMS).")
+(cl-defmethod eglot-handle-request :before (_server method &rest params)
+  (push (cons (format "%s" method) params) st-requests))
+
+(defun st-notes-of (method)
+  (reverse (cl-loop for (m . p) in st-notes when (equal m method) collect p)))
+
+;; eglot asks about server-initiated edits unless told not to (the README's recipe sets this).
+(setq eglot-confirm-server-initiated-edits nil)
+(setq eglot-sync-connect t)
+(setq eglot-server-programs `((text-mode . (,st-bin "lsp"))))
+
+(defvar st-buffer nil)
+
+(defun st-idle ()
+  "What Emacs does when the user stops typing: eglot's idle timer sends the pending didChange.
+Idle timers never run in batch mode, so the test calls eglot's own function for them."
+  (when (buffer-live-p st-buffer)
+    (with-current-buffer st-buffer
+      (when (and eglot--managed-mode eglot--recent-changes)
+        (eglot--signal-textDocument/didChange)))))
+
+(defun st-wait (desc pred &optional secs)
+  "Process server output until PRED holds or SECS (default 60) pass; records a failure naming DESC."
+  (let ((end (+ (float-time) (or secs 60))))
+    (while (and (not (funcall pred)) (< (float-time) end))
+      (accept-process-output nil 0.05)
+      (st-idle))
+    (or (funcall pred)
+        (progn (princ (format "timed out waiting for %s\n" desc)) nil))))
+
+(defun st-answer-approval (prompt collection &rest _)
+  "The user reads the approval prompt eglot shows and picks Allow."
+  (push prompt st-asked)
+  (or (car (member "Allow" (append collection nil)))
+      (error "no Allow among %S" collection)))
+
+(defun st-tool-results ()
+  "The tool results the model received, from the mock model's record of requests."
+  (with-temp-buffer
+    (when (file-exists-p st-record) (insert-file-contents st-record))
+    (cl-loop for line in (split-string (buffer-string) "\n" t)
+             for body = (gethash "body" (json-parse-string line))
+             append (cl-loop for msg across (or (and (hash-table-p body) (gethash "messages" body)) [])
+                             for content = (gethash "content" msg)
+                             when (vectorp content)
+                             append (cl-loop for block across content
+                                             when (equal (gethash "type" block) "tool_result")
+                                             collect (let ((c (gethash "content" block)))
+                                                       (if (stringp c) c (format "%S" c))))))))
+
+(defun st-main ()
+  (setq st-buffer (find-file-noselect (expand-file-name "greet.txt" st-dir)))
+  (with-current-buffer st-buffer
+    (text-mode)
+    (apply #'eglot (eglot--guess-contact)))
+  (let* ((server (with-current-buffer st-buffer (eglot-current-server)))
+         (proc (and server (jsonrpc--process server))))
+    (st-check "eglot connects to stepwise lsp and manages the buffer"
+              (and server (with-current-buffer st-buffer eglot--managed-mode)))
+    (unless server (error "no server"))
+    (cl-letf (((symbol-function 'completing-read) #'st-answer-approval))
+      ;; The README's `stepwise-run': an asynchronous workspace/executeCommand. (A synchronous one,
+      ;; `eglot-execute-command', leaves what the server sends right after its answer unread in Emacs 28's
+      ;; jsonrpc until more output arrives: the progress the server asks to create would wait 10 s.)
+      (let (result)
+        (jsonrpc-async-request server :workspace/executeCommand
+                               `(:command "stepwise.run" :arguments [(:prompt "Make the greeting friendlier")])
+                               :success-fn (lambda (r) (setq result r)))
+        (st-wait "the answer to stepwise.run" (lambda () result) 10)
+        (st-check "stepwise.run answers with a runId" (stringp (plist-get result :runId)) result))
+      ;; The run: a plan, an edit of the open buffer, a shell command (approved), a reminder, the end.
+      (st-wait "the edit in the buffer"
+               (lambda () (with-current-buffer st-buffer
+                            (string-match-p "welcome to stepwise" (buffer-string)))))
+      (st-check "the agent's edit lands in the open buffer (workspace/applyEdit)"
+                (with-current-buffer st-buffer (string-match-p "Hello, welcome to stepwise" (buffer-string)))
+                (with-current-buffer st-buffer (buffer-string)))
+      (st-wait "the end of the run's progress"
+               (lambda () (cl-some (lambda (p) (equal (plist-get (plist-get p :value) :kind) "end"))
+                                   (st-notes-of "$/progress")))
+               90))
+    (st-check "the approval request was shown (window/showMessageRequest) and answered"
+              (and st-asked (string-match-p "grep -c welcome greet.txt" (car st-asked))) st-asked)
+    (st-check "the shell command saw the edit on disk"
+              (member "1" (mapcar #'string-trim (st-tool-results))) (st-tool-results))
+    (let ((kinds (mapcar (lambda (p) (plist-get (plist-get p :value) :kind)) (st-notes-of "$/progress")))
+          (pcts (delq nil (mapcar (lambda (p) (plist-get (plist-get p :value) :percentage))
+                                  (st-notes-of "$/progress")))))
+      (st-check "$/progress: begin, reports, end" (and (equal (car kinds) "begin") (member "report" kinds)
+                                                       (equal (car (last kinds)) "end"))
+                kinds)
+      (st-check "$/progress reaches 100%" (member 100 pcts) pcts))
+    (let ((logs (mapcar (lambda (p) (plist-get p :message)) (st-notes-of "window/logMessage")))
+          (name (file-name-nondirectory (directory-file-name (file-truename st-dir)))))
+      (st-check "the plan arrives as log lines"
+                (and (member (format "stepwise plan (%s) 0/1: [>] Make the greeting friendlier" name) logs)
+                     (member (format "stepwise plan (%s) 1/1: [x] Make the greeting friendlier" name) logs))
+                logs)
+      (st-check "the reminder arrives as a log line"
+                (member (format "stepwise reminder (%s): <reminder>Update your todos.</reminder>" name) logs)
+                logs)
+      (st-check "each log line is one line" (cl-notany (lambda (l) (string-match-p "\n" l)) logs)))
+    (st-check "the buffer stays unsaved (the edit is the editor's, in its undo history)"
+              (and (buffer-modified-p st-buffer)
+                   (consp (buffer-local-value (quote buffer-undo-list) st-buffer))))
+    (let ((events (getenv "STEPWISE_TEST_EVENTS")))
+      (when events
+        (with-current-buffer (jsonrpc-events-buffer server)
+          (write-region (point-min) (point-max) events nil 'quiet))))
+    ;; Shutdown: eglot sends `shutdown' (an error if unanswered within 10 s), then `exit', then has
+    ;; jsonrpc delete the process at once. The server must end by itself on `exit': before jsonrpc
+    ;; deletes it, the test waits for that (as long as 10 s).
+    (advice-add 'jsonrpc-shutdown :before
+                (lambda (&rest _)
+                  (st-wait "the server to exit by itself after `exit'" (lambda () (not (process-live-p proc))) 10)))
+    (eglot-shutdown server nil 10 t)
+    (st-check "shutdown is clean: answered, and the server exits by itself with status 0"
+              (and (eq (process-status proc) 'exit) (= (process-exit-status proc) 0))
+              (list (process-status proc) (process-exit-status proc)))))
+
+(condition-case err
+    (st-main)
+  (error (st-check "the test ran to its end" nil (error-message-string err))))
+(princ (format "%d passed, %d failed\n" st-passed st-failed))
+(kill-emacs (if (and (> st-passed 0) (= st-failed 0)) 0 1))
