@@ -4,8 +4,8 @@ if vim.g.loaded_stepwise then
 end
 vim.g.loaded_stepwise = true
 
-if vim.fn.has('nvim-0.10') ~= 1 then
-  vim.api.nvim_echo({ { 'stepwise.nvim needs Neovim 0.10 or later', 'WarningMsg' } }, true, {})
+if vim.fn.has('nvim-0.11') ~= 1 then
+  vim.api.nvim_echo({ { 'stepwise.nvim needs Neovim 0.11 or later', 'WarningMsg' } }, true, {})
   return
 end
 

@@ -199,7 +199,7 @@ local function make_config(root)
   local wf = workspace_folder(root)
   return {
     name = M.name,
-    cmd = opts.cmd,
+    cmd = config.cmd(opts),
     cmd_env = opts.cmd_env,
     root_dir = root,
     workspace_folders = { wf },
@@ -244,12 +244,12 @@ end
 
 --- Whether the server command can be run (warns once when it cannot).
 function M.executable()
-  local exe = config.get().cmd[1]
+  local exe = config.cmd()[1]
   if vim.fn.executable(exe) == 1 then
     return true
   end
   vim.notify_once(
-    string.format('stepwise: `%s` not found; build it (cargo build -p stepwise) or set cmd in setup(). See :checkhealth stepwise', exe),
+    string.format('stepwise: `%s` not found; build it (cargo build --release -p stepwise in the checkout) or set cmd in setup(). See :checkhealth stepwise', exe),
     vim.log.levels.WARN
   )
   return false
@@ -267,16 +267,9 @@ function M.with_client(root, fn)
     if not M.executable() then
       return
     end
-    local id
-    local cfg = make_config(root)
-    if util.has_011 then
-      id = vim.lsp.start(cfg, { attach = false, reuse_client = reuse_client })
-    else
-      ---@diagnostic disable-next-line: deprecated
-      id = vim.lsp.start_client(cfg)
-    end
+    local id = vim.lsp.start(make_config(root), { attach = false, reuse_client = reuse_client })
     if not id then
-      util.notify('could not start ' .. table.concat(config.get().cmd, ' '), vim.log.levels.ERROR)
+      util.notify('could not start ' .. table.concat(config.cmd(), ' '), vim.log.levels.ERROR)
       return
     end
     client_id = id
@@ -291,6 +284,33 @@ function M.with_client(root, fn)
     pending[client.id] = pending[client.id] or {}
     table.insert(pending[client.id], fn)
   end
+end
+
+--- The configuration for Neovim 0.11's `vim.lsp.config` / `vim.lsp.enable('stepwise')` (lsp/stepwise.lua):
+--- the same client as the plugin's own attaching, one for the whole instance, each buffer's root (nearest
+--- root marker, else the current directory) added as a workspace folder.
+---@return vim.lsp.Config
+function M.lsp_config()
+  local opts = config.get()
+  local settings = config.server_settings(opts)
+  return {
+    cmd = config.cmd(opts),
+    cmd_env = opts.cmd_env,
+    root_dir = function(buf, on_dir)
+      local root = M.root_for_buf(buf)
+      if root then
+        M.folder_for_root(root)
+        on_dir(root)
+      end
+    end,
+    reuse_client = reuse_client,
+    init_options = settings,
+    settings = { stepwise = settings },
+    capabilities = capabilities(),
+    handlers = require('stepwise.handlers').handlers(),
+    on_init = on_init,
+    on_exit = on_exit,
+  }
 end
 
 --- Send new settings to a running client.

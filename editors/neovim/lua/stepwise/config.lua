@@ -9,8 +9,9 @@ local M = {}
 ---@field reset string|false
 
 M.defaults = {
-  -- how to start the sidecar
-  cmd = { 'stepwise', 'lsp' },
+  -- how to start the sidecar; nil: the server built in this plugin's checkout (target/release, then
+  -- target/debug), else `stepwise` on $PATH (see M.cmd)
+  cmd = nil, ---@type string[]?
   cmd_env = nil, ---@type table<string,string>?
   -- server settings (sent as initializationOptions and as the `stepwise` section of workspace/configuration)
   provider = nil, ---@type 'anthropic'|'openai'|nil
@@ -78,7 +79,7 @@ function M.set(opts)
   if type(merged.cmd) == 'string' then
     merged.cmd = { merged.cmd, 'lsp' }
   end
-  assert(type(merged.cmd) == 'table' and #merged.cmd > 0, 'stepwise: cmd must be a list')
+  assert(merged.cmd == nil or (type(merged.cmd) == 'table' and #merged.cmd > 0), 'stepwise: cmd must be a list')
   if merged.approval ~= nil then
     assert(
       vim.tbl_contains({ 'ask', 'auto', 'deny' }, merged.approval),
@@ -99,6 +100,35 @@ function M.get()
   return M.options
 end
 
+--- The repository checkout this plugin lives in (editors/neovim/lua/stepwise/config.lua → the root).
+M.checkout = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h:h:h')
+
+--- The server a checkout built: target/release/stepwise (what `cargo build --release -p stepwise`, the
+--- lazy.nvim build step, makes), then target/debug/stepwise; nil when neither is there.
+---@param root string? the checkout (default: this plugin's)
+---@return string?
+function M.checkout_server(root)
+  root = root or M.checkout
+  for _, profile in ipairs({ 'release', 'debug' }) do
+    local exe = root .. '/target/' .. profile .. '/stepwise'
+    if vim.fn.executable(exe) == 1 then
+      return exe
+    end
+  end
+end
+
+--- The command that starts the sidecar: `cmd` from setup(), else the checkout's server, else `stepwise`
+--- on $PATH.
+---@param opts table?
+---@return string[]
+function M.cmd(opts)
+  opts = opts or M.options
+  if opts.cmd then
+    return opts.cmd
+  end
+  return { M.checkout_server() or 'stepwise', 'lsp' }
+end
+
 --- The settings the server reads (camelCase).
 ---@param opts table?
 ---@return table
@@ -110,7 +140,8 @@ function M.server_settings(opts)
       s[v] = opts[k]
     end
   end
-  return s
+  -- an object on the wire even when empty (the server ignores a settings section that is not one)
+  return next(s) == nil and vim.empty_dict() or s
 end
 
 return M

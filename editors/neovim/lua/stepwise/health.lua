@@ -1,35 +1,35 @@
--- :checkhealth stepwise
+-- :checkhealth stepwise. The configuration is the server's own report (`stepwise doctor --json`): the same
+-- code reads the environment, the .env files and the settings as a run does, so what is shown here is what
+-- a run will use.
 local M = {}
 
 local health = vim.health
 
-local function env(name, cmd_env)
-  if cmd_env and cmd_env[name] ~= nil then
-    return cmd_env[name]
+--- Runs `stepwise doctor --json` for `root` with the plugin's settings and environment.
+---@return table? report, string? error
+function M.doctor(exe, root, opts)
+  local config = require('stepwise.config')
+  local args = { exe, 'doctor', '--json', '--workspace', root, '--settings', vim.json.encode(config.server_settings(opts)) }
+  local ok, res = pcall(function()
+    return vim.system(args, { text = true, cwd = root, env = opts.cmd_env }):wait(10000)
+  end)
+  if not ok then
+    return nil, tostring(res)
   end
-  return vim.env[name]
+  local okj, report = pcall(vim.json.decode, res.stdout or '')
+  if not okj or type(report) ~= 'table' then
+    local err = vim.trim(res.stderr or '')
+    return nil, string.format('`stepwise doctor` failed (exit %s): %s', res.code, err ~= '' and err or (res.stdout or ''))
+  end
+  return report
 end
 
-local function is_set(v)
-  return v ~= nil and v ~= ''
-end
-
---- Names defined in a .env file (values are never read out).
-local function dotenv_names(dir)
-  local names = {}
-  local path = dir .. '/.env'
-  local f = io.open(path, 'r')
-  if not f then
-    return nil
+local function source(item)
+  if item.source == 'file' then
+    return 'from ' .. item.file
   end
-  for line in f:lines() do
-    local name = line:match('^%s*export%s+([%w_]+)%s*=') or line:match('^%s*([%w_]+)%s*=')
-    if name then
-      names[name] = true
-    end
-  end
-  f:close()
-  return names, path
+  return ({ settings = 'setup()', environment = 'environment', default = 'default', unset = 'not set' })[item.source]
+    or tostring(item.source)
 end
 
 function M.check()
@@ -39,72 +39,64 @@ function M.check()
   health.start('stepwise: Neovim')
   local v = vim.version()
   local vs = string.format('%d.%d.%d', v.major, v.minor, v.patch)
-  if vim.fn.has('nvim-0.10') == 1 then
+  if vim.fn.has('nvim-0.11') == 1 then
     health.ok('Neovim ' .. vs)
   else
-    health.error('Neovim ' .. vs .. ': stepwise.nvim needs 0.10 or later')
+    health.error('Neovim ' .. vs .. ': stepwise.nvim needs 0.11 or later')
   end
   if not require('stepwise')._did_setup then
-    health.warn('setup() has not been called', { "require('stepwise').setup({})" })
+    health.info("setup() has not been called (fine with vim.lsp.enable('stepwise'); setup() adds commands' keymaps and settings)")
   end
 
   health.start('stepwise: server binary')
-  local exe = opts.cmd[1]
-  if vim.fn.executable(exe) ~= 1 then
-    health.error(string.format('`%s` not found (cmd = %s)', exe, vim.inspect(opts.cmd)), {
-      'build it: cargo build --release -p stepwise, and put target/release/stepwise on $PATH',
-      "or point setup({ cmd = { '/path/to/stepwise', 'lsp' } }) at it",
+  local cmd = config.cmd(opts)
+  local exe = cmd[1]
+  local path = vim.fn.exepath(exe)
+  if path == '' then
+    health.error(string.format('`%s` not found (cmd = %s)', exe, vim.inspect(cmd)), {
+      'build it in the plugin checkout: cargo build --release -p stepwise (lazy.nvim: the build step does this)',
+      "or put `stepwise` on $PATH, or point setup({ cmd = { '/path/to/stepwise', 'lsp' } }) at it",
     })
+    return
+  end
+  local where = opts.cmd and 'setup({ cmd })' or (vim.startswith(path, config.checkout .. '/') and 'built in the checkout' or '$PATH')
+  local okv, res = pcall(function()
+    return vim.system({ path, '--version' }, { text = true }):wait(5000)
+  end)
+  if okv and res and res.code == 0 then
+    health.ok(string.format('%s (%s): %s', path, where, vim.trim(res.stdout or '')))
   else
-    local path = vim.fn.exepath(exe)
-    local ok, res = pcall(function()
-      return vim.system({ path, '--version' }, { text = true }):wait(5000)
-    end)
-    if ok and res and res.code == 0 then
-      health.ok(string.format('%s: %s', path, vim.trim(res.stdout or '')))
-    else
-      local why = ok and res and (vim.trim(res.stderr or '') ~= '' and vim.trim(res.stderr) or ('exit ' .. tostring(res.code)))
-        or tostring(res)
-      health.error(string.format('%s --version failed: %s', path, why))
-    end
+    health.error(string.format('%s --version failed: %s', path, okv and res and vim.trim(res.stderr or '') or tostring(res)))
   end
 
-  health.start('stepwise: model provider')
-  local settings = config.server_settings(opts)
-  local cmd_env = opts.cmd_env
-  local provider = settings.provider or env('STEPWISE_PROVIDER', cmd_env) or 'anthropic'
-  if provider ~= 'anthropic' and provider ~= 'openai' then
-    health.error(string.format("provider '%s' is not 'anthropic' or 'openai'", provider))
+  local root = require('stepwise.client').root_for_buf(vim.api.nvim_get_current_buf()) or vim.fn.getcwd()
+  health.start('stepwise: configuration (stepwise doctor, for ' .. root .. ')')
+  local report, err = M.doctor(path, root, opts)
+  if not report then
+    health.error(err or 'stepwise doctor gave no report')
   else
-    health.ok('provider: ' .. provider .. (settings.provider and ' (setup)' or ''))
+    health.info('provider: ' .. report.provider.value .. ' (' .. source(report.provider) .. ')')
+    if report.model.value ~= vim.NIL and report.model.value ~= nil then
+      health.ok('model: ' .. report.model.value .. ' (' .. source(report.model) .. ')')
+    end
+    health.info('base URL: ' .. report.baseUrl.value .. ' (' .. source(report.baseUrl) .. ')')
+    if report.apiKey.set then
+      health.ok(report.apiKey.variable .. ' is set (' .. source(report.apiKey) .. ')')
+    else
+      health.info(report.apiKey.variable .. ' is not set')
+    end
+    for _, f in ipairs(report.envFiles or {}) do
+      health.info('.env file read: ' .. f)
+    end
+    for _, p in ipairs(report.problems or {}) do
+      health.error(p, { 'set it in the environment Neovim starts from, a .env file in the workspace, or setup({ ... })' })
+    end
+    if report.ok then
+      health.ok('ready: a run can reach the model')
+    end
+    health.info('state dir: ' .. tostring(report.stateDir ~= vim.NIL and report.stateDir or 'none'))
   end
-  local key_var = settings.apiKeyEnv or (provider == 'openai' and 'OPENAI_API_KEY' or 'ANTHROPIC_API_KEY')
-  local base_var = provider == 'openai' and 'OPENAI_BASE_URL' or 'ANTHROPIC_BASE_URL'
-  local dot, dot_path = dotenv_names(vim.fn.getcwd())
-  if is_set(env(key_var, cmd_env)) then
-    health.ok(key_var .. ' is set')
-  elseif dot and dot[key_var] then
-    health.ok(key_var .. ' is defined in ' .. dot_path)
-  elseif provider == 'openai' then
-    health.warn(key_var .. ' is not set (a local server such as Ollama may not need it)')
-  else
-    health.warn(key_var .. ' is not set', { 'export ' .. key_var .. ' in the environment Neovim starts from, or put it in a .env file in the workspace' })
-  end
-  local model = settings.model or env('MODEL_ID', cmd_env)
-  if is_set(model) then
-    health.ok('model: ' .. model)
-  elseif dot and dot.MODEL_ID then
-    health.ok('MODEL_ID is defined in ' .. dot_path)
-  else
-    health.warn('no model: set MODEL_ID or setup({ model = ... })')
-  end
-  local base = settings.baseUrl or env(base_var, cmd_env)
-  if is_set(base) then
-    health.info('base URL: ' .. base)
-  else
-    health.info(base_var .. ' not set: the provider default is used')
-  end
-  health.info('approval of shell commands: ' .. (settings.approval or 'ask'))
+  health.info('approval of shell commands: ' .. (config.server_settings(opts).approval or 'ask'))
 
   health.start('stepwise: client')
   local c = require('stepwise.client').get()

@@ -1,41 +1,24 @@
--- Small helpers shared by the modules; keeps the Neovim 0.10 / 0.11+ differences in one place.
+-- Small helpers shared by the modules (Neovim 0.11: the client's methods are called with `:`).
 local M = {}
-
-M.has_011 = vim.fn.has('nvim-0.11') == 1
 
 ---@param client vim.lsp.Client
 function M.request(client, method, params, handler, bufnr)
-  if M.has_011 then
-    return client:request(method, params, handler, bufnr)
-  end
-  return client.request(method, params, handler, bufnr)
+  return client:request(method, params, handler, bufnr)
 end
 
 ---@param client vim.lsp.Client
 function M.notify_server(client, method, params)
-  if M.has_011 then
-    return client:notify(method, params)
-  end
-  return client.notify(method, params)
+  return client:notify(method, params)
 end
 
 ---@param client vim.lsp.Client?
 function M.is_stopped(client)
-  if not client then
-    return true
-  end
-  if M.has_011 then
-    return client:is_stopped()
-  end
-  return client.is_stopped()
+  return not client or client:is_stopped()
 end
 
 ---@param client vim.lsp.Client
 function M.stop(client, force)
-  if M.has_011 then
-    return client:stop(force)
-  end
-  return client.stop(force)
+  return client:stop(force)
 end
 
 --- vim.notify with the plugin's prefix.
