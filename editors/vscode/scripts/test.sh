@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests the VS Code extension on a fresh machine or a warm one:
-#   installs what it needs (npm ci, code-server, Debian's chromium), builds the server and the mock model,
-#   builds the extension, runs the unit tests, packages the .vsix and runs the end-to-end test in code-server.
+#   installs what it needs (npm ci, code-server, Debian's chromium), builds the extension, runs the unit tests,
+#   packages the platform-specific .vsix with the release server inside (`npm run package`), builds the mock
+#   model and runs the end-to-end test in code-server from the .vsix alone (no `stepwise` on PATH).
 # Usage: editors/vscode/scripts/test.sh            (from anywhere; exits non-zero on any failure)
 # Environment:
 #   STEPWISE_TOOLS_DIR   where code-server is cached (default ~/.cache/stepwise-tools)
@@ -91,13 +92,22 @@ if node --test --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$WORK/unit.tap" out/test/unit/; then :; fi
 count_tap "$WORK/unit.tap" || fail "unit tests did not run"
 
-log "package the .vsix"
-rm -f stepwise.vsix
-if npx --no-install vsce package --no-dependencies --out stepwise.vsix && [ -f stepwise.vsix ]; then
+log "package the .vsix (npm run package: release server + vsce package --target)"
+rm -f stepwise-*.vsix
+VSIX=""
+if npm run --silent package > "$WORK/package.log" 2>&1; then
+  VSIX=$(tail -n 1 "$WORK/package.log")
+fi
+cat "$WORK/package.log"
+# The package carries the server, executable, and says which platform it is for.
+# (Listings are read whole: `grep -q` closing the pipe early would fail it under pipefail.)
+if [ -n "$VSIX" ] && [ -f "$VSIX" ] \
+  && [[ "$(unzip -Z "$VSIX" extension/server/stepwise 2>/dev/null)" == -rwx* ]] \
+  && [[ "$(unzip -p "$VSIX" extension.vsixmanifest)" == *'TargetPlatform="linux-x64"'* ]]; then
   passed=$((passed + 1))
-  unzip -l stepwise.vsix | tail -n +1
+  unzip -l "$VSIX"
 else
-  fail "vsce package"
+  fail "npm run package: a linux-x64 .vsix with an executable server/stepwise"
 fi
 
 # ---- end to end -----------------------------------------------------------------------------------------
@@ -105,17 +115,15 @@ if [ "${STEPWISE_SKIP_E2E:-}" = 1 ]; then
   echo "STEPWISE_SKIP_E2E=1: end-to-end test skipped"
   exit 0
 fi
-[ -f stepwise.vsix ] || exit 1
+[ -n "$VSIX" ] && [ -f "$VSIX" ] || exit 1
 
-log "build the server and the mock model (cargo)"
-must "cargo build -p stepwise" bash -c "cd '$REPO' && cargo build -p stepwise --bin stepwise"
+log "build the mock model (cargo)"
 must "cargo build -p stepwise-tests --bin mock-model" bash -c "cd '$REPO' && cargo build -p stepwise-tests --bin mock-model"
 
 log "end-to-end test in code-server"
-if STEPWISE_BIN="$TARGET/debug/stepwise" \
-  MOCK_MODEL_BIN="$TARGET/debug/mock-model" \
+if MOCK_MODEL_BIN="$TARGET/debug/mock-model" \
   CODE_SERVER_DIR="$CODE_SERVER_DIR" \
-  VSIX="$EXT_DIR/stepwise.vsix" \
+  VSIX="$VSIX" \
   CHROMIUM="$(command -v chromium)" \
   ARTIFACTS_DIR="$EXT_DIR/test-artifacts" \
   timeout 900 node --test --test-reporter=spec --test-reporter-destination=stdout \

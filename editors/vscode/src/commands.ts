@@ -17,6 +17,7 @@ export const EXTENSION_COMMANDS = {
   setApiKey: 'stepwise.setApiKey',
   showTranscript: 'stepwise.showTranscript',
   showServerLog: 'stepwise.showServerLog',
+  checkSetup: 'stepwise.checkSetup',
 } as const;
 
 function withSlash(uri: string): string {

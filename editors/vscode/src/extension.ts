@@ -1,8 +1,8 @@
 // The VS Code side of stepwise: one `stepwise lsp` for all folders of the window, the plan view, the live
 // transcript, the status-bar item and the commands. The logic that can be tested without VS Code lives in
 // plan.ts, settings.ts, commands.ts, status.ts and transcript.ts.
+import { execFile } from 'child_process';
 import * as fs from 'fs';
-import * as path from 'path';
 import * as vscode from 'vscode';
 import {
   CodeLensRequest,
@@ -22,17 +22,23 @@ import {
 import { PlanStore, type FolderRef, type PlanNode, type PlanParams } from './plan';
 import {
   SERVER_KEYS,
+  bundledServerPath,
+  doctorArgs,
+  doctorProblemMessage,
+  doctorReportLines,
   effectiveProvider,
   initializationOptions,
   missingBinaryMessage,
-  missingConfiguration,
-  missingConfigurationMessage,
   needsRestart,
-  parseDotenv,
+  parseDoctorReport,
   resolveServerCommand,
   secretKeyName,
   serverEnv,
   serverSettings,
+  sessionFile,
+  stateDir,
+  type DoctorReport,
+  type ServerCommand,
 } from './settings';
 import {
   EXTENSION_COMMANDS,
@@ -74,13 +80,19 @@ function isFile(p: string): boolean {
   }
 }
 
-function readDotenv(dir: string | undefined): Record<string, string> {
-  if (!dir) return {};
-  try {
-    return parseDotenv(fs.readFileSync(path.join(dir, '.env'), 'utf8'));
-  } catch {
-    return {};
-  }
+/** The folders of the window that have a session the server saved (it restores them when it starts). */
+function foldersWithSession(): string[] {
+  const dir = stateDir(process.env);
+  if (!dir) return [];
+  return (vscode.workspace.workspaceFolders ?? [])
+    .filter((f) => {
+      try {
+        return fs.statSync(sessionFile(dir, fs.realpathSync(f.uri.fsPath))).isFile();
+      } catch {
+        return false;
+      }
+    })
+    .map((f) => f.name);
 }
 
 class PlanTreeProvider implements vscode.TreeDataProvider<PlanNode> {
@@ -154,7 +166,8 @@ class Stepwise implements vscode.Disposable {
     this.statusItem.name = 'Stepwise';
     this.disposables.push(this.transcript, this.serverLog, this.statusItem, this.view);
     this.updateUi();
-    this.statusItem.show();
+    // Opening the plan view is using stepwise: the server starts then (and shows the folders' plans).
+    this.disposables.push(this.view.onDidChangeVisibility((e) => e.visible && void this.ensureClient(false)));
 
     const cmd = (id: string, fn: (...args: any[]) => unknown) => this.disposables.push(vscode.commands.registerCommand(id, fn));
     cmd(EXTENSION_COMMANDS.runTask, (prompt?: string) => this.runTask(typeof prompt === 'string' ? prompt : undefined));
@@ -164,6 +177,7 @@ class Stepwise implements vscode.Disposable {
     cmd(EXTENSION_COMMANDS.setApiKey, () => this.setApiKey());
     cmd(EXTENSION_COMMANDS.showTranscript, () => this.transcript.show(true));
     cmd(EXTENSION_COMMANDS.showServerLog, () => this.serverLog.show(true));
+    cmd(EXTENSION_COMMANDS.checkSetup, () => this.checkSetup());
 
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -175,7 +189,7 @@ class Stepwise implements vscode.Disposable {
       vscode.workspace.onDidChangeWorkspaceFolders(() => {
         const uris = new Set(folderRefs().map((f) => f.uri));
         for (const p of this.plans.all()) if (!uris.has(p.workspace)) this.plans.delete(p.workspace);
-        if (!this.client && !this.starting && uris.size > 0) void this.ensureClient(false);
+        if (!this.client && !this.starting) this.startIfUsed();
         this.updateUi();
       }),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateStatusBar()),
@@ -208,15 +222,9 @@ class Stepwise implements vscode.Disposable {
     const settings = readSettings();
     const provider = effectiveProvider(settings.provider, process.env);
     const secret = await this.context.secrets.get(secretKeyName(provider));
-    const server = resolveServerCommand(settings.serverPath, process.env, isFile, { baseDir: folders[0].uri.fsPath });
+    const server = this.resolveServer();
     if (!server.found) {
-      this.serverProblem = missingBinaryMessage(server.where);
-      this.serverLog.appendLine(this.serverProblem);
-      this.updateStatusBar();
-      void vscode.window.showErrorMessage(this.serverProblem, 'Open Settings', 'Show Server Log').then((pick) => {
-        if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'stepwise.serverPath');
-        else if (pick === 'Show Server Log') this.serverLog.show();
-      });
+      this.showMissingBinary(server);
       return undefined;
     }
     this.serverProblem = undefined;
@@ -234,11 +242,7 @@ class Stepwise implements vscode.Disposable {
       outputChannel: this.serverLog,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationFailedHandler: (error) => {
-        const msg = `stepwise: the server failed to start: ${error instanceof Error ? error.message : String(error)}`;
-        this.serverLog.appendLine(msg);
-        this.serverProblem = msg;
-        this.updateStatusBar();
-        void vscode.window.showErrorMessage(msg, 'Show Server Log').then((p) => p && this.serverLog.show());
+        this.serverFailed(`stepwise: the server failed to start: ${error instanceof Error ? error.message : String(error)}`);
         return false;
       },
       middleware: {
@@ -327,11 +331,8 @@ class Stepwise implements vscode.Disposable {
       await client.start();
     } catch (error) {
       if (this.client === client) this.client = undefined;
-      const msg = `stepwise: could not start ${server.command}: ${error instanceof Error ? error.message : String(error)}`;
-      this.serverProblem = msg;
-      this.serverLog.appendLine(msg);
+      this.serverFailed(`stepwise: could not start ${server.command}: ${error instanceof Error ? error.message : String(error)}`);
       this.updateUi();
-      void vscode.window.showErrorMessage(msg, 'Show Server Log').then((p) => p && this.serverLog.show());
       return undefined;
     }
     this.updateUi();
@@ -356,7 +357,117 @@ class Stepwise implements vscode.Disposable {
     }
   }
 
+  /** Starts the server at activation only where stepwise was used: a folder with a saved session, or the plan view open. */
+  startIfUsed(): void {
+    const saved = foldersWithSession();
+    if (saved.length > 0) {
+      this.serverLog.appendLine(`[stepwise] a saved session in ${saved.join(', ')}: starting the server`);
+      void this.ensureClient(false);
+    } else if (this.view.visible) {
+      void this.ensureClient(false);
+    }
+  }
+
+  /** `stepwise.serverPath`, else the server in this extension's package, else PATH. */
+  private resolveServer(): ServerCommand {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const bundled = bundledServerPath(this.context.extensionPath);
+    // A package unpacked without the executable bit (some unzip paths drop it) still works.
+    try {
+      if (fs.statSync(bundled).isFile()) fs.accessSync(bundled, fs.constants.X_OK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') fs.chmodSync(bundled, 0o755);
+    }
+    return resolveServerCommand(readSettings().serverPath, process.env, isFile, { baseDir: folders[0]?.uri.fsPath, bundled });
+  }
+
+  private showMissingBinary(server: ServerCommand): void {
+    this.serverProblem = missingBinaryMessage(server.where);
+    this.serverLog.appendLine(this.serverProblem);
+    this.updateStatusBar();
+    void vscode.window.showErrorMessage(this.serverProblem, 'Open Settings', 'Show Server Log').then((pick) => {
+      if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'stepwise.serverPath');
+      else if (pick === 'Show Server Log') this.serverLog.show();
+    });
+  }
+
+  /** The server did not start: say so, and put the server's own report of the configuration in its log. */
+  private serverFailed(msg: string): void {
+    this.serverLog.appendLine(msg);
+    this.serverProblem = msg;
+    this.updateStatusBar();
+    void vscode.window.showErrorMessage(msg, 'Check Setup', 'Show Server Log').then((p) => {
+      if (p === 'Check Setup') void this.checkSetup();
+      else if (p) this.serverLog.show();
+    });
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const server = this.resolveServer();
+    if (folder && server.found) void this.doctor(server, folder).then((r) => r && this.logReport(r));
+  }
+
+  /**
+   * `stepwise doctor --json` for a folder: the configuration as the server reads it (its environment with the
+   * key from the secret storage, the folder's `.env`, these settings). `undefined` when it gave no report.
+   */
+  private async doctor(server: ServerCommand, folder: vscode.WorkspaceFolder): Promise<DoctorReport | undefined> {
+    const settings = readSettings(folder);
+    const provider = effectiveProvider(settings.provider, process.env);
+    const secret = await this.context.secrets.get(secretKeyName(provider));
+    const args = doctorArgs(folder.uri.fsPath, settings);
+    return new Promise((resolve) => {
+      execFile(
+        server.command,
+        args,
+        { env: serverEnv(process.env, provider, secret), cwd: folder.uri.fsPath, timeout: 15000 },
+        (error, stdout, stderr) => {
+          const report = parseDoctorReport(stdout);
+          if (!report) this.serverLog.appendLine(`[stepwise] ${server.command} doctor gave no report: ${error?.message ?? ''} ${stderr}`);
+          resolve(report);
+        },
+      );
+    });
+  }
+
+  private logReport(r: DoctorReport): void {
+    for (const line of doctorReportLines(r)) this.serverLog.appendLine(line);
+  }
+
+  /** Stepwise: Check Setup: the server's report of the configuration, in the server log, and a summary. */
+  private async checkSetup(): Promise<void> {
+    const folder = await this.pickFolder(undefined, 'Check the setup of which folder?');
+    const wsFolder = folder && workspaceFolderOf(folder.uri);
+    if (!wsFolder) return;
+    const server = this.resolveServer();
+    this.serverLog.appendLine(`[stepwise] server: ${server.where}${server.found ? '' : ' (not found)'}`);
+    if (!server.found) {
+      this.showMissingBinary(server);
+      return;
+    }
+    const report = await this.doctor(server, wsFolder);
+    this.serverLog.show(true);
+    if (!report) {
+      void vscode.window.showErrorMessage(`stepwise: ${server.command} doctor gave no report; see the server log.`);
+      return;
+    }
+    this.logReport(report);
+    const provider = effectiveProvider(readSettings(wsFolder).provider, process.env);
+    const problem = doctorProblemMessage(report, provider);
+    if (problem) void this.showConfigProblem(report, problem);
+    else void vscode.window.showInformationMessage(`stepwise: ready in ${wsFolder.name} (model ${report.model.value}).`);
+  }
+
+  private async showConfigProblem(report: DoctorReport, message: string): Promise<void> {
+    const actions = report.missing.includes('apiKey') ? ['Set API Key', 'Open Settings', 'Check Setup'] : ['Open Settings', 'Check Setup'];
+    const pick = await vscode.window.showErrorMessage(message, ...actions);
+    if (pick === 'Set API Key') await this.setApiKey();
+    else if (pick === 'Open Settings')
+      await vscode.commands.executeCommand('workbench.action.openSettings', report.missing.includes('model') ? 'stepwise.model' : 'stepwise');
+    else if (pick === 'Check Setup') await this.checkSetup();
+  }
+
   private scheduleRestart(why: string): void {
+    // Only a server that runs, starts or failed to start is (re)started; one never needed stays unstarted.
+    if (!this.client && !this.starting && !this.serverProblem) return;
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
@@ -513,6 +624,12 @@ class Stepwise implements vscode.Disposable {
 
   private updateStatusBar(): void {
     const item = this.statusItem;
+    // Shown once stepwise is in use in this window (its server started, or failed to).
+    if (!this.client && !this.serverProblem) {
+      item.hide();
+      return;
+    }
+    item.show();
     if (this.serverProblem && !this.client) {
       item.text = '$(error) stepwise: no server';
       item.tooltip = this.serverProblem;
@@ -562,18 +679,18 @@ class Stepwise implements vscode.Disposable {
     const folder = await this.pickFolder(undefined, 'Run the task in which folder?');
     if (!folder) return;
     const wsFolder = workspaceFolderOf(folder.uri);
-    const missing = missingConfiguration({
-      settings: readSettings(wsFolder),
-      env: process.env,
-      dotenv: [readDotenv(wsFolder?.uri.fsPath)],
-      secret: await this.context.secrets.get(secretKeyName(effectiveProvider(readSettings(wsFolder).provider, process.env))),
-    });
-    if (missing.length > 0) {
-      const provider = effectiveProvider(readSettings(wsFolder).provider, process.env);
-      const actions = missing.includes('apiKey') ? ['Set API Key', 'Open Settings'] : ['Open Settings'];
-      const pick = await vscode.window.showErrorMessage(missingConfigurationMessage(missing, provider), ...actions);
-      if (pick === 'Set API Key') await this.setApiKey();
-      else if (pick === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', missing.includes('model') ? 'stepwise.model' : 'stepwise');
+    if (!wsFolder) return;
+    // What is missing, as the server itself sees it (environment, the folder's .env, these settings).
+    const server = this.resolveServer();
+    if (!server.found) {
+      this.showMissingBinary(server);
+      return;
+    }
+    const report = await this.doctor(server, wsFolder);
+    const problem = report && doctorProblemMessage(report, effectiveProvider(readSettings(wsFolder).provider, process.env));
+    if (report && problem) {
+      this.logReport(report);
+      await this.showConfigProblem(report, problem);
       return;
     }
     const client = await this.ensureClient(true);
@@ -664,7 +781,8 @@ class Stepwise implements vscode.Disposable {
       void vscode.window.showInformationMessage(`stepwise: API key for ${provider} removed.`);
     } else {
       await this.context.secrets.store(key, value.trim());
-      void vscode.window.showInformationMessage(`stepwise: API key for ${provider} saved; restarting the server.`);
+      const running = this.client || this.starting;
+      void vscode.window.showInformationMessage(`stepwise: API key for ${provider} saved${running ? '; restarting the server' : ''}.`);
     }
     this.scheduleRestart('API key changed');
   }
@@ -688,7 +806,9 @@ let instance: Stepwise | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   instance = new Stepwise(context);
   context.subscriptions.push({ dispose: () => void instance?.dispose() });
-  void instance.ensureClient(false);
+  // No server in windows that do not use stepwise: it starts with a command, the plan view, or here when a
+  // folder has a saved session (a stat per folder, no process).
+  instance.startIfUsed();
 }
 
 export async function deactivate(): Promise<void> {

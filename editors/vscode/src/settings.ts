@@ -87,54 +87,84 @@ export function serverEnv(base: NodeJS.ProcessEnv, provider: Provider, secret: s
   return env;
 }
 
-/** Minimal `.env` parser: KEY=VALUE lines, `export ` prefix, quotes, `#` comments. */
-export function parseDotenv(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const rawLine of text.split(/\r?\n/)) {
-    const line = rawLine.trim();
-    if (!line || line.startsWith('#')) continue;
-    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
-    if (!m) continue;
-    let v = m[2].trim();
-    if ((v.startsWith('"') && v.endsWith('"') && v.length >= 2) || (v.startsWith("'") && v.endsWith("'") && v.length >= 2)) {
-      v = v.slice(1, -1);
-    } else {
-      const hash = v.indexOf(' #');
-      if (hash >= 0) v = v.slice(0, hash).trim();
-    }
-    out[m[1]] = v;
+/**
+ * What `stepwise doctor --json` reports (server/src/cli/doctor.rs): the configuration as the server reads it
+ * (environment, `.env` files, the settings passed with `--settings`), each value with where it came from.
+ */
+export interface DoctorItem {
+  value?: string | null;
+  variable: string;
+  source: 'settings' | 'environment' | 'file' | 'default' | 'unset';
+  file?: string;
+}
+export interface DoctorReport {
+  version: string;
+  workspace: string;
+  envFiles: string[];
+  provider: DoctorItem;
+  model: DoctorItem;
+  baseUrl: DoctorItem;
+  apiKey: DoctorItem & { set: boolean };
+  stateDir: string | null;
+  session: string | null;
+  missing: ('model' | 'apiKey')[];
+  problems: string[];
+  ok: boolean;
+}
+
+/** The arguments of `stepwise doctor` for a folder, with the settings the server would get. */
+export function doctorArgs(folder: string, settings: Record<string, unknown>): string[] {
+  return ['doctor', '--json', '--workspace', folder, '--settings', JSON.stringify(serverSettings(settings))];
+}
+
+/** Parses doctor's stdout; `undefined` when it is not a report. */
+export function parseDoctorReport(stdout: string): DoctorReport | undefined {
+  try {
+    const r = JSON.parse(stdout.trim());
+    return r && typeof r === 'object' && Array.isArray(r.problems) && Array.isArray(r.missing) ? (r as DoctorReport) : undefined;
+  } catch {
+    return undefined;
   }
-  return out;
 }
 
-export interface ConfigSources {
-  settings: Record<string, unknown>;
-  env: NodeJS.ProcessEnv;
-  /** Parsed `.env` files (of the workspace folder, of the current directory). */
-  dotenv: Record<string, string>[];
-  secret?: string;
-}
-
-function fromSources(name: string, src: ConfigSources): string | undefined {
-  const e = src.env[name];
-  if (e && e.trim()) return e;
-  for (const d of src.dotenv) if (d[name] && d[name].trim()) return d[name];
-  return undefined;
-}
-
-/** What is missing before a run can reach a model: `[]` when everything is configured. */
-export function missingConfiguration(src: ConfigSources): ('model' | 'apiKey')[] {
-  const missing: ('model' | 'apiKey')[] = [];
-  const settings = serverSettings(src.settings);
-  if (!settings.model && !fromSources('MODEL_ID', src)) missing.push('model');
-  const providerSetting = settings.provider ?? fromSources('STEPWISE_PROVIDER', src);
-  const provider = effectiveProvider(providerSetting, {});
-  // OpenAI-compatible local servers (Ollama, llama.cpp) need no key; Anthropic always does.
-  if (provider === 'anthropic') {
-    const keyEnv = typeof settings.apiKeyEnv === 'string' ? settings.apiKeyEnv : apiKeyEnvName(provider);
-    if (!(src.secret && src.secret.trim()) && !fromSources(keyEnv, src)) missing.push('apiKey');
+function sourceText(item: DoctorItem): string {
+  switch (item.source) {
+    case 'settings':
+      return 'VS Code settings';
+    case 'file':
+      return item.file ?? '.env';
+    default:
+      return item.source;
   }
-  return missing;
+}
+
+/** The report as lines for an output channel. The key's value is not in the report, so never here. */
+export function doctorReportLines(r: DoctorReport): string[] {
+  const value = (name: string, item: DoctorItem) =>
+    `  ${name.padEnd(10)} ${item.value ? `${item.value} (${sourceText(item)})` : `missing: set ${item.variable}`}`;
+  const lines = [
+    `stepwise doctor: stepwise ${r.version} for ${r.workspace}`,
+    value('provider', r.provider),
+    value('model', r.model),
+    value('base URL', r.baseUrl),
+    `  ${'API key'.padEnd(10)} ${r.apiKey.set ? `${r.apiKey.variable} is set (${sourceText(r.apiKey)})` : `${r.apiKey.variable} is not set`}`,
+    `  ${'.env files'.padEnd(10)} ${r.envFiles.length ? r.envFiles.join(', ') : 'none'}`,
+    `  ${'state dir'.padEnd(10)} ${r.stateDir ?? 'none'}`,
+    `  ${'session'.padEnd(10)} ${r.session ?? 'none saved'}`,
+  ];
+  if (r.ok) lines.push('  ready: a run can reach the model');
+  else for (const p of r.problems) lines.push(`  problem: ${p}`);
+  return lines;
+}
+
+/**
+ * The message for a report with problems: the model and key with the VS Code way to fix them, anything else
+ * in the server's words. `undefined` when a run can start.
+ */
+export function doctorProblemMessage(r: DoctorReport, provider: Provider): string | undefined {
+  if (r.ok) return undefined;
+  if (r.missing.length > 0) return missingConfigurationMessage(r.missing, provider);
+  return `stepwise: ${r.problems.join('; ')}`;
 }
 
 export function missingConfigurationMessage(missing: ('model' | 'apiKey')[], provider: Provider): string {
@@ -149,6 +179,41 @@ export function missingBinaryMessage(where: string): string {
   return `stepwise: server binary not found at ${where}. Install it with \`cargo install --path server\` or set stepwise.serverPath.`;
 }
 
+/** Where the platform-specific package carries the server (`npm run package` puts it there). */
+export function bundledServerPath(extensionPath: string, platform: string = process.platform): string {
+  return path.join(extensionPath, 'server', platform === 'win32' ? 'stepwise.exe' : 'stepwise');
+}
+
+/**
+ * The state directory the server saves sessions in (server/src/trust.rs `state_dir`): `STEPWISE_STATE_DIR`,
+ * else `$XDG_STATE_HOME/stepwise/sessions`, else `~/.local/state/stepwise/sessions`.
+ */
+export function stateDir(env: NodeJS.ProcessEnv): string | undefined {
+  const v = (k: string) => (env[k] && env[k] !== '' ? env[k] : undefined);
+  const dir = v('STEPWISE_STATE_DIR');
+  if (dir) return dir;
+  const base = v('XDG_STATE_HOME') ?? (v('HOME') ? path.join(v('HOME')!, '.local', 'state') : undefined);
+  return base ? path.join(base, 'stepwise', 'sessions') : undefined;
+}
+
+/**
+ * The file the server saves a folder's session in (server/src/lsp/state.rs `file_for`): the folder's name
+ * (characters other than ASCII letters, digits, `-` and `_` as `_`, at most 40) and the FNV-1a hash of its
+ * canonical path's bytes. Lets the extension see a saved session without starting the server.
+ */
+export function sessionFile(dir: string, canonicalFolder: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (const b of Buffer.from(canonicalFolder, 'utf8')) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  const name = [...path.basename(canonicalFolder)]
+    .map((c) => (/^[A-Za-z0-9_-]$/.test(c) ? c : '_'))
+    .slice(0, 40)
+    .join('');
+  return path.join(dir, `${name}-${h.toString(16).padStart(16, '0')}.json`);
+}
+
 export interface ServerCommand {
   /** The command to spawn (absolute when found). */
   command: string;
@@ -159,13 +224,14 @@ export interface ServerCommand {
 
 /**
  * Finds the server binary: `stepwise.serverPath` when set (`~` expanded, relative to the first workspace
- * folder), else `stepwise` on PATH, else `~/.cargo/bin/stepwise`.
+ * folder), else the server packaged in the extension (`bundled`), else `stepwise` on PATH, else
+ * `~/.cargo/bin/stepwise`.
  */
 export function resolveServerCommand(
   serverPath: unknown,
   env: NodeJS.ProcessEnv,
   exists: (p: string) => boolean,
-  opts: { home?: string; baseDir?: string; platform?: string } = {},
+  opts: { home?: string; baseDir?: string; platform?: string; bundled?: string } = {},
 ): ServerCommand {
   const home = opts.home ?? env.HOME ?? env.USERPROFILE ?? '';
   const exe = (opts.platform ?? process.platform) === 'win32' ? 'stepwise.exe' : 'stepwise';
@@ -180,6 +246,7 @@ export function resolveServerCommand(
     }
     return { command: p, found: exists(p), where: p };
   }
+  if (opts.bundled && exists(opts.bundled)) return { command: opts.bundled, found: true, where: opts.bundled };
   const onPath = searchPath(exe, env, exists);
   if (onPath) return { command: onPath, found: true, where: onPath };
   const cargo = home ? path.join(home, '.cargo', 'bin', exe) : '';

@@ -1,7 +1,8 @@
 // End-to-end test of the stepwise extension in real VS Code (code-server), driven with playwright-core in
 // Debian's chromium, against the real `stepwise lsp` and the scripted mock model of the tests crate.
 //
-// Inputs (environment; test.sh sets them): STEPWISE_BIN, MOCK_MODEL_BIN, CODE_SERVER_DIR, VSIX, CHROMIUM,
+// Inputs (environment; test.sh sets them): MOCK_MODEL_BIN, CODE_SERVER_DIR, VSIX (the platform-specific
+// package with the server inside: the test puts no `stepwise` on PATH and sets no serverPath), CHROMIUM,
 // ARTIFACTS_DIR. Every wait has a timeout; on a failure the page's screenshot, the server log and the mock
 // model's log are dumped (and kept in ARTIFACTS_DIR).
 import { after, before, test } from 'node:test';
@@ -18,11 +19,10 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const EXT_ROOT = path.resolve(HERE, '../..');
 const REPO = path.resolve(EXT_ROOT, '../..');
 const env = process.env;
-const STEPWISE_BIN = env.STEPWISE_BIN ?? path.join(REPO, 'target/debug/stepwise');
 const MOCK_MODEL_BIN = env.MOCK_MODEL_BIN ?? path.join(REPO, 'target/debug/mock-model');
 const CODE_SERVER_DIR = env.CODE_SERVER_DIR ?? path.join(os.homedir(), '.cache/stepwise-tools/code-server');
 const CODE_SERVER = path.join(CODE_SERVER_DIR, 'node_modules/code-server/out/node/entry.js');
-const VSIX = env.VSIX ?? path.join(EXT_ROOT, 'stepwise.vsix');
+const VSIX = env.VSIX ?? path.join(EXT_ROOT, 'stepwise-linux-x64.vsix');
 const CHROMIUM = env.CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACTS = env.ARTIFACTS_DIR ?? path.join(EXT_ROOT, 'test-artifacts');
 /** Set API Key through the UI (SecretStorage); with STEPWISE_E2E_KEY_VIA_ENV=1 the key comes from the environment. */
@@ -314,6 +314,14 @@ function step(name, fn, timeout = 4 * LONG) {
   });
 }
 
+let bundledServer;
+
+/** Command lines of running `stepwise lsp` processes (the extension's server). */
+function serverProcesses() {
+  const ps = spawnSync('ps', ['-ww', '-eo', 'args='], { encoding: 'utf8' });
+  return (ps.stdout ?? '').split('\n').filter((l) => /\/stepwise lsp( --stdio)?$/.test(l.trim()));
+}
+
 let userSettings = {};
 /** Writes the user settings.json (VS Code watches it and applies changes). */
 function writeSettings(changes) {
@@ -346,6 +354,7 @@ async function clearToasts() {
 // ---- setup ----------------------------------------------------------------------------------------------
 
 let workspaceDir;
+let extensionsDir;
 let base;
 let greetPath;
 let recordPath;
@@ -367,7 +376,6 @@ async function setUp() {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   for (const [what, p] of [
-    ['stepwise binary', STEPWISE_BIN],
     ['mock-model binary', MOCK_MODEL_BIN],
     ['code-server', CODE_SERVER],
     ['extension .vsix', VSIX],
@@ -380,7 +388,7 @@ async function setUp() {
   fs.cpSync(path.join(EXT_ROOT, 'test/fixture/demo'), workspaceDir, { recursive: true });
   greetPath = path.join(workspaceDir, 'greet.js');
   userDataDir = path.join(scratch, 'user-data');
-  const extensionsDir = path.join(scratch, 'extensions');
+  extensionsDir = path.join(scratch, 'extensions');
   const stateDir = path.join(scratch, 'state');
   fs.mkdirSync(path.join(userDataDir, 'User'), { recursive: true });
   fs.mkdirSync(stateDir, { recursive: true });
@@ -408,11 +416,12 @@ async function setUp() {
   );
   assert.equal(install.status, 0, `installing the .vsix failed: ${install.stdout}\n${install.stderr}`);
   assert.match(install.stdout + install.stderr, /stepwise/i);
+  bundledServer = findFiles(extensionsDir, (n, p) => n === 'stepwise' && p.includes(`${path.sep}server${path.sep}`))[0];
+  assert.ok(bundledServer, `the installed extension carries its server (server/stepwise) under ${extensionsDir}`);
 
   // Settings: the server, the mock model, no prompts or distractions.
   writeSettings(
       {
-        'stepwise.serverPath': STEPWISE_BIN,
         'stepwise.provider': 'anthropic',
         'stepwise.model': 'mock-model',
         'stepwise.baseUrl': mockUrl,
@@ -437,15 +446,15 @@ async function setUp() {
       },
   );
 
-  // stepwise.serverPath is a machine setting: in a remote window (code-server's browser page is one) VS Code may
-  // ignore machine settings of the user settings.json, and applies those of the remote's Machine/settings.json.
-  fs.mkdirSync(path.join(userDataDir, 'Machine'), { recursive: true });
-  fs.writeFileSync(path.join(userDataDir, 'Machine', 'settings.json'), JSON.stringify({ 'stepwise.serverPath': STEPWISE_BIN }, null, 2));
-
   // code-server.
   const port = await freePort();
   const csEnv = { ...env, VSCODE_CLI: '1', STEPWISE_STATE_DIR: stateDir, XDG_STATE_HOME: stateDir };
   for (const k of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_BASE_URL', 'MODEL_ID', 'STEPWISE_PROVIDER']) delete csEnv[k];
+  // No `stepwise` on PATH (nor in ~/.cargo/bin): the extension must use the server it carries.
+  csEnv.PATH = (env.PATH ?? '').split(path.delimiter).filter((d) => d && !fs.existsSync(path.join(d, 'stepwise'))).join(path.delimiter);
+  csEnv.HOME = path.join(scratch, 'home');
+  fs.mkdirSync(csEnv.HOME, { recursive: true });
+  assert.notEqual(spawnSync('sh', ['-c', 'command -v stepwise'], { env: csEnv }).status, 0, 'stepwise must not be on PATH');
   if (KEY_VIA_ENV) csEnv.ANTHROPIC_API_KEY = 'dummy-e2e-key';
   const configPath = path.join(scratch, 'code-server.yaml');
   fs.writeFileSync(configPath, 'auth: none\n');
@@ -521,11 +530,16 @@ after(async () => {
 
 // ---- the steps ------------------------------------------------------------------------------------------
 
-step('the workbench loads and the extension shows its status-bar item', async () => {
+step('the workbench loads; a window that has not used stepwise gets no server', async () => {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
-  await waitStatus(/stepwise: idle/, LONG);
   // The activity bar has the Stepwise container.
   await page.locator('.part.activitybar .action-item [aria-label^="Stepwise"], .part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: SHORT });
+  // Its transcript opens (the extension is active), yet no server was started: no status item, no process.
+  await runCommand('Stepwise: Show Transcript');
+  await waitFor('the Stepwise output channel', () => text('.part.panel'), (t) => /Stepwise/.test(t), LONG);
+  assert.doesNotMatch(serverLog(), /starting \S+ lsp/);
+  assert.deepEqual(serverProcesses(), []);
+  assert.doesNotMatch(await statusBarText(), /stepwise/);
 });
 
 step('opening a file of the workspace', async () => {
@@ -540,12 +554,13 @@ step('opening a file of the workspace', async () => {
 });
 
 if (!KEY_VIA_ENV) {
-  step('Set API Key stores the key in SecretStorage and restarts the server', async () => {
+  step('Set API Key stores the key in SecretStorage (and starts no server for it)', async () => {
     await runCommand('Stepwise: Set API Key');
     await answerInputBox('Stepwise: Set API Key', 'dummy-e2e-key');
-    await waitFor('the server restart in the server log', async () => serverLog(), (l) => /restarting the server: API key changed/.test(l), LONG);
-    await waitStatus(/stepwise: idle/, LONG);
-    await sleep(1000);
+    await waitFor('the key saved', toastText, (t) => t.includes('stepwise: API key for anthropic saved.'), LONG);
+    // Setting a key is not a reason to start a server.
+    assert.deepEqual(serverProcesses(), []);
+    await clearToasts();
   });
 }
 
@@ -553,6 +568,9 @@ step('Run Task: the agent plans, edits the open file in the editor and finishes'
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', PROMPT_1);
   await waitStatus(/stepwise: idle 2\/2/, LONG);
+  // The server is the one in the package.
+  assert.ok(serverLog().includes(`starting ${bundledServer} lsp`), `the bundled server ${bundledServer} was started:\n${serverLog().slice(-2000)}`);
+  assert.deepEqual(serverProcesses(), [`${bundledServer} lsp --stdio`], 'one server process, the bundled one');
 
   // The plan view lists the items with their states, and done/total in its title.
   const rows = await waitFor(
@@ -629,11 +647,14 @@ step('the edit is in the editor undo history', async () => {
   await sleep(500);
 });
 
-step('after a reload the server restores the plan', async () => {
+step('after a reload the folder with a saved session gets its server, and the plan back, with no command', async () => {
   await screenshot('cancelled.png');
+  const before = serverLog().length;
   await page.reload({ timeout: LONG });
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
-  await waitStatus(/stepwise: (idle|cancelled)/, LONG);
+  await waitStatus(/stepwise: idle 1\/3/, LONG);
+  await waitFor('the code lens "stepwise 1/3" without any command', () => text('.part.editor .codelens-decoration'), (t) => /stepwise 1\/3/.test(t), LONG);
+  await waitFor('the reason in the server log', async () => serverLog().slice(before), (l) => /a saved session in demo: starting the server/.test(l), SHORT);
   await runCommand('Stepwise: Show Plan');
   await waitFor(
     'the restored plan rows',
@@ -676,6 +697,20 @@ step('approval "ask": the shell command waits for Allow in a VS Code notificatio
   await screenshot('approved.png');
 });
 
+step('Check Setup shows what the server sees (stepwise doctor), never the key', async () => {
+  await clearToasts();
+  const before = serverLog().length;
+  await runCommand('Stepwise: Check Setup');
+  await waitFor('the ready message', toastText, (t) => t.includes('stepwise: ready in demo (model mock-model).'), LONG);
+  const report = await waitFor('the report in the server log', async () => serverLog().slice(before), (l) => /ready: a run can reach the model/.test(l), SHORT);
+  assert.ok(report.includes(`stepwise doctor: stepwise `) && report.includes(` for ${fs.realpathSync(workspaceDir)}`), report);
+  assert.match(report, /model +mock-model \(VS Code settings\)/);
+  assert.match(report, /API key +ANTHROPIC_API_KEY is set \((environment)\)/);
+  assert.match(report, /session +\S+demo-[0-9a-f]{16}\.json/);
+  assert.ok(!serverLog().includes('dummy-e2e-key'), 'the key is never shown');
+  await clearToasts();
+});
+
 step('a missing model or server binary gives a clear message with the fix', async () => {
   await clearToasts();
   writeFolderSettings({ 'stepwise.model': '' });
@@ -696,7 +731,7 @@ step('a missing model or server binary gives a clear message with the fix', asyn
   await waitStatus(/stepwise: no server/, SHORT);
   await screenshot('missing-binary.png');
   await clearToasts();
-  writeFolderSettings({ 'stepwise.serverPath': STEPWISE_BIN });
+  writeFolderSettings({ 'stepwise.serverPath': '' });
   await waitStatus(/stepwise: idle/, LONG);
   await waitFor('the plan back from the restarted server', planRows, (r) => r.includes('completed: Count the lines of greet.js'), LONG);
   await clearToasts();

@@ -2,16 +2,22 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
   apiKeyEnvName,
+  bundledServerPath,
+  doctorArgs,
+  doctorProblemMessage,
+  doctorReportLines,
   effectiveProvider,
   initializationOptions,
   missingBinaryMessage,
-  missingConfiguration,
   missingConfigurationMessage,
   needsRestart,
-  parseDotenv,
+  parseDoctorReport,
   resolveServerCommand,
   secretKeyName,
   serverEnv,
+  sessionFile,
+  stateDir,
+  type DoctorReport,
 } from '../../src/settings';
 
 test('settings become initializationOptions; unset and extension-only keys are left out', () => {
@@ -90,27 +96,70 @@ test('server binary: serverPath, PATH, ~/.cargo/bin; missing gives the install h
   assert.equal(resolveServerCommand('', { PATH: '/usr/bin' }, () => false, { home: '', platform: 'linux' }).found, false);
 });
 
-test('missing model / key are reported with a fix', () => {
-  const none = missingConfiguration({ settings: {}, env: {}, dotenv: [] });
-  assert.deepEqual(none, ['model', 'apiKey']);
-  const msg = missingConfigurationMessage(none, 'anthropic');
+/** A report as `stepwise doctor --json` prints it (tests/tests/cli_doctor.rs checks the server's side). */
+const REPORT: DoctorReport = {
+  version: '0.1.0',
+  workspace: '/ws',
+  envFiles: ['/ws/.env'],
+  provider: { value: 'anthropic', variable: 'STEPWISE_PROVIDER', source: 'default' },
+  model: { value: null, variable: 'MODEL_ID', source: 'unset' },
+  baseUrl: { value: 'http://127.0.0.1:9', variable: 'ANTHROPIC_BASE_URL', source: 'file', file: '/ws/.env' },
+  apiKey: { variable: 'ANTHROPIC_API_KEY', set: false, source: 'unset' },
+  stateDir: '/state',
+  session: null,
+  missing: ['model', 'apiKey'],
+  problems: ['no model configured: set MODEL_ID (in the environment or a .env file)', 'no API key: set ANTHROPIC_API_KEY (in the environment or a .env file)'],
+  ok: false,
+};
+
+test('doctor: its arguments carry the settings the server gets; its report is read and shown', () => {
+  const args = doctorArgs('/ws', { model: 'm', serverPath: '/x', approval: 'nope' });
+  assert.deepEqual(args.slice(0, 4), ['doctor', '--json', '--workspace', '/ws']);
+  assert.deepEqual(JSON.parse(args[5]), { model: 'm' });
+  assert.equal(parseDoctorReport('not json'), undefined);
+  assert.equal(parseDoctorReport('{"version":"1"}'), undefined);
+  assert.deepEqual(parseDoctorReport(JSON.stringify(REPORT) + '\n'), REPORT);
+  const lines = doctorReportLines(REPORT).join('\n');
+  assert.match(lines, /model +missing: set MODEL_ID/);
+  assert.match(lines, /base URL +http:\/\/127\.0\.0\.1:9 \(\/ws\/\.env\)/);
+  assert.match(lines, /API key +ANTHROPIC_API_KEY is not set/);
+  assert.match(lines, /problem: no model configured/);
+  const ready = { ...REPORT, model: { value: 'm', variable: 'MODEL_ID', source: 'settings' as const }, apiKey: { ...REPORT.apiKey, set: true, source: 'environment' as const }, missing: [], problems: [], ok: true };
+  assert.match(doctorReportLines(ready).join('\n'), /model +m \(VS Code settings\)[^]*ANTHROPIC_API_KEY is set \(environment\)[^]*ready/);
+});
+
+test('doctor: what is missing becomes the VS Code fix; other problems are shown in the server words', () => {
+  const msg = doctorProblemMessage(REPORT, 'anthropic')!;
+  assert.equal(msg, missingConfigurationMessage(['model', 'apiKey'], 'anthropic'));
   assert.match(msg, /stepwise\.model/);
   assert.match(msg, /Set API Key/);
   assert.match(msg, /ANTHROPIC_API_KEY/);
-  assert.deepEqual(missingConfiguration({ settings: { model: 'm' }, env: {}, dotenv: [], secret: 'k' }), []);
-  assert.deepEqual(missingConfiguration({ settings: {}, env: { MODEL_ID: 'm', ANTHROPIC_API_KEY: 'k' }, dotenv: [] }), []);
-  assert.deepEqual(missingConfiguration({ settings: {}, env: {}, dotenv: [{ MODEL_ID: 'm', ANTHROPIC_API_KEY: 'k' }] }), []);
-  // OpenAI-compatible servers may need no key.
-  assert.deepEqual(missingConfiguration({ settings: { provider: 'openai', model: 'llama' }, env: {}, dotenv: [] }), []);
+  const foreign = { ...REPORT, missing: [], problems: ['ANTHROPIC_BASE_URL in /ws/.env points the API key elsewhere'], ok: false };
+  assert.equal(doctorProblemMessage(foreign, 'anthropic'), 'stepwise: ANTHROPIC_BASE_URL in /ws/.env points the API key elsewhere');
+  assert.equal(doctorProblemMessage({ ...REPORT, missing: [], problems: [], ok: true }, 'anthropic'), undefined);
 });
 
-test('.env parsing', () => {
-  assert.deepEqual(parseDotenv('# c\nMODEL_ID=claude\nexport A="x y"\nB=\'q\'\nC=v # comment\nbad line\n'), {
-    MODEL_ID: 'claude',
-    A: 'x y',
-    B: 'q',
-    C: 'v',
-  });
+test('the server: serverPath, then the one packaged in the extension, then PATH', () => {
+  const bundled = bundledServerPath('/ext', 'linux');
+  assert.equal(bundled, '/ext/server/stepwise');
+  assert.equal(bundledServerPath('/ext', 'win32').endsWith('stepwise.exe'), true);
+  const files = new Set([bundled, '/opt/bin/stepwise', '/set/stepwise']);
+  const exists = (p: string) => files.has(p);
+  const env = { PATH: '/opt/bin', HOME: '/home/u' };
+  assert.equal(resolveServerCommand('/set/stepwise', env, exists, { bundled }).command, '/set/stepwise');
+  assert.equal(resolveServerCommand('', env, exists, { bundled, platform: 'linux' }).command, bundled);
+  files.delete(bundled);
+  assert.equal(resolveServerCommand('', env, exists, { bundled, platform: 'linux' }).command, '/opt/bin/stepwise');
+});
+
+test('a saved session is found where the server keeps it (state.rs file_for, trust.rs state_dir)', () => {
+  assert.equal(stateDir({ STEPWISE_STATE_DIR: '/s', XDG_STATE_HOME: '/x', HOME: '/h' }), '/s');
+  assert.equal(stateDir({ XDG_STATE_HOME: '/x', HOME: '/h' }), '/x/stepwise/sessions');
+  assert.equal(stateDir({ HOME: '/h' }), '/h/.local/state/stepwise/sessions');
+  assert.equal(stateDir({ STEPWISE_STATE_DIR: '' }), undefined);
+  // FNV-1a of the path's bytes, as the server computes it; the name keeps [A-Za-z0-9_-].
+  assert.equal(sessionFile('/s', '/home/u/my proj.v2'), '/s/my_proj_v2-4a52ef7a38f58f5b.json');
+  assert.equal(sessionFile('/s', '/w/' + 'x'.repeat(50)).split('/')[2].split('-')[0].length, 40);
 });
 
 test('serverPath and provider changes restart the server', () => {
