@@ -154,6 +154,30 @@ impl Overrides {
     }
 }
 
+/// A provider's variables: its API key, its base URL, and the base URL used when none is set.
+pub struct ProviderVars {
+    pub key_var: &'static str,
+    pub base_var: &'static str,
+    pub default_base: &'static str,
+}
+
+impl ProviderVars {
+    pub fn of(kind: ProviderKind) -> ProviderVars {
+        match kind {
+            ProviderKind::Anthropic => ProviderVars {
+                key_var: "ANTHROPIC_API_KEY",
+                base_var: "ANTHROPIC_BASE_URL",
+                default_base: "https://api.anthropic.com",
+            },
+            ProviderKind::Openai => ProviderVars {
+                key_var: "OPENAI_API_KEY",
+                base_var: "OPENAI_BASE_URL",
+                default_base: "https://api.openai.com/v1",
+            },
+        }
+    }
+}
+
 /// The model endpoint, or the reason it cannot be used (reported before any request is made).
 pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
     let kind_name = o.provider.clone().or_else(|| env.get("STEPWISE_PROVIDER").map(str::to_string));
@@ -168,10 +192,7 @@ pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
         .filter(|m| !m.trim().is_empty())
         .or_else(|| env.get("MODEL_ID").map(str::to_string))
         .ok_or("no model configured: set MODEL_ID (in the environment or a .env file)")?;
-    let (key_var, base_var, default_base) = match kind {
-        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-        ProviderKind::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
-    };
+    let ProviderVars { key_var, base_var, default_base } = ProviderVars::of(kind);
     let key_var = o.api_key_env.clone().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| key_var.to_string());
     let base_url = o
         .base_url
@@ -241,10 +262,7 @@ pub fn foreign_endpoint(env: &Env, o: &Overrides) -> Option<ForeignEndpoint> {
         .or_else(|| env.get("STEPWISE_PROVIDER"))
         .and_then(ProviderKind::parse)
         .unwrap_or(ProviderKind::Anthropic);
-    let (key_var, var) = match kind {
-        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-        ProviderKind::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    };
+    let ProviderVars { key_var, base_var: var, .. } = ProviderVars::of(kind);
     let key_var = o.api_key_env.clone().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| key_var.to_string());
     let url = env.get(var)?.to_string();
     let file = env.file_of(var)?;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::config::{self, Env, Overrides};
+use crate::config::{self, Env, Overrides, ProviderVars};
 use crate::llm::ProviderKind;
 
 /// Where a value came from.
@@ -107,10 +107,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
         provider.source = Source::Default;
     }
     let model = pick(&o.model, &env, "MODEL_ID");
-    let (key_var, base_var, default_base) = match kind {
-        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-        ProviderKind::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
-    };
+    let ProviderVars { key_var, base_var, default_base } = ProviderVars::of(kind);
     let mut base_url = pick(&o.base_url, &env, base_var);
     if base_url.value.is_none() {
         base_url.value = Some(default_base.into());
