@@ -1,9 +1,10 @@
 ;;; eglot-test.el --- stepwise driven by eglot, as an Emacs user without stepwise code has it  -*- lexical-binding: t -*-
 
-;; Run by test.sh: emacs --batch -q -l eglot-test.el. Environment: STEPWISE_BIN, STEPWISE_TEST_DIR (the
-;; workspace, with greet.txt), STEPWISE_TEST_RECORD (the mock model's record of requests); the model
-;; endpoint (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, MODEL_ID) and STEPWISE_STATE_DIR are in the environment
-;; eglot starts the server with.
+;; Run by test.sh: emacs --batch -q -l eglot-test.el. Environment: STEPWISE_TEST_RECIPE (the elisp of
+;; README.md's eglot recipe, loaded as a user's init would), STEPWISE_TEST_DIR (the workspace, with
+;; greet.txt), STEPWISE_TEST_RECORD (the mock model's record of requests); `stepwise' is on PATH, and the
+;; model endpoint (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, MODEL_ID) and STEPWISE_STATE_DIR are in the
+;; environment eglot starts the server with.
 ;;
 ;; eglot answers workspace/applyEdit and window/showMessageRequest itself; what this file adds is what a
 ;; person at the keyboard would do (answer the approval prompt, let Emacs go idle so eglot sends didChange)
@@ -12,7 +13,6 @@
 (require 'cl-lib)
 (require 'eglot)
 
-(defvar st-bin (getenv "STEPWISE_BIN"))
 (defvar st-dir (file-name-as-directory (getenv "STEPWISE_TEST_DIR")))
 (defvar st-record (getenv "STEPWISE_TEST_RECORD"))
 (defvar st-notes nil "Notifications from the server, newest first: (METHOD . PARAMS).")
@@ -41,17 +41,19 @@
 (cl-defmethod eglot-handle-notification :before (_server method &rest params)
   (push (cons (format "%s" method) params) st-notes))
 
-(defvar st-requests nil "Requests from the server eglot handled, newest first: (METHOD . PARAMS).")
-(cl-defmethod eglot-handle-request :before (_server method &rest params)
-  (push (cons (format "%s" method) params) st-requests))
-
 (defun st-notes-of (method)
   (reverse (cl-loop for (m . p) in st-notes when (equal m method) collect p)))
 
-;; eglot asks about server-initiated edits unless told not to (the README's recipe sets this).
-(setq eglot-confirm-server-initiated-edits nil)
+;; The README's recipe, as a user's init file has it.
+(load (getenv "STEPWISE_TEST_RECIPE") nil t)
 (setq eglot-sync-connect t)
-(setq eglot-server-programs `((text-mode . (,st-bin "lsp"))))
+
+(defvar st-messages nil "What was shown in the echo area, newest first.")
+(advice-add 'message :around
+            (lambda (orig fmt &rest args)
+              (let ((text (apply orig fmt args)))
+                (when (stringp text) (push text st-messages))
+                text)))
 
 (defvar st-buffer nil)
 
@@ -96,22 +98,28 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
   (setq st-buffer (find-file-noselect (expand-file-name "greet.txt" st-dir)))
   (with-current-buffer st-buffer
     (text-mode)
-    (apply #'eglot (eglot--guess-contact)))
+    (let ((contact (eglot--guess-contact)))
+      (st-check "the recipe makes `stepwise lsp' the server of text-mode buffers"
+                (equal (nth 3 contact) '("stepwise" "lsp")) (nth 3 contact))
+      (st-check "the recipe turns off eglot's confirmation of server edits"
+                (null eglot-confirm-server-initiated-edits))
+      (apply #'eglot contact)))
   (let* ((server (with-current-buffer st-buffer (eglot-current-server)))
          (proc (and server (jsonrpc--process server))))
     (st-check "eglot connects to stepwise lsp and manages the buffer"
               (and server (with-current-buffer st-buffer eglot--managed-mode)))
     (unless server (error "no server"))
     (cl-letf (((symbol-function 'completing-read) #'st-answer-approval))
-      ;; The README's `stepwise-run': an asynchronous workspace/executeCommand. (A synchronous one,
-      ;; `eglot-execute-command', leaves what the server sends right after its answer unread in Emacs 28's
-      ;; jsonrpc until more output arrives: the progress the server asks to create would wait 10 s.)
-      (let (result)
-        (jsonrpc-async-request server :workspace/executeCommand
-                               `(:command "stepwise.run" :arguments [(:prompt "Make the greeting friendlier")])
-                               :success-fn (lambda (r) (setq result r)))
-        (st-wait "the answer to stepwise.run" (lambda () result) 10)
-        (st-check "stepwise.run answers with a runId" (stringp (plist-get result :runId)) result))
+      ;; The README's `stepwise-run', as `M-x stepwise-run' calls it in the buffer: an asynchronous
+      ;; workspace/executeCommand. (A synchronous one, `eglot-execute-command', leaves what the server sends
+      ;; right after its answer unread in Emacs 28's jsonrpc until more output arrives: the progress the
+      ;; server asks to create would wait 10 s.)
+      (with-current-buffer st-buffer (stepwise-run "Make the greeting friendlier"))
+      (st-wait "the answer to stepwise.run"
+               (lambda () (cl-some (lambda (m) (string-match-p "^stepwise: run run-[^ ]+ started$" m)) st-messages)) 10)
+      (st-check "stepwise-run starts a run (stepwise.run answers with its runId)"
+                (cl-some (lambda (m) (string-match-p "^stepwise: run run-[^ ]+ started$" m)) st-messages)
+                (seq-take st-messages 5))
       ;; The run: a plan, an edit of the open buffer, a shell command (approved), a reminder, the end.
       (st-wait "the edit in the buffer"
                (lambda () (with-current-buffer st-buffer

@@ -46,7 +46,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$work/demo" "$work/state"
+# The README's eglot recipe, exactly as written there (the elisp block of the "Emacs (eglot)" item).
+awk '/\*\*Emacs \(eglot\)\*\*/ { item = 1 } item && /```elisp/ { code = 1; next } code && /```/ { exit } code' \
+  "$repo_root/README.md" > "$work/recipe.el"
+grep -q 'stepwise-run' "$work/recipe.el" || die "no eglot recipe with stepwise-run found in README.md"
+
+mkdir -p "$work/demo" "$work/state" "$work/bin"
+# The recipe starts `stepwise lsp' from PATH.
+ln -s "$stepwise" "$work/bin/stepwise"
 printf 'Hello from greet.txt\n' > "$work/demo/greet.txt"
 plan() { printf '{"type":"turn","tool_calls":[{"name":"todo","input":{"items":[{"id":"1","text":"Make the greeting friendlier","status":"%s"}]}}]}' "$1"; }
 cat > "$work/script.json" <<JSON
@@ -74,9 +81,9 @@ done
 
 set +e
 env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u STEPWISE_PROVIDER \
-  HOME="$work" STEPWISE_STATE_DIR="$work/state" \
+  HOME="$work" STEPWISE_STATE_DIR="$work/state" PATH="$work/bin:$PATH" \
   ANTHROPIC_BASE_URL="$url" ANTHROPIC_API_KEY=emacs-test-key MODEL_ID=mock-model \
-  STEPWISE_BIN="$stepwise" STEPWISE_TEST_DIR="$work/demo" STEPWISE_TEST_RECORD="$work/requests.jsonl" \
+  STEPWISE_TEST_RECIPE="$work/recipe.el" STEPWISE_TEST_DIR="$work/demo" STEPWISE_TEST_RECORD="$work/requests.jsonl" \
   STEPWISE_TEST_EVENTS="$work/events.log" \
   timeout --kill-after=10 240 "$emacs" --batch -q -l "$here/eglot-test.el" > "$work/emacs.out" 2>"$work/emacs.err"
 code=$?
