@@ -192,17 +192,14 @@ local function on_exit(code, signal, id)
   end)
 end
 
----@param root string
-local function make_config(root)
+--- What every start of the client has, the plugin's own (make_config) and vim.lsp.enable's (lsp_config).
+local function base_config()
   local opts = config.get()
   local settings = config.server_settings(opts)
-  local wf = workspace_folder(root)
   return {
     name = M.name,
     cmd = config.cmd(opts),
     cmd_env = opts.cmd_env,
-    root_dir = root,
-    workspace_folders = { wf },
     init_options = settings,
     settings = { stepwise = settings },
     capabilities = capabilities(),
@@ -210,6 +207,11 @@ local function make_config(root)
     on_init = on_init,
     on_exit = on_exit,
   }
+end
+
+---@param root string
+local function make_config(root)
+  return vim.tbl_extend('force', base_config(), { root_dir = root, workspace_folders = { workspace_folder(root) } })
 end
 
 --- Reuse the one client whatever the buffer, adding the buffer's root as a workspace folder.
@@ -291,11 +293,7 @@ end
 --- root marker, else the current directory) added as a workspace folder.
 ---@return vim.lsp.Config
 function M.lsp_config()
-  local opts = config.get()
-  local settings = config.server_settings(opts)
-  return {
-    cmd = config.cmd(opts),
-    cmd_env = opts.cmd_env,
+  return vim.tbl_extend('force', base_config(), {
     root_dir = function(buf, on_dir)
       local root = M.root_for_buf(buf)
       if root then
@@ -304,13 +302,7 @@ function M.lsp_config()
       end
     end,
     reuse_client = reuse_client,
-    init_options = settings,
-    settings = { stepwise = settings },
-    capabilities = capabilities(),
-    handlers = require('stepwise.handlers').handlers(),
-    on_init = on_init,
-    on_exit = on_exit,
-  }
+  })
 end
 
 --- Send new settings to a running client.
