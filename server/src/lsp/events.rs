@@ -1,6 +1,6 @@
 //! The sidecar's event sink: the loop's events become notifications, progress and saved state.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::json;
 use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgress, WorkDoneProgressReport};
@@ -18,7 +18,8 @@ pub struct EditorEvents {
     pub notifier: Notifier,
     pub folder: Arc<Folder>,
     pub run_id: String,
-    pub progress: Option<ProgressToken>,
+    /// The run's work-done progress, once the editor has agreed to it (asked while the run goes on).
+    pub progress: Arc<OnceLock<ProgressToken>>,
 }
 
 impl EventSink for EditorEvents {
@@ -40,7 +41,7 @@ impl EventSink for EditorEvents {
             })),
             Event::PlanChanged { plan } => {
                 self.folder.set_plan(plan);
-                if let Some(token) = &self.progress {
+                if let Some(token) = self.progress.get() {
                     let total = plan.items.len();
                     let pct = (100 * plan.completed()).checked_div(total).unwrap_or(0) as u32;
                     self.notifier.send(Outgoing::Progress(
@@ -53,11 +54,11 @@ impl EventSink for EditorEvents {
                     ));
                 }
                 self.notifier.send(Outgoing::Plan(plan_payload(ws, plan)));
-                self.notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&folder_name(&self.folder), plan)));
+                self.notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&self.folder.name(), plan)));
                 Outgoing::RefreshLenses
             }
             Event::Reminder { text } => {
-                let line = format!("stepwise reminder ({}): {}", folder_name(&self.folder), one_line(text));
+                let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
                 Outgoing::Reminder(json!({"workspace": ws, "text": text}))
             }
@@ -96,10 +97,6 @@ fn plan_line(folder: &str, plan: &crate::plan::Plan) -> String {
     let items: Vec<String> =
         plan.items.iter().map(|i| format!("{} {}", i.status.marker(), one_line(&i.text))).collect();
     format!("stepwise plan ({folder}) {}/{}: {}", plan.completed(), plan.items.len(), items.join(" | "))
-}
-
-fn folder_name(folder: &Folder) -> String {
-    folder.root.file_name().map_or_else(|| folder.root.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn one_line(text: &str) -> String {

@@ -76,6 +76,11 @@ impl Folder {
         }
     }
 
+    /// The folder's name, as messages to the user call it (the whole path for `/`).
+    pub fn name(&self) -> String {
+        self.root.file_name().map_or_else(|| self.root.display().to_string(), |n| n.to_string_lossy().into_owned())
+    }
+
     pub fn plan(&self) -> Plan {
         locks::read(&self.view).plan.clone()
     }

@@ -340,8 +340,7 @@ impl Host for EditorHost {
             return Approval::Allow;
         }
         self.status("waiting");
-        let folder_name = self.folder.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let message = ask.question(&folder_name);
+        let message = ask.question(&self.folder.name());
         self.shared.notifier.flush().await;
         let actions =
             [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });

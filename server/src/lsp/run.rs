@@ -1,6 +1,6 @@
 //! A run: one job in one folder, in the background, from `running` to `idle`, whatever happens.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
@@ -93,7 +93,10 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
         n.send(Outgoing::Status(v));
     };
     status("running", None, None);
-    let progress = begin_progress(&shared, &run_id, &prompt).await;
+    // Asked for alongside the run, not before it: a client slow to answer (eglot 1.9 in batch) must not
+    // hold the run up.
+    let progress = Arc::new(OnceLock::new());
+    let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| folder.root.clone());
     let env = Env::load(&[folder.root.as_path(), cwd.as_path()]);
@@ -133,7 +136,9 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     if let Some(msg) = &error {
         n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {msg}")));
     }
-    if let Some(token) = progress {
+    // A progress still being agreed to is given up; one that began is ended.
+    begin.abort();
+    if let Some(token) = progress.get().cloned() {
         n.send(Outgoing::Progress(
             token,
             WorkDoneProgress::End(WorkDoneProgressEnd { message: Some(reason.as_str().to_string()) }),
@@ -143,19 +148,20 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     status("idle", Some(reason.as_str()), error.as_deref());
 }
 
-/// A work-done progress for the run, when the client offers them and agrees to this one in time.
-async fn begin_progress(shared: &Shared, run_id: &str, prompt: &str) -> Option<ProgressToken> {
+/// A work-done progress for the run, when the client offers them and agrees to this one in time. The
+/// token is set before `begin` is sent (no await between), so a run ending meanwhile ends what began.
+async fn begin_progress(shared: Arc<Shared>, run_id: String, prompt: String, slot: Arc<OnceLock<ProgressToken>>) {
     if !shared.caps().work_done_progress {
-        return None;
+        return;
     }
     let token = ProgressToken::String(format!("stepwise/{run_id}"));
     let created =
         tokio::time::timeout(Duration::from_secs(10), shared.client.create_work_done_progress(token.clone())).await;
-    if !matches!(created, Ok(Ok(()))) {
-        return None;
+    if !matches!(created, Ok(Ok(()))) || slot.set(token.clone()).is_err() {
+        return;
     }
     shared.notifier.send(Outgoing::Progress(
-        token.clone(),
+        token,
         WorkDoneProgress::Begin(WorkDoneProgressBegin {
             title: "Stepwise".into(),
             cancellable: Some(true),
@@ -163,5 +169,4 @@ async fn begin_progress(shared: &Shared, run_id: &str, prompt: &str) -> Option<P
             percentage: Some(0),
         }),
     ));
-    Some(token)
 }
