@@ -201,3 +201,24 @@ pub fn of_kind<'a>(updates: &'a [Value], kind: &str) -> Vec<&'a Value> {
 pub fn chunks(updates: &[Value], kind: &str) -> String {
     of_kind(updates, kind).iter().filter_map(|u| u["content"]["text"].as_str()).collect()
 }
+
+/// The environment of an agent that talks to `mock` and saves its sessions in `state`.
+pub fn agent_env(mock: &crate::mock::MockModel, state: &crate::TempDir) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", mock.url()),
+        ("ANTHROPIC_API_KEY", "acp-key".into()),
+        ("MODEL_ID", "acp-model".into()),
+        ("STEPWISE_RETRY_BASE_MS", "10".into()),
+        ("STEPWISE_STATE_DIR", state.path().display().to_string()),
+    ]
+}
+
+impl AcpClient {
+    /// The agent started in `ws`, initialized (no client file system), with a new session there.
+    pub async fn with_session(ws: &Path, env: &[(&str, String)]) -> (AcpClient, String) {
+        let mut client = AcpClient::spawn(ws, env);
+        client.initialize(false, false).await;
+        let sid = client.new_session(ws).await;
+        (client, sid)
+    }
+}

@@ -11,14 +11,9 @@ use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
 
 fn agent_env(mock: &MockModel, state: &TempDir) -> Vec<(&'static str, String)> {
-    vec![
-        ("ANTHROPIC_BASE_URL", mock.url()),
-        ("ANTHROPIC_API_KEY", "acp-key".into()),
-        ("MODEL_ID", "acp-model".into()),
-        ("STEPWISE_RETRY_BASE_MS", "10".into()),
-        ("STEPWISE_MAX_RETRIES", "0".into()),
-        ("STEPWISE_STATE_DIR", state.path().display().to_string()),
-    ]
+    let mut env = stepwise_tests::acp_client::agent_env(mock, state);
+    env.push(("STEPWISE_MAX_RETRIES", "0".into()));
+    env
 }
 
 #[tokio::test]
@@ -94,9 +89,7 @@ async fn runs_that_end_badly_say_why() {
         cut(),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
-    let sid = client.new_session(ws.path()).await;
+    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
 
     let (resp, updates) = client.prompt(&sid, "fail").await;
     assert_eq!(resp["error"]["code"], -32603, "{resp}");
@@ -120,9 +113,7 @@ async fn the_round_cap_is_max_turn_requests_and_one_prompt_runs_at_a_time() {
     let mock = MockModel::start(vec![call("read_file", json!({"path": "missing.txt"})), Step::Hang]).await;
     let mut env = agent_env(&mock, &state);
     env.push(("STEPWISE_MAX_ROUNDS", "1".into()));
-    let mut client = AcpClient::spawn(ws.path(), &env);
-    client.initialize(false, false).await;
-    let sid = client.new_session(ws.path()).await;
+    let (mut client, sid) = AcpClient::with_session(ws.path(), &env).await;
     let (resp, updates) = client.prompt(&sid, "read").await;
     assert_eq!(resp["result"]["stopReason"], "max_turn_requests", "{resp}");
     assert!(chunks(&updates, "agent_message_chunk").contains("round cap (1)"), "{updates:#?}");
@@ -146,9 +137,7 @@ async fn a_panicking_run_answers_its_prompt_and_frees_the_session() {
     let ws = TempDir::new("acp-ws");
     let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![Step::text("Still here.")]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
-    let sid = client.new_session(ws.path()).await;
+    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
     // A prompt that makes a debug build's run panic (see prompt::run).
     let (resp, _) = client.prompt(&sid, "__stepwise_test_panic__").await;
     assert_eq!(resp["error"]["code"], -32603, "{resp}");

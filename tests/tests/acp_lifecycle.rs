@@ -5,19 +5,9 @@ mod common;
 
 use common::{call, messages, read_pid, wait_gone};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{chunks, of_kind, AcpClient};
+use stepwise_tests::acp_client::{agent_env, chunks, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
-
-fn agent_env(mock: &MockModel, state: &TempDir) -> Vec<(&'static str, String)> {
-    vec![
-        ("ANTHROPIC_BASE_URL", mock.url()),
-        ("ANTHROPIC_API_KEY", "acp-key".into()),
-        ("MODEL_ID", "acp-model".into()),
-        ("STEPWISE_RETRY_BASE_MS", "10".into()),
-        ("STEPWISE_STATE_DIR", state.path().display().to_string()),
-    ]
-}
 
 fn allow_always(client: &mut AcpClient) {
     client.on_request = Box::new(|method, _| match method {
@@ -158,9 +148,7 @@ async fn cancel_while_a_permission_question_waits() {
     let ws = TempDir::new("acp-ws");
     let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("bash", json!({"command": "echo never > ran.txt"}))]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
-    let sid = client.new_session(ws.path()).await;
+    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
     let id =
         client.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})).await;
     // The question is left unanswered; the user cancels the turn instead.

@@ -7,19 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use common::{call, result_texts};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{chunks, of_kind, AcpClient};
+use stepwise_tests::acp_client::{agent_env, chunks, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
-
-fn agent_env(mock: &MockModel, state: &TempDir) -> Vec<(&'static str, String)> {
-    vec![
-        ("ANTHROPIC_BASE_URL", mock.url()),
-        ("ANTHROPIC_API_KEY", "acp-key".into()),
-        ("MODEL_ID", "acp-model".into()),
-        ("STEPWISE_RETRY_BASE_MS", "10".into()),
-        ("STEPWISE_STATE_DIR", state.path().display().to_string()),
-    ]
-}
 
 fn todo(items: &[(&str, &str, &str)]) -> Value {
     json!({"items": items.iter().map(|(id, text, status)| json!({"id": id, "text": text, "status": status})).collect::<Vec<_>>()})
@@ -213,9 +203,7 @@ async fn reminders_are_thoughts_and_cut_calls_are_failed_calls() {
     .await;
     let mut env = agent_env(&mock, &state);
     env.push(("STEPWISE_REMINDER_ROUNDS", "1".into()));
-    let mut client = AcpClient::spawn(ws.path(), &env);
-    client.initialize(false, false).await;
-    let sid = client.new_session(ws.path()).await;
+    let (mut client, sid) = AcpClient::with_session(ws.path(), &env).await;
     let (resp, updates) = client.prompt(&sid, "read a").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
 
