@@ -111,18 +111,40 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// must never land after a newer one.
 static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Writes the newest snapshot in `saver` to `file` now (blocking).
-pub fn write_latest(file: &Path, saver: &tokio::sync::watch::Sender<Option<Vec<u8>>>) -> std::io::Result<()> {
-    let _turn = crate::locks::lock(&WRITING);
-    let bytes = saver.borrow().clone();
-    match bytes {
-        Some(b) => write_atomic(file, &b),
-        None => Ok(()),
+/// One saved session's file: snapshots are written in the background as they come (older ones not yet
+/// written are skipped), and the newest can be written at once (at shutdown, when background writers may
+/// not get to run). The sidecar's folders and the ACP agent's sessions each hold one.
+pub struct Saver {
+    file: PathBuf,
+    latest: tokio::sync::watch::Sender<Option<Vec<u8>>>,
+}
+
+impl Saver {
+    /// Starts the background writer of `file` (on the current runtime).
+    pub fn spawn(file: PathBuf) -> Saver {
+        Saver { latest: spawn_writer(file.clone()), file }
+    }
+
+    /// Hands a snapshot of `session`, worked on in `folder`, to the background writer.
+    pub fn save(&self, folder: &Path, session: &Session) {
+        if let Some(bytes) = encode(folder, session) {
+            let _ = self.latest.send(Some(bytes));
+        }
+    }
+
+    /// Writes the newest snapshot now (blocking).
+    pub fn flush(&self) -> std::io::Result<()> {
+        let _turn = crate::locks::lock(&WRITING);
+        let bytes = self.latest.borrow().clone();
+        match bytes {
+            Some(b) => write_atomic(&self.file, &b),
+            None => Ok(()),
+        }
     }
 }
 
 /// Saves the latest snapshot of one folder in the background; older snapshots not yet written are skipped.
-pub fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>> {
+fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>> {
     let (tx, mut rx) = tokio::sync::watch::channel::<Option<Vec<u8>>>(None);
     tokio::spawn(async move {
         while rx.changed().await.is_ok() {

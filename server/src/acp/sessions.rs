@@ -22,21 +22,18 @@ pub(crate) struct AcpSession {
     run: Mutex<Option<CancellationToken>>,
     /// "Allow for this session" was chosen.
     pub allow_always: AtomicBool,
-    saver: Option<tokio::sync::watch::Sender<Option<Vec<u8>>>>,
-    file: Option<PathBuf>,
+    saver: Option<store::Saver>,
 }
 
 impl AcpSession {
     fn new(id: String, root: PathBuf, session: Session, file: Option<PathBuf>) -> AcpSession {
-        let saver = file.clone().map(store::spawn_writer);
         AcpSession {
             id,
             root,
             session: tokio::sync::Mutex::new(session),
             run: Mutex::new(None),
             allow_always: AtomicBool::new(false),
-            saver,
-            file,
+            saver: file.map(store::Saver::spawn),
         }
     }
 
@@ -66,16 +63,14 @@ impl AcpSession {
     }
 
     pub fn save(&self, session: &Session) {
-        if let (Some(saver), Some(bytes)) = (&self.saver, store::encode(&self.root, session)) {
-            let _ = saver.send(Some(bytes));
+        if let Some(saver) = &self.saver {
+            saver.save(&self.root, session);
         }
     }
 
     fn flush(&self) {
-        if let (Some(saver), Some(file)) = (&self.saver, &self.file) {
-            if let Err(e) = store::write_latest(file, saver) {
-                tracing::warn!("could not save session {}: {e}", self.id);
-            }
+        if let Some(Err(e)) = self.saver.as_ref().map(store::Saver::flush) {
+            tracing::warn!("could not save session {}: {e}", self.id);
         }
     }
 }

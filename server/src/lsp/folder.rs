@@ -14,6 +14,7 @@ use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
 use crate::plan::Plan;
+use crate::store::Saver;
 
 /// Where this run edited a document, for the edit code lenses.
 #[derive(Debug, Clone)]
@@ -54,13 +55,12 @@ pub struct Folder {
     pub overlay: DashMap<PathBuf, String>,
     /// Documents the agent changed that may not be saved yet.
     pub unsaved: Mutex<HashSet<PathBuf>>,
-    pub saver: Option<tokio::sync::watch::Sender<Option<Vec<u8>>>>,
-    pub state_file: Option<PathBuf>,
+    /// Where the session is saved (none without a state directory).
+    saver: Option<Saver>,
 }
 
 impl Folder {
     pub fn new(uri: String, root: PathBuf, session: Session, state_file: Option<PathBuf>) -> Folder {
-        let saver = state_file.clone().map(crate::store::spawn_writer);
         Folder {
             uri,
             root,
@@ -71,8 +71,7 @@ impl Folder {
             allow_all: AtomicBool::new(false),
             overlay: DashMap::new(),
             unsaved: Mutex::new(HashSet::new()),
-            saver,
-            state_file,
+            saver: state_file.map(Saver::spawn),
         }
     }
 
@@ -152,18 +151,14 @@ impl Folder {
 
     pub fn save(&self, session: &Session) {
         if let Some(saver) = &self.saver {
-            if let Some(bytes) = crate::store::encode(&self.root, session) {
-                let _ = saver.send(Some(bytes));
-            }
+            saver.save(&self.root, session);
         }
     }
 
     /// Writes the latest snapshot now (at shutdown, when background writers may not get to run).
     pub fn flush(&self) {
-        if let (Some(saver), Some(file)) = (&self.saver, &self.state_file) {
-            if let Err(e) = crate::store::write_latest(file, saver) {
-                tracing::warn!("could not save session state: {e}");
-            }
+        if let Some(Err(e)) = self.saver.as_ref().map(Saver::flush) {
+            tracing::warn!("could not save session state: {e}");
         }
     }
 }
