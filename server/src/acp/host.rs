@@ -18,7 +18,8 @@ use super::tool_calls::FileChange;
 use super::{ClientFs, Conn};
 use crate::host::disk::{preview_disk, read_disk, write_disk};
 use crate::host::{
-    find_first, not_found, preview, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput,
+    find_first, folder_name, minimal_change, not_found, preview, run_shell, splice, Approval, Ask, EditContext, Host,
+    ResolvedPath, ShellOutput,
 };
 
 pub const ALLOW_ONCE: &str = "allow_once";
@@ -86,7 +87,7 @@ impl Host for AcpHost {
         // The old text only feeds the diff; a file that cannot be read is shown as new.
         let old = if path.abs.exists() { self.text(path).await.ok() } else { None };
         self.put(path, content).await?;
-        let at = old.as_deref().map_or(0, |o| common_prefix(o, content));
+        let at = old.as_deref().map_or(0, |o| minimal_change(o, content).0);
         self.record(path, old, content.to_string(), at);
         Ok(())
     }
@@ -94,12 +95,10 @@ impl Host for AcpHost {
     async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, _ctx: &EditContext) -> Result<(), String> {
         let text = self.text(path).await?;
         let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
-        let mut out = String::with_capacity(text.len() + new.len());
-        out.push_str(&text[..range.start]);
-        out.push_str(new);
-        out.push_str(&text[range.end..]);
+        let start = range.start;
+        let out = splice(&text, range, new);
         self.put(path, &out).await?;
-        self.record(path, Some(text), out, range.start);
+        self.record(path, Some(text), out, start);
         Ok(())
     }
 
@@ -107,7 +106,7 @@ impl Host for AcpHost {
         if self.session.allow_always.load(Ordering::Relaxed) {
             return Approval::Allow;
         }
-        let folder = self.session.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let folder = folder_name(&self.session.root);
         // The question is about the call in flight (the client already shows it); without one, a call id
         // of its own.
         let id = self.state.current_call().unwrap_or_else(|| "stepwise-permission".to_string());
@@ -137,13 +136,4 @@ impl Host for AcpHost {
     async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
         run_shell(&self.session.root, command, timeout).await
     }
-}
-
-/// Bytes `a` and `b` share at the start, on a character boundary: where a rewrite starts to differ.
-fn common_prefix(a: &str, b: &str) -> usize {
-    let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    while !a.is_char_boundary(n) {
-        n -= 1;
-    }
-    n
 }

@@ -168,11 +168,7 @@ impl Host for DiskHost {
     async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, _ctx: &EditContext) -> Result<(), String> {
         let text = read_disk(path).await?;
         let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
-        let mut out = String::with_capacity(text.len() + new.len());
-        out.push_str(&text[..range.start]);
-        out.push_str(new);
-        out.push_str(&text[range.end..]);
-        write_disk(path, &out).await
+        write_disk(path, &super::splice(&text, range, new)).await
     }
 
     async fn approve(&self, ask: &Ask<'_>) -> Approval {

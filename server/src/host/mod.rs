@@ -80,6 +80,55 @@ pub fn find_first(text: &str, old: &str) -> Option<std::ops::Range<usize>> {
     text.find(old).map(|start| start..start + old.len())
 }
 
+/// `text` with the bytes of `range` replaced by `new`.
+pub fn splice(text: &str, range: std::ops::Range<usize>, new: &str) -> String {
+    let mut out = String::with_capacity(text.len() - range.len() + new.len());
+    out.push_str(&text[..range.start]);
+    out.push_str(new);
+    out.push_str(&text[range.end..]);
+    out
+}
+
+/// The smallest single replacement turning `old` into `new`: (start, end) in `old`, and the new text.
+pub fn minimal_change<'a>(old: &str, new: &'a str) -> (usize, usize, &'a str) {
+    let mut start = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
+    while !old.is_char_boundary(start) || !new.is_char_boundary(start) {
+        start -= 1;
+    }
+    let max_suffix = old.len().min(new.len()) - start;
+    let mut suffix = old.bytes().rev().zip(new.bytes().rev()).take(max_suffix).take_while(|(a, b)| a == b).count();
+    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
+        suffix -= 1;
+    }
+    (start, old.len() - suffix, &new[start..new.len() - suffix])
+}
+
+/// A workspace folder's name, as questions and messages to the user call it (the whole path for `/`).
+pub fn folder_name(root: &Path) -> String {
+    root.file_name().map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 pub(crate) fn not_found(path: &ResolvedPath) -> String {
     format!("Text not found in {}", path.given)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{minimal_change, splice};
+
+    #[test]
+    fn minimal_change_keeps_common_ends() {
+        assert_eq!(minimal_change("abcXYZdef", "abc123def"), (3, 6, "123"));
+        assert_eq!(minimal_change("same", "same"), (4, 4, ""));
+        assert_eq!(minimal_change("", "new"), (0, 0, "new"));
+        assert_eq!(minimal_change("aaa", "aa"), (2, 3, ""));
+        assert_eq!(minimal_change("héllo", "hèllo"), (1, 3, "è"));
+    }
+
+    #[test]
+    fn splice_replaces_a_byte_range() {
+        assert_eq!(splice("one two three", 4..7, "2"), "one 2 three");
+        assert_eq!(splice("ab", 2..2, "c"), "abc");
+        assert_eq!(splice("héllo", 1..3, ""), "hllo");
+    }
 }

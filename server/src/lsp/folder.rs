@@ -75,9 +75,9 @@ impl Folder {
         }
     }
 
-    /// The folder's name, as messages to the user call it (the whole path for `/`).
+    /// The folder's name, as messages to the user call it.
     pub fn name(&self) -> String {
-        self.root.file_name().map_or_else(|| self.root.display().to_string(), |n| n.to_string_lossy().into_owned())
+        crate::host::folder_name(&self.root)
     }
 
     pub fn plan(&self) -> Plan {

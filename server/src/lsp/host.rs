@@ -19,7 +19,10 @@ use super::notify::Outgoing;
 use super::positions::range_of;
 use super::shared::Shared;
 use crate::host::disk::{io_error, read_disk, write_disk};
-use crate::host::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
+use crate::host::{
+    find_first, minimal_change, not_found, run_shell, splice, Approval, Ask, EditContext, Host, ResolvedPath,
+    ShellOutput,
+};
 use crate::locks;
 
 pub const ALLOW: &str = "Allow";
@@ -108,10 +111,7 @@ impl EditorHost {
     ) -> Result<(), String> {
         let create = current.is_none();
         let (text, version) = current.map(|c| (c.text.as_str(), c.version)).unwrap_or(("", None));
-        let mut updated = String::with_capacity(text.len() + new.len());
-        updated.push_str(&text[..bytes.start]);
-        updated.push_str(new);
-        updated.push_str(&text[bytes.end..]);
+        let updated = splice(text, bytes.clone(), new);
         let caps = self.shared.caps();
         if !caps.apply_edit || (create && !(caps.create_files && caps.document_changes)) {
             write_disk(path, &updated).await?;
@@ -363,33 +363,5 @@ impl Host for EditorHost {
     async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
         self.flush_unsaved().await?;
         run_shell(&self.folder.root, command, timeout).await
-    }
-}
-
-/// The smallest single replacement turning `old` into `new`: (start, end) in `old`, and the new text.
-pub fn minimal_change<'a>(old: &str, new: &'a str) -> (usize, usize, &'a str) {
-    let mut start = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
-    while !old.is_char_boundary(start) || !new.is_char_boundary(start) {
-        start -= 1;
-    }
-    let max_suffix = old.len().min(new.len()) - start;
-    let mut suffix = old.bytes().rev().zip(new.bytes().rev()).take(max_suffix).take_while(|(a, b)| a == b).count();
-    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
-        suffix -= 1;
-    }
-    (start, old.len() - suffix, &new[start..new.len() - suffix])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::minimal_change;
-
-    #[test]
-    fn minimal_change_keeps_common_ends() {
-        assert_eq!(minimal_change("abcXYZdef", "abc123def"), (3, 6, "123"));
-        assert_eq!(minimal_change("same", "same"), (4, 4, ""));
-        assert_eq!(minimal_change("", "new"), (0, 0, "new"));
-        assert_eq!(minimal_change("aaa", "aa"), (2, 3, ""));
-        assert_eq!(minimal_change("héllo", "hèllo"), (1, 3, "è"));
     }
 }
