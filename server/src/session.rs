@@ -58,3 +58,12 @@ pub struct RunOutcome {
     pub rounds: u32,
     pub usage: Usage,
 }
+
+/// What a panicked run said, for the error that ends it (the sidecar's run guard, the ACP prompt).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

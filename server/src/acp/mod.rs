@@ -154,11 +154,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
 
 /// The answer to a prompt whose run panicked; the session stays usable.
 fn panicked(p: Box<dyn std::any::Any + Send>) -> Error {
-    let text = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
+    let text = crate::session::panic_message(&*p);
     tracing::error!("a prompt's run panicked: {text}");
     Error::new(ErrorCode::INTERNAL_ERROR, format!("internal error: the run panicked: {text}"))
 }

@@ -14,7 +14,6 @@ use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
 use crate::agent::{self, FinishReason};
 use crate::config::{self, Env, Overrides};
-use crate::llm::Llm;
 
 /// The prompt as the model reads it: text as given, a linked file by its URI, an embedded one inline.
 pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
@@ -35,17 +34,6 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
     parts.join("\n")
 }
 
-/// The model and loop settings for this session's folder: the environment, then `.env` in the folder,
-/// then `.env` in the current directory (as the command line reads them).
-async fn configure(root: &std::path::Path) -> Result<(agent::AgentConfig, Llm), String> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
-    let env = Env::load(&[root, cwd.as_path()]);
-    let overrides = Overrides::default();
-    let cfg = config::agent(&env, &overrides)?;
-    let llm = Llm::new(config::provider(&env, &overrides)?)?;
-    Ok((cfg, llm.learn_window().await))
-}
-
 pub(crate) async fn run(
     session: &Arc<AcpSession>,
     conn: &Conn,
@@ -63,10 +51,12 @@ pub(crate) async fn run(
     }
     let say =
         |text: String| events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
+    // The environment and `.env` files of the session's folder, as the command line reads them.
+    let (env, overrides) = (Env::for_workspace(&session.root), Overrides::default());
     let configured = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
-        c = configure(&session.root) => c,
+        c = config::agent_and_model(&env, &overrides) => c,
     };
     let (cfg, llm) = match configured {
         Ok(c) => c,

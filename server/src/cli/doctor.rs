@@ -223,8 +223,8 @@ pub fn run(workspace: &Path, settings: Option<&str>, as_json: bool) -> i32 {
         eprintln!("stepwise doctor: workspace {} is not a folder", workspace.display());
         return 2;
     }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let r = report(workspace, &[workspace, cwd.as_path()], &overrides);
+    let [ws, cwd] = config::dotenv_dirs(workspace);
+    let r = report(workspace, &[&ws, &cwd], &overrides);
     if as_json {
         println!("{}", r.json());
     } else {

@@ -51,8 +51,7 @@ async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
     if !ws.is_dir() {
         return Err(format!("workspace {} is not a folder", ws.display()));
     }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let env = Env::load(&[ws.as_path(), cwd.as_path()]);
+    let env = Env::for_workspace(ws);
     let overrides = Overrides::default();
     let cfg = config::agent(&env, &overrides)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();

@@ -17,8 +17,8 @@ use super::notify::Outgoing;
 use super::shared::Shared;
 use crate::agent::{self, FinishReason};
 use crate::config::{self, Env};
-use crate::llm::Llm;
 use crate::locks;
+use crate::session::panic_message;
 
 /// What a run does: a prompt for the agent, or compacting the conversation on demand.
 pub enum Job {
@@ -52,13 +52,7 @@ pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<Stri
 async fn guard(run: tokio::task::JoinHandle<()>, shared: Arc<Shared>, folder: Arc<Folder>, run_id: String) {
     let Err(e) = run.await else { return };
     let why = if e.is_panic() {
-        let p = e.into_panic();
-        let text = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!("internal error: the run panicked: {text}")
+        format!("internal error: the run panicked: {}", panic_message(&*e.into_panic()))
     } else {
         "internal error: the run was aborted".into()
     };
@@ -98,17 +92,12 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     let progress = Arc::new(OnceLock::new());
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
-    let cwd = std::env::current_dir().unwrap_or_else(|_| folder.root.clone());
-    let env = Env::load(&[folder.root.as_path(), cwd.as_path()]);
+    let env = Env::for_workspace(&folder.root);
     drop(shared.config_pending.read().await);
     let settings = shared.settings_for(&folder);
-    let configured = config::agent(&env, &settings)
-        .and_then(|a| Ok((a, config::provider(&env, &settings)?)))
-        .and_then(|(a, p)| Ok((a, Llm::new(p)?)));
-    let (reason, error) = match configured {
+    let (reason, error) = match config::agent_and_model(&env, &settings).await {
         Err(msg) => (FinishReason::Error, Some(msg)),
         Ok((cfg, llm)) => {
-            let llm = llm.learn_window().await;
             let host = EditorHost {
                 shared: shared.clone(),
                 folder: folder.clone(),
