@@ -255,3 +255,47 @@ async fn lsp_follow_up_prompts_continue_and_reset_clears() {
     );
     ed.finish().await;
 }
+
+/// An editor slow to agree to the run's progress does not hold the run up, and loses no report: those made
+/// before it agreed follow the `begin`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_progress_agreed_late_keeps_every_report() {
+    let (dir, state) = folder_and_state("late-progress");
+    let mock = MockModel::start(vec![
+        todo(vec![item("1", "Only step", "in_progress", "Doing it")]),
+        todo(vec![item("1", "Only step", "completed", "Doing it")]),
+        Step::Hang,
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .policy("window/workDoneProgress/create", Policy::Queue)
+        .ignore(&["stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"])
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "one step").await;
+    let (id, _) = ed.await_request("window/workDoneProgress/create", T).await;
+    // The run goes on meanwhile: both plan changes are made, and the model is asked a third time (it
+    // never answers, so the run is still going when the editor agrees).
+    mock.wait_for_requests(3, T).await;
+    ed.respond(&id, Value::Null);
+    ed.await_notification_matching("$/progress", |p| p["value"]["percentage"] == 100, T).await;
+    assert_eq!(ed.execute("stepwise.cancel", json!({})).await, Ok(Value::Null));
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "cancelled");
+    let kinds: Vec<(Value, Value)> = ed
+        .received("$/progress")
+        .iter()
+        .map(|p| (p["value"]["kind"].clone(), p["value"]["percentage"].clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (json!("begin"), json!(0)),
+            (json!("report"), json!(0)),
+            (json!("report"), json!(100)),
+            (json!("end"), Value::Null)
+        ]
+    );
+    ed.finish().await;
+}

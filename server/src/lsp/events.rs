@@ -1,12 +1,13 @@
 //! The sidecar's event sink: the loop's events become notifications, progress and saved state.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::json;
-use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgress, WorkDoneProgressReport};
+use tower_lsp_server::ls_types::{MessageType, WorkDoneProgressReport};
 
 use super::folder::{plan_payload, Folder};
 use super::notify::{Notifier, Outgoing};
+use super::progress::Progress;
 use crate::agent::Session;
 use crate::events::{Event, EventSink};
 use crate::tools;
@@ -18,8 +19,7 @@ pub struct EditorEvents {
     pub notifier: Notifier,
     pub folder: Arc<Folder>,
     pub run_id: String,
-    /// The run's work-done progress, once the editor has agreed to it (asked while the run goes on).
-    pub progress: Arc<OnceLock<ProgressToken>>,
+    pub progress: Arc<Progress>,
 }
 
 impl EventSink for EditorEvents {
@@ -41,18 +41,16 @@ impl EventSink for EditorEvents {
             })),
             Event::PlanChanged { plan } => {
                 self.folder.set_plan(plan);
-                if let Some(token) = self.progress.get() {
-                    let total = plan.items.len();
-                    let pct = (100 * plan.completed()).checked_div(total).unwrap_or(0) as u32;
-                    self.notifier.send(Outgoing::Progress(
-                        token.clone(),
-                        WorkDoneProgress::Report(WorkDoneProgressReport {
-                            cancellable: Some(true),
-                            message: plan.current_step_label().map(str::to_string),
-                            percentage: Some(pct),
-                        }),
-                    ));
-                }
+                let total = plan.items.len();
+                let pct = (100 * plan.completed()).checked_div(total).unwrap_or(0) as u32;
+                self.progress.report(
+                    &self.notifier,
+                    WorkDoneProgressReport {
+                        cancellable: Some(true),
+                        message: plan.current_step_label().map(str::to_string),
+                        percentage: Some(pct),
+                    },
+                );
                 self.notifier.send(Outgoing::Plan(plan_payload(ws, plan)));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&self.folder.name(), plan)));
                 Outgoing::RefreshLenses

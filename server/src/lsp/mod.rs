@@ -10,6 +10,7 @@ mod frames;
 mod host;
 mod notify;
 mod positions;
+mod progress;
 mod reconcile;
 mod run;
 mod server;

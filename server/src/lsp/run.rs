@@ -1,19 +1,18 @@
 //! A run: one job in one folder, in the background, from `running` to `idle`, whatever happens.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::ls_types::{
-    MessageType, ProgressToken, WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressEnd,
-};
+use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgressBegin};
 
 use super::events::EditorEvents;
 use super::folder::{Folder, RunHandle};
 use super::host::{ApprovalMode, EditorHost};
 use super::notify::Outgoing;
+use super::progress::Progress;
 use super::shared::Shared;
 use crate::agent::{self, FinishReason};
 use crate::config::{self, Env};
@@ -87,9 +86,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
         n.send(Outgoing::Status(v));
     };
     status("running", None, None);
-    // Asked for alongside the run, not before it: a client slow to answer (eglot 1.9 in batch) must not
-    // hold the run up.
-    let progress = Arc::new(OnceLock::new());
+    let progress = Arc::new(Progress::default());
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
     let env = Env::for_workspace(&folder.root);
@@ -127,35 +124,27 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     }
     // A progress still being agreed to is given up; one that began is ended.
     begin.abort();
-    if let Some(token) = progress.get().cloned() {
-        n.send(Outgoing::Progress(
-            token,
-            WorkDoneProgress::End(WorkDoneProgressEnd { message: Some(reason.as_str().to_string()) }),
-        ));
-    }
+    progress.end(n, reason.as_str());
     folder.release_run(&run_id);
     status("idle", Some(reason.as_str()), error.as_deref());
 }
 
-/// A work-done progress for the run, when the client offers them and agrees to this one in time. The
-/// token is set before `begin` is sent (no await between), so a run ending meanwhile ends what began.
-async fn begin_progress(shared: Arc<Shared>, run_id: String, prompt: String, slot: Arc<OnceLock<ProgressToken>>) {
+/// A work-done progress for the run, when the client offers them and agrees to this one in time.
+async fn begin_progress(shared: Arc<Shared>, run_id: String, prompt: String, progress: Arc<Progress>) {
     if !shared.caps().work_done_progress {
-        return;
+        return progress.refused();
     }
     let token = ProgressToken::String(format!("stepwise/{run_id}"));
     let created =
         tokio::time::timeout(Duration::from_secs(10), shared.client.create_work_done_progress(token.clone())).await;
-    if !matches!(created, Ok(Ok(()))) || slot.set(token.clone()).is_err() {
-        return;
+    if !matches!(created, Ok(Ok(()))) {
+        return progress.refused();
     }
-    shared.notifier.send(Outgoing::Progress(
-        token,
-        WorkDoneProgress::Begin(WorkDoneProgressBegin {
-            title: "Stepwise".into(),
-            cancellable: Some(true),
-            message: Some(prompt.chars().take(80).collect()),
-            percentage: Some(0),
-        }),
-    ));
+    let begin = WorkDoneProgressBegin {
+        title: "Stepwise".into(),
+        cancellable: Some(true),
+        message: Some(prompt.chars().take(80).collect()),
+        percentage: Some(0),
+    };
+    progress.begin(&shared.notifier, token, begin);
 }
