@@ -110,25 +110,23 @@ impl Folder {
 
     /// Moves the edit marks of `path` with changes the user made (`None`: the whole text was replaced, so
     /// only marks past its end go). Returns whether any mark moved or went.
-    pub fn follow_changes(&self, path: &Path, changes: Option<&[LineChange]>, lines: u32) -> bool {
+    pub fn follow_changes(&self, path: &Path, changes: Option<&[LineChange]>, lines: impl FnOnce() -> u32) -> bool {
         let mut view = locks::write(&self.view);
-        let before: Vec<(u32, u32)> = view.marks.iter().filter(|m| m.path == path).map(|m| (m.start, m.end)).collect();
-        if before.is_empty() {
+        if !view.marks.iter().any(|m| m.path == path) {
             return false;
         }
+        // Only a whole-text change needs the line count (counting is a pass over the text).
+        let lines = if changes.is_none() { lines().max(1) } else { 0 };
+        let mut moved = false;
         view.marks.retain_mut(|m| {
             if m.path != path {
                 return true;
             }
-            let mut at = Some((m.start, m.end));
-            match changes {
-                Some(changes) => {
-                    for c in changes {
-                        at = at.and_then(|(s, e)| follow(s, e, *c));
-                    }
-                }
-                None => at = at.filter(|(s, _)| *s < lines.max(1)),
-            }
+            let at = match changes {
+                Some(changes) => changes.iter().try_fold((m.start, m.end), |(s, e), c| follow(s, e, *c)),
+                None => Some((m.start, m.end)).filter(|(s, _)| *s < lines),
+            };
+            moved |= at != Some((m.start, m.end));
             match at {
                 Some((s, e)) => {
                     (m.start, m.end) = (s, e);
@@ -137,8 +135,7 @@ impl Folder {
                 None => false,
             }
         });
-        let after: Vec<(u32, u32)> = view.marks.iter().filter(|m| m.path == path).map(|m| (m.start, m.end)).collect();
-        before != after
+        moved
     }
 
     /// Frees the run slot if the run `id` still holds it.

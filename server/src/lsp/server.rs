@@ -129,7 +129,7 @@ impl LanguageServer for Backend {
         match self.shared.docs.change(&doc.uri, doc.version, params.content_changes) {
             Ok((path, done)) => {
                 if let Some(f) = self.shared.folder_of(&path) {
-                    if f.follow_changes(&path, done.foreign.as_deref(), self.shared.docs.line_count(&path)) {
+                    if f.follow_changes(&path, done.foreign.as_deref(), || self.shared.docs.line_count(&path)) {
                         self.shared.notifier.send(Outgoing::RefreshLenses);
                     }
                 }
