@@ -5,7 +5,7 @@ mod common;
 
 use common::{call, messages, read_pid, wait_gone};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, of_kind, AcpClient};
+use stepwise_tests::acp_client::{agent_env, chunks, finished, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
 
@@ -46,7 +46,7 @@ async fn cancel_answers_cancelled_kills_the_command_and_keeps_the_conversation()
     assert!(cancelled_at.elapsed() < std::time::Duration::from_secs(1), "took {:?}", cancelled_at.elapsed());
     assert_eq!(resp["result"]["stopReason"], "cancelled", "{resp}");
     let updates = client.updates_since(from);
-    let done = of_kind(&updates, "tool_call_update");
+    let done = finished(&updates);
     assert_eq!(done.len(), 1, "{updates:#?}");
     assert_eq!(done[0]["status"], "failed");
     assert!(wait_gone(shell), "the shell {shell} outlived the cancel");

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, TextContent, ToolCallUpdate, ToolCallUpdateFields,
-    UsageUpdate,
+    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, Terminal, TextContent, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 
 use super::sessions::AcpSession;
@@ -25,6 +25,10 @@ pub(crate) struct RunState {
     /// Calls announced with `tool_call`; a call finished without one (cut by the output limit) is
     /// announced when it finishes.
     started: Mutex<HashSet<String>>,
+    /// The call in flight was announced `pending` (it asks first) and has not started yet.
+    pending: Mutex<bool>,
+    /// The client terminal the call in flight runs in, shown as its content to the end.
+    terminal: Mutex<Option<String>>,
 }
 
 impl RunState {
@@ -38,6 +42,24 @@ impl RunState {
 
     fn take_change(&self) -> Option<FileChange> {
         lock(&self.change).take()
+    }
+
+    /// The call in flight starts its work (it was allowed): `in_progress` if it was announced `pending`,
+    /// and the client terminal it runs in, if any, as its content.
+    pub fn running(&self, conn: &Conn, session_id: &str, terminal: Option<String>) {
+        let Some(id) = self.current_call() else { return };
+        let was_pending = std::mem::take(&mut *lock(&self.pending));
+        let mut fields = ToolCallUpdateFields::new();
+        if was_pending {
+            fields = fields.status(ToolCallStatus::InProgress);
+        }
+        if let Some(t) = &terminal {
+            fields = fields.content(vec![ToolCallContent::Terminal(Terminal::new(t.clone()))]);
+        }
+        if was_pending || terminal.is_some() {
+            *lock(&self.terminal) = terminal;
+            send(conn, session_id, SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields)));
+        }
     }
 }
 
@@ -73,13 +95,24 @@ impl EventSink for AcpEvents {
                 *lock(&self.state.current) = Some(id.to_string());
                 lock(&self.state.started).insert(id.to_string());
                 *lock(&self.state.change) = None;
-                let call = tool_calls::started(id, name, input, &self.session.root);
+                *lock(&self.state.terminal) = None;
+                let mut call = tool_calls::started(id, name, input, &self.session.root);
+                let asks = tool_calls::asks_first(name, input, &self.session.root);
+                *lock(&self.state.pending) = asks;
+                if asks {
+                    call = call.status(ToolCallStatus::Pending);
+                }
                 self.send(SessionUpdate::ToolCall(call));
             }
             Event::ToolFinished { id, name, input, output, is_error } => {
                 *lock(&self.state.current) = None;
+                *lock(&self.state.pending) = false;
                 let change = if is_error { None } else { self.state.take_change() };
-                let content = tool_calls::content(name, output, change.as_ref());
+                // A command run in the client's terminal keeps showing it: the client has its output.
+                let content = match lock(&self.state.terminal).take() {
+                    Some(t) => vec![ToolCallContent::Terminal(Terminal::new(t))],
+                    None => tool_calls::content(name, output, change.as_ref()),
+                };
                 let announced = lock(&self.state.started).remove(id);
                 if !announced {
                     let call = tool_calls::started(id, name, input, &self.session.root)

@@ -84,6 +84,7 @@ impl Host for AcpHost {
     }
 
     async fn write_file(&self, path: &ResolvedPath, content: &str, _ctx: &EditContext) -> Result<(), String> {
+        self.state.running(&self.conn, &self.session.id, None);
         // The old text only feeds the diff; a file that cannot be read is shown as new.
         let old = if path.abs.exists() { self.text(path).await.ok() } else { None };
         self.put(path, content).await?;
@@ -93,6 +94,7 @@ impl Host for AcpHost {
     }
 
     async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, _ctx: &EditContext) -> Result<(), String> {
+        self.state.running(&self.conn, &self.session.id, None);
         let text = self.text(path).await?;
         let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
         let start = range.start;
@@ -134,6 +136,10 @@ impl Host for AcpHost {
     }
 
     async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
+        if self.fs.terminal {
+            return super::terminal::run(&self.conn, &self.session, &self.state, command, timeout).await;
+        }
+        self.state.running(&self.conn, &self.session.id, None);
         run_shell(&self.session.root, command, timeout).await
     }
 }

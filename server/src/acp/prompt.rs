@@ -44,6 +44,10 @@ pub(crate) async fn run(
     if prompt.trim().is_empty() {
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
     }
+    // Our own slash commands (`/compact`) run here and never reach the model.
+    if let Some((command, args)) = super::commands::parse(prompt) {
+        return super::commands::run(command, args, session, conn, cancel).await;
+    }
     // Debug builds only: lets the tests prove that a panicking run answers and frees its session.
     #[cfg(debug_assertions)]
     if prompt == "__stepwise_test_panic__" {
