@@ -216,6 +216,11 @@ impl AcpClient {
         self.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}})).await
     }
 
+    /// From now on `terminal/create` is refused (terminals must have been offered).
+    pub fn refuse_terminals(&mut self) {
+        self.terminals.as_mut().expect("terminals were not offered").refuse = true;
+    }
+
     pub async fn new_session(&mut self, cwd: &Path) -> String {
         let r = self.call("session/new", json!({"cwd": cwd, "mcpServers": []})).await;
         r["sessionId"].as_str().expect("sessionId").to_string()

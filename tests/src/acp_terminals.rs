@@ -49,6 +49,8 @@ impl Kept {
 pub struct Terminals {
     next: u64,
     live: HashMap<String, Term>,
+    /// Refuse `terminal/create`, as a client does whose user said no (acpx's wording).
+    pub refuse: bool,
 }
 
 impl Terminals {
@@ -61,6 +63,9 @@ impl Terminals {
         out: &mpsc::UnboundedSender<Out>,
     ) -> Option<Answer> {
         let terminal = params["terminalId"].as_str().unwrap_or("").to_string();
+        if method == "terminal/create" && self.refuse {
+            return Some(Err((-32603, "Permission denied for terminal/create".into())));
+        }
         if method == "terminal/create" {
             return Some(self.create(params));
         }

@@ -7,7 +7,7 @@ mod common;
 
 use common::{call, read_pid, result_texts, results, wait_gone};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, AcpClient};
+use stepwise_tests::acp_client::{agent_env, statuses, AcpClient};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
 
@@ -58,6 +58,8 @@ async fn commands_run_in_the_clients_terminal_and_the_model_reads_their_result()
     let mock = MockModel::start(vec![
         call("bash", json!({"command": "echo made > made.txt; cat made.txt; exit 3"})),
         call("bash", json!({"command": "true"})),
+        // 300,000 bytes: the client keeps the newest 200,000, the model reads at most 50,000 characters.
+        call("bash", json!({"command": "head -c 300000 /dev/zero | tr '\\0' x"})),
         Step::text("done"),
     ])
     .await;
@@ -113,6 +115,15 @@ async fn commands_run_in_the_clients_terminal_and_the_model_reads_their_result()
     assert_eq!(results(&reqs[1].body)[0].1, "made\n[exit code: 3]");
     assert!(results(&reqs[1].body)[0].2, "a failed command is an error result");
     assert_eq!(result_texts(&reqs[2].body), ["(no output)"]);
+    let long = &result_texts(&reqs[3].body)[0];
+    // The note (46 characters) and the 200,000 kept, less the 50,000 read: 150,046 elided in the middle.
+    assert!(long.starts_with("... [earlier output elided by the editor] ...\nxxxx"), "{}", &long[..80]);
+    assert!(
+        long.contains("\n... [150046 characters elided] ...\n") && long.ends_with("xxxx"),
+        "{}",
+        &long[24_990..25_060]
+    );
+    assert!(long.chars().count() < 50_100);
 }
 
 /// A command that records its shell's pid and a background child's, then waits.
@@ -172,4 +183,28 @@ async fn the_shell_timeout_kills_the_terminal() {
     assert_eq!(requests, ["terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/release"]);
     assert_eq!(seen.last().unwrap(), "tool_call_update:failed [terminal]");
     assert_eq!(result_texts(&mock.requests()[1].body), ["Error: Timeout (1s)"]);
+}
+
+#[tokio::test]
+async fn a_refused_terminal_runs_nothing_and_tells_the_model_why() {
+    let ws = TempDir::new("acp-ws");
+    let state = TempDir::new("acp-state");
+    let mock =
+        MockModel::start(vec![call("bash", json!({"command": "echo ran > ran.txt"})), Step::text("Refused.")]).await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize_with_terminal().await;
+    client.refuse_terminals();
+    allow(&mut client);
+    let sid = client.new_session(ws.path()).await;
+    let (resp, updates) = client.prompt(&sid, "run it").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    // Not run anywhere: the client said no, and the agent does not run it locally instead.
+    assert!(!ws.join("ran.txt").exists());
+    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").expect("the call");
+    let id = call["toolCallId"].as_str().unwrap();
+    assert_eq!(statuses(&updates, id), ["pending", "failed"]);
+    assert_eq!(
+        result_texts(&mock.requests()[1].body),
+        ["Error: the editor could not run the command: Permission denied for terminal/create"]
+    );
 }

@@ -144,10 +144,14 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: ListSessionsRequest, responder, _cx| {
+            async move |req: ListSessionsRequest, responder, cx| {
+                // Reading the files must not hold up the dispatch loop (a cancel may be waiting).
                 let (dir, cwd) = (a7.sessions.dir().map(Path::to_path_buf), req.cwd);
-                let listed = tokio::task::spawn_blocking(move || session_list::list(dir.as_deref(), cwd.as_deref()));
-                responder.respond(ListSessionsResponse::new(listed.await.unwrap_or_default()))
+                cx.spawn(async move {
+                    let listed =
+                        tokio::task::spawn_blocking(move || session_list::list(dir.as_deref(), cwd.as_deref()));
+                    responder.respond(ListSessionsResponse::new(listed.await.unwrap_or_default()))
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
