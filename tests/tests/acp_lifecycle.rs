@@ -114,6 +114,9 @@ async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
     let loaded = second.call("session/load", json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []})).await;
     assert_eq!(loaded, json!({}));
     let replay = second.updates_since(from);
+    // After the answer, the agent's own commands, as for a new session.
+    let commands = second.until(|m| m["method"] == "session/update").await;
+    assert_eq!(commands["params"]["update"]["sessionUpdate"], "available_commands_update", "{commands}");
     let kinds: Vec<&str> = replay.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
