@@ -1,5 +1,6 @@
 //! The tools the model is given, their schemas (the seed's s03) and their dispatch.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -29,30 +30,30 @@ impl ToolOutput {
 pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
     let mut tools = vec![
         ToolSpec {
-            name: "bash",
-            description: "Run a shell command.",
+            name: Cow::Borrowed("bash"),
+            description: Cow::Borrowed("Run a shell command."),
             input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
         },
         ToolSpec {
-            name: "read_file",
-            description: "Read file contents.",
+            name: Cow::Borrowed("read_file"),
+            description: Cow::Borrowed("Read file contents."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
         },
         ToolSpec {
-            name: "write_file",
-            description: "Write content to file.",
+            name: Cow::Borrowed("write_file"),
+            description: Cow::Borrowed("Write content to file."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
         },
         ToolSpec {
-            name: "edit_file",
-            description: "Replace exact text in file.",
+            name: Cow::Borrowed("edit_file"),
+            description: Cow::Borrowed("Replace exact text in file."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
         },
     ];
     match style {
         PlanningStyle::Todo => tools.push(ToolSpec {
-            name: "todo",
-            description: "Update task list. Track progress on multi-step tasks.",
+            name: Cow::Borrowed("todo"),
+            description: Cow::Borrowed("Update task list. Track progress on multi-step tasks."),
             input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
@@ -65,13 +66,13 @@ pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
         }),
         PlanningStyle::Tasks => {
             tools.push(ToolSpec {
-                name: "create_todos",
-                description: "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
+                name: Cow::Borrowed("create_todos"),
+                description: Cow::Borrowed("Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending."),
                 input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
             });
             tools.push(ToolSpec {
-                name: "update_todo",
-                description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
+                name: Cow::Borrowed("update_todo"),
+                description: Cow::Borrowed("Update a step's status: running when you start it, completed when done, failed when it failed."),
                 input_schema: json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
             });
         }
