@@ -20,6 +20,11 @@ pub enum Ask<'a> {
         path: &'a str,
         why: &'static str,
     },
+    /// A call to a tool of an MCP server.
+    Tool {
+        server: &'a str,
+        tool: &'a str,
+    },
 }
 
 impl Ask<'_> {
@@ -28,6 +33,7 @@ impl Ask<'_> {
         match self {
             Ask::Command(command) => format!("stepwise wants to run a shell command in {folder}: {command}"),
             Ask::Write { path, why } => format!("stepwise wants to write {path} in {folder} ({why})"),
+            Ask::Tool { server, tool } => format!("stepwise wants to use the MCP tool {tool} of {server} in {folder}"),
         }
     }
 }
@@ -57,6 +63,12 @@ pub fn protected(rel: &Path) -> Option<&'static str> {
     if matches!(file, ".nvim.lua" | ".nvimrc" | ".exrc") && names.len() == 1 {
         return Some("Neovim runs it as code when the folder is opened");
     }
+    if matches!(file, "agents.md" | "claude.md") {
+        return Some("instructions that coding agents, this one included, follow as the user's own");
+    }
+    if file == ".mcp.json" {
+        return Some("MCP servers listed there are started as commands");
+    }
     if names.first().is_some_and(|n| n == ".stepwise") {
         return Some("stepwise's own state");
     }
@@ -80,12 +92,22 @@ mod tests {
             ".envrc",
             ".vscode/tasks.json",
             ".nvim.lua",
+            "AGENTS.md",
+            "CLAUDE.md",
+            "docs/AGENTS.md",
+            ".mcp.json",
         ] {
             assert!(protected(Path::new(p)).is_some(), "{p}");
         }
-        for p in
-            ["src/main.rs", "env.txt", ".environment", "docs/.gitignore", ".github/workflows/ci.yml", "a/.nvim.lua"]
-        {
+        for p in [
+            "src/main.rs",
+            "env.txt",
+            ".environment",
+            "docs/.gitignore",
+            ".github/workflows/ci.yml",
+            "a/.nvim.lua",
+            "mcp.json",
+        ] {
             assert_eq!(protected(Path::new(p)), None, "{p}");
         }
     }
