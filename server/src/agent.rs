@@ -33,6 +33,10 @@ pub struct AgentConfig {
     pub bash_timeout: Duration,
     /// Compact the conversation when the prompt passes this share of the context window (percent).
     pub compact_at_percent: u32,
+    /// How long an MCP server may take to start, and a call to answer.
+    pub mcp_timeout: crate::mcp::Timeouts,
+    /// The session's MCP servers (their tools are offered from a run's first request).
+    pub mcp: Option<std::sync::Arc<crate::mcp::McpSet>>,
 }
 
 impl Default for AgentConfig {
@@ -43,6 +47,8 @@ impl Default for AgentConfig {
             planning: PlanningStyle::Todo,
             bash_timeout: Duration::from_secs(120),
             compact_at_percent: 85,
+            mcp_timeout: crate::mcp::Timeouts::default(),
+            mcp: None,
         }
     }
 }
@@ -60,8 +66,13 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
 ) -> RunOutcome {
     session.push_prompt(prompt);
     events.checkpoint(session);
-    let system = tools::system_prompt(host.root(), cfg.planning);
-    let specs = tools::specs(cfg.planning);
+    // Instruction files and MCP tools are read once per run: the prompt's prefix stays byte-stable.
+    let system = tools::system_prompt(host.root(), cfg.planning) + &crate::instructions::load(host.root()).prompt;
+    let mcp = match &cfg.mcp {
+        Some(set) => tokio::select! { biased; _ = cancel.cancelled() => None, t = set.ready() => Some(t) },
+        None => None,
+    };
+    let specs = tools::specs(cfg.planning, mcp.as_deref());
     let mut usage = Usage::default();
     let mut rounds_since_plan = 0u32;
     let mut last_call: Option<(String, Value)> = None;
@@ -206,6 +217,7 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
                         plan: &mut session.plan,
                         style: cfg.planning,
                         bash_timeout: cfg.bash_timeout,
+                        mcp: mcp.as_deref(),
                     };
                     let out = tokio::select! {
                         biased;

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::host::output::truncate_chars;
 use crate::host::{is_dangerous, protected, resolve, Approval, Ask, EditContext, Host, ResolvedPath};
 use crate::llm::ToolSpec;
+use crate::mcp::McpTools;
 use crate::plan::{Plan, PlanningStyle};
 
 /// The result of one tool call, as the model will read it.
@@ -27,7 +28,8 @@ impl ToolOutput {
     }
 }
 
-pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
+/// The built-in tools, then the MCP servers' (`mcp__<server>__<tool>`).
+pub fn specs(style: PlanningStyle, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
     let mut tools = vec![
         ToolSpec {
             name: Cow::Borrowed("bash"),
@@ -77,6 +79,7 @@ pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
             });
         }
     }
+    tools.extend(mcp.into_iter().flat_map(McpTools::specs));
     tools
 }
 
@@ -98,6 +101,8 @@ pub struct ToolContext<'a, H: Host> {
     pub plan: &'a mut Plan,
     pub style: PlanningStyle,
     pub bash_timeout: Duration,
+    /// The session's MCP tools, started.
+    pub mcp: Option<&'a McpTools>,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -110,7 +115,10 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
-    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file") || cx.style.is_planning_tool(name);
+    let mcp = cx.mcp.and_then(|m| m.find(name).map(|t| (m, t)));
+    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file")
+        || cx.style.is_planning_tool(name)
+        || mcp.is_some();
     if !known {
         return ToolOutput { text: format!("Unknown tool: {name}"), is_error: true };
     }
@@ -120,6 +128,14 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
             other => other.to_string(),
         };
         return ToolOutput::error(format!("{name}: arguments must be a JSON object, got: {shown}"));
+    }
+    if let Some((set, tool)) = mcp {
+        // Like a shell command: the server runs code of its own, with the arguments the model chose.
+        let ask = Ask::Tool { server: &tool.server, tool: &tool.tool };
+        if cx.host.approve(&ask).await == Approval::Deny {
+            return ToolOutput::error(format!("MCP tool {} of {} denied by the user", tool.tool, tool.server));
+        }
+        return set.call(tool, input).await;
     }
     match run(name, input, cx).await {
         Ok(out) => out,

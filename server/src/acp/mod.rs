@@ -8,6 +8,7 @@
 
 mod events;
 mod host;
+mod mcp;
 mod prompt;
 mod replay;
 mod sessions;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
 use futures_util::FutureExt;
@@ -74,7 +75,11 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 let info = Implementation::new("stepwise", env!("CARGO_PKG_VERSION")).title("stepwise".to_string());
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new().load_session(true))
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .mcp_capabilities(McpCapabilities::new().http(true)),
+                        )
                         .agent_info(info),
                 )
             },
@@ -87,6 +92,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Err(e) => return responder.respond_with_error(e),
                 };
                 let session = a2.sessions.create(root);
+                for problem in session.mcp.take(&req.mcp_servers) {
+                    tracing::warn!("session/new: {problem}");
+                }
                 tracing::info!("session {} in {}", session.id, session.root.display());
                 responder.respond(NewSessionResponse::new(session.id.clone()))
             },
@@ -102,6 +110,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Ok(s) => s,
                     Err(e) => return responder.respond_with_error(e),
                 };
+                for problem in session.mcp.take(&req.mcp_servers) {
+                    tracing::warn!("session/load: {problem}");
+                }
                 // The history goes out before the answer: the client shows it, then continues.
                 replay::send_history(&session, &cx).await;
                 responder.respond(LoadSessionResponse::new())

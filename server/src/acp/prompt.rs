@@ -58,13 +58,14 @@ pub(crate) async fn run(
         _ = cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
         c = config::agent_and_model(&env, &overrides) => c,
     };
-    let (cfg, llm) = match configured {
+    let (mut cfg, llm) = match configured {
         Ok(c) => c,
         Err(e) => {
             say(format!("stepwise: {e}"));
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
+    cfg.mcp = Some(session.mcp.get(session, conn, cfg.mcp_timeout));
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
     let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };

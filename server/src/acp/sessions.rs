@@ -23,6 +23,8 @@ pub(crate) struct AcpSession {
     /// "Allow for this session" was chosen.
     pub allow_always: AtomicBool,
     saver: Option<store::Saver>,
+    /// The session's MCP servers (acp/mcp.rs).
+    pub mcp: super::mcp::SessionMcp,
 }
 
 impl AcpSession {
@@ -34,6 +36,7 @@ impl AcpSession {
             run: Mutex::new(None),
             allow_always: AtomicBool::new(false),
             saver: file.map(store::Saver::spawn),
+            mcp: Default::default(),
         }
     }
 

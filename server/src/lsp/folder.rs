@@ -57,6 +57,8 @@ pub struct Folder {
     pub unsaved: Mutex<HashSet<PathBuf>>,
     /// Where the session is saved (none without a state directory).
     saver: Option<Saver>,
+    /// The folder's MCP servers, started at its first run (lsp/mcp.rs).
+    pub mcp: std::sync::OnceLock<std::sync::Arc<crate::mcp::McpSet>>,
 }
 
 impl Folder {
@@ -72,6 +74,7 @@ impl Folder {
             overlay: DashMap::new(),
             unsaved: Mutex::new(HashSet::new()),
             saver: state_file.map(Saver::spawn),
+            mcp: Default::default(),
         }
     }
 

@@ -8,6 +8,7 @@ mod events;
 mod folder;
 mod frames;
 mod host;
+mod mcp;
 mod notify;
 mod positions;
 mod progress;

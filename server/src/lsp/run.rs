@@ -94,7 +94,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     let settings = shared.settings_for(&folder);
     let (reason, error) = match config::agent_and_model(&env, &settings).await {
         Err(msg) => (FinishReason::Error, Some(msg)),
-        Ok((cfg, llm)) => {
+        Ok((mut cfg, llm)) => {
+            cfg.mcp = Some(super::mcp::get(&shared, &folder, &settings, cfg.mcp_timeout));
             let host = EditorHost {
                 shared: shared.clone(),
                 folder: folder.clone(),
