@@ -11,7 +11,7 @@ import anyio
 
 from mcp.server.fastmcp import FastMCP
 
-mcp = FastMCP("stepwise-test")
+mcp = FastMCP("stepwise-test", log_level="WARNING")
 
 
 @mcp.tool()

@@ -67,6 +67,7 @@ impl HttpServer {
             .arg(fastmcp_script())
             .arg("http")
             .arg(&port_file)
+            .env("PYTHONWARNINGS", "ignore")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()

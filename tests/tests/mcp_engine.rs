@@ -133,7 +133,7 @@ async fn servers_that_fail_to_start_are_reported_and_left_out() {
     let mut h = Harness::new(vec![call("mcp__garbage__x", json!({})), Step::text("ok")]).await;
     let servers = json!({
         "garbage": {"command": "bash", "args": ["-c", "echo 'this is not JSON-RPC'; echo '{\"jsonrpc\": 7}'; exec sleep 600"]},
-        "dies": {"command": "bash", "args": ["-c", "echo 'missing config' >&2; exit 3"]},
+        "dies": {"command": "bash", "args": ["-c", "head -c 1000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo 'missing config' >&2; exit 3"]},
         "absent": {"command": "/nonexistent/mcp-server"},
         "nobody": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
     });
@@ -152,7 +152,12 @@ async fn servers_that_fail_to_start_are_reported_and_left_out() {
             .unwrap_or_else(|| panic!("{name}: {reported:?}"))
     };
     assert!(line("garbage").contains("did not start within 3s (STEPWISE_MCP_START_TIMEOUT)"), "{reported:?}");
-    assert!(line("dies").contains("it exited with code 3: missing config"), "{reported:?}");
+    assert!(
+        line("dies").contains("it exited with code 3: ")
+            && line("dies").ends_with("\nmissing config; its tools are left out"),
+        "{reported:?}"
+    );
+    assert!(line("dies").len() < 1000, "a megabyte line on stderr is cut: {}", line("dies").len());
     assert!(
         line("absent").contains("it exited with code 127") && line("absent").contains("/nonexistent/mcp-server"),
         "{reported:?}"

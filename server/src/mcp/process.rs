@@ -10,6 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// What is kept of one line the server writes to stderr.
+const LINE_CAP: usize = 300;
 use tokio::process::{ChildStdin, ChildStdout};
 
 /// Marks every process a server starts (inherited through `setsid` and double forks), so they can be
@@ -125,14 +128,34 @@ pub fn spawn(root: &Path, command: &str, args: &[String], env: &BTreeMap<String,
         let (tail, done) = (stderr_tail.clone(), stderr_done.clone());
         let name = command.to_string();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!("mcp {name}: {line}");
-                let mut t = crate::locks::lock(&tail);
-                if t.len() == 5 {
-                    t.remove(0);
+            // Split by hand: a server that never ends a line must not grow one without bound.
+            let mut reader = BufReader::new(stderr);
+            let mut line: Vec<u8> = Vec::new();
+            loop {
+                let (used, ended) = match reader.fill_buf().await {
+                    Ok([]) | Err(_) => break,
+                    Ok(buf) => match buf.iter().position(|b| *b == b'\n') {
+                        Some(i) => {
+                            take_some(&mut line, &buf[..i]);
+                            (i + 1, true)
+                        }
+                        None => {
+                            take_some(&mut line, buf);
+                            (buf.len(), false)
+                        }
+                    },
+                };
+                reader.consume(used);
+                if ended {
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    tracing::debug!("mcp {name}: {text}");
+                    let mut t = crate::locks::lock(&tail);
+                    if t.len() == 5 {
+                        t.remove(0);
+                    }
+                    t.push(text);
+                    line.clear();
                 }
-                t.push(crate::host::output::truncate_chars(&line, 300).to_string());
             }
             done.notify_one();
         });
@@ -143,4 +166,10 @@ pub fn spawn(root: &Path, command: &str, args: &[String], env: &BTreeMap<String,
         reaper: Reaper { pgid, marker: format!("{MARKER}={id}"), child: Some(child), stderr_done },
         stderr_tail,
     })
+}
+
+/// Appends to `line` what fits under `LINE_CAP`.
+fn take_some(line: &mut Vec<u8>, more: &[u8]) {
+    let room = LINE_CAP.saturating_sub(line.len());
+    line.extend_from_slice(&more[..more.len().min(room)]);
 }
