@@ -33,10 +33,8 @@ pub struct AgentConfig {
     pub bash_timeout: Duration,
     /// Compact the conversation when the prompt passes this share of the context window (percent).
     pub compact_at_percent: u32,
-    /// How long an MCP server may take to start, and a call to answer.
-    pub mcp_timeout: crate::mcp::Timeouts,
-    /// The session's MCP servers (their tools are offered from a run's first request).
-    pub mcp: Option<std::sync::Arc<crate::mcp::McpSet>>,
+    /// The session's MCP servers (their tools are offered from a run's first request) and time limits.
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl Default for AgentConfig {
@@ -47,8 +45,7 @@ impl Default for AgentConfig {
             planning: PlanningStyle::Todo,
             bash_timeout: Duration::from_secs(120),
             compact_at_percent: 85,
-            mcp_timeout: crate::mcp::Timeouts::default(),
-            mcp: None,
+            mcp: crate::mcp::McpConfig::default(),
         }
     }
 }
@@ -68,7 +65,7 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
     events.checkpoint(session);
     // Instruction files and MCP tools are read once per run: the prompt's prefix stays byte-stable.
     let system = tools::system_prompt(host.root(), cfg.planning) + &crate::instructions::load(host.root()).prompt;
-    let mcp = match &cfg.mcp {
+    let mcp = match &cfg.mcp.set {
         Some(set) => tokio::select! { biased; _ = cancel.cancelled() => None, t = set.ready() => Some(t) },
         None => None,
     };

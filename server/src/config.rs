@@ -132,9 +132,7 @@ pub struct Overrides {
     pub context_window: Option<u64>,
     pub compact_threshold: Option<u32>,
     pub prompt_cache: Option<bool>,
-    /// MCP servers, in the shape of an `mcpServers` map (mcp/config.rs).
-    #[serde(deserialize_with = "crate::mcp::config::deserialize_setting")]
-    pub mcp_servers: Option<crate::mcp::config::Servers>,
+    pub mcp_servers: Option<crate::mcp::config::Setting>,
 }
 
 impl Overrides {
@@ -335,11 +333,7 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
         max_rounds: num(o.max_rounds, "STEPWISE_MAX_ROUNDS", 50)?.max(1),
         planning,
         bash_timeout: Duration::from_secs(bash.max(1)),
-        mcp_timeout: crate::mcp::Timeouts {
-            start: Duration::from_secs(number::<u64>(env, "STEPWISE_MCP_START_TIMEOUT", 30)?.max(1)),
-            call: Duration::from_secs(number::<u64>(env, "STEPWISE_MCP_TIMEOUT", 60)?.max(1)),
-        },
-        mcp: None,
+        mcp: crate::mcp::McpConfig::read(|var, default| number(env, var, default))?,
     })
 }
 

@@ -135,7 +135,8 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
         if cx.host.approve(&ask).await == Approval::Deny {
             return ToolOutput::error(format!("MCP tool {} of {} denied by the user", tool.tool, tool.server));
         }
-        return set.call(tool, input).await;
+        let answer = set.call(tool, input).await;
+        return ToolOutput { text: answer.text, is_error: answer.is_error };
     }
     match run(name, input, cx).await {
         Ok(out) => out,

@@ -49,7 +49,7 @@ async fn tools_of_real_servers_are_offered_in_order_and_called() {
     .await;
     let (set, reported) =
         start(json!({"py": fastmcp_stdio(), "everything": everything_stdio()}), h.ws.path(), Timeouts::default());
-    h.cfg.mcp = Some(set);
+    h.cfg.mcp.set = Some(set);
     let out = h.run("use the tools").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
     assert!(reported.lock().unwrap().is_empty(), "{:?}", reported.lock().unwrap());
@@ -92,7 +92,7 @@ async fn streamable_http_server() {
     let server = HttpServer::start(dir.path());
     let mut h = Harness::new(vec![call("mcp__web__add", json!({"a": 1, "b": 2})), Step::text("done")]).await;
     let (set, reported) = start(json!({"web": {"type": "http", "url": server.url}}), h.ws.path(), Timeouts::default());
-    h.cfg.mcp = Some(set);
+    h.cfg.mcp.set = Some(set);
     let out = h.run("add over http").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
     assert!(reported.lock().unwrap().is_empty(), "{:?}", reported.lock().unwrap());
@@ -112,7 +112,7 @@ async fn crashes_and_hangs_are_error_results_and_the_run_goes_on() {
     .await;
     let timeouts = Timeouts { start: Duration::from_secs(60), call: Duration::from_secs(2) };
     let (set, reported) = start(json!({"py": fastmcp_stdio(), "ok": fastmcp_stdio()}), h.ws.path(), timeouts);
-    h.cfg.mcp = Some(set);
+    h.cfg.mcp.set = Some(set);
     let out = h.run("try everything").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
     assert_eq!(out.final_text, "still here");
@@ -139,7 +139,7 @@ async fn servers_that_fail_to_start_are_reported_and_left_out() {
     });
     let timeouts = Timeouts { start: Duration::from_secs(3), call: Duration::from_secs(3) };
     let (set, reported) = start(servers, h.ws.path(), timeouts);
-    h.cfg.mcp = Some(set);
+    h.cfg.mcp.set = Some(set);
     let out = h.run("go").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
     let reported = reported.lock().unwrap().clone();
@@ -185,7 +185,7 @@ async fn calls_ask_like_shell_commands_and_a_denial_runs_nothing() {
     .await;
     h.host = DiskHost::new(h.ws.path(), Some(approver)).unwrap();
     let (set, _) = start(json!({"py": fastmcp_stdio()}), h.ws.path(), Timeouts::default());
-    h.cfg.mcp = Some(set);
+    h.cfg.mcp.set = Some(set);
     h.run("go").await;
     assert_eq!(
         *asked.lock().unwrap(),

@@ -4,16 +4,15 @@
 //! thread; they stop with the session.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol::v1::schema::{
-    McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionUpdate, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, TextContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 use futures_util::FutureExt;
 
-use super::events;
-use super::sessions::AcpSession;
 use super::Conn;
 use crate::locks::lock;
 use crate::mcp::config::{check_name, ServerSpec, Servers};
@@ -38,8 +37,9 @@ impl SessionMcp {
     }
 
     /// The session's set, started on first use.
-    pub fn get(&self, session: &Arc<AcpSession>, conn: &Conn, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
-        self.set.get_or_init(|| start(session, conn, std::mem::take(&mut *lock(&self.client)), timeout)).clone()
+    /// The set of the session `id` in `root`, started on first use.
+    pub fn get(&self, root: &Path, id: &str, conn: &Conn, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
+        self.set.get_or_init(|| start(root, id, conn, std::mem::take(&mut *lock(&self.client)), timeout)).clone()
     }
 }
 
@@ -78,20 +78,24 @@ fn servers_of(list: &[McpServer]) -> (Servers, Vec<String>) {
     (out, bad)
 }
 
-fn start(session: &Arc<AcpSession>, conn: &Conn, client: Servers, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
+fn start(root: &Path, id: &str, conn: &Conn, client: Servers, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
     let say = {
-        let (conn, id) = (conn.clone(), session.id.clone());
+        let (conn, id) = (conn.clone(), id.to_string());
         move |line: &str| {
-            let text = format!("stepwise: {line}\n\n");
-            events::send(&conn, &id, SessionUpdate::AgentMessageChunk(events::text_block(text)))
+            // Sent here rather than through events.rs, which needs the session (and so this file).
+            let text = ContentChunk::new(ContentBlock::Text(TextContent::new(format!("stepwise: {line}\n\n"))));
+            let note = SessionNotification::new(id.clone(), SessionUpdate::AgentMessageChunk(text));
+            if let Err(e) = conn.send_notification(note) {
+                tracing::debug!("session/update not sent: {}", e.message);
+            }
         }
     };
-    let found = sources::find(&session.root, None, client);
+    let found = sources::find(root, None, client);
     for p in &found.problems {
         say(p);
     }
     let gate = found.untrusted.clone().map(|file| {
-        let (conn, id) = (conn.clone(), session.id.clone());
+        let (conn, id) = (conn.clone(), id.to_string());
         async move {
             let fields = ToolCallUpdateFields::new().title(trust::question(&file));
             let options = vec![
@@ -116,5 +120,5 @@ fn start(session: &Arc<AcpSession>, conn: &Conn, client: Servers, timeout: crate
         .boxed()
     });
     let report: crate::mcp::Report = Arc::new(say);
-    McpSet::start(found.servers, session.root.clone(), timeout, gate, report)
+    McpSet::start(found.servers, root.to_path_buf(), timeout, gate, report)
 }

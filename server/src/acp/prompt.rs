@@ -65,7 +65,7 @@ pub(crate) async fn run(
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
-    cfg.mcp = Some(session.mcp.get(session, conn, cfg.mcp_timeout));
+    cfg.mcp.set = Some(session.mcp.get(&session.root, &session.id, conn, cfg.mcp.timeout));
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
     let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };

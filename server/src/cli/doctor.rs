@@ -146,7 +146,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
     let instructions = crate::instructions::load(&root);
-    let mcp = crate::mcp::report::report(&root, o.mcp_servers.as_ref());
+    let mcp = crate::mcp::report::report(&root, o.mcp_servers.as_ref().map(|s| &s.0));
     Report {
         workspace: root,
         env_files,

@@ -42,5 +42,5 @@ pub(super) async fn start(ws: &Path, cfg: &mut AgentConfig, interactive: bool, i
         return;
     }
     let report: crate::mcp::Report = Arc::new(|line: &str| eprintln!("stepwise: {line}"));
-    cfg.mcp = Some(McpSet::start(found.servers, ws.to_path_buf(), cfg.mcp_timeout, None, report));
+    cfg.mcp.set = Some(McpSet::start(found.servers, ws.to_path_buf(), cfg.mcp.timeout, None, report));
 }

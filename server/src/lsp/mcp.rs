@@ -27,7 +27,7 @@ fn start(shared: &Arc<Shared>, folder: &Folder, settings: &Overrides, timeout: c
         let shared = shared.clone();
         move |line: &str| shared.notifier.send(Outgoing::Message(MessageType::WARNING, format!("stepwise: {line}")))
     };
-    let found = sources::find(&folder.root, settings.mcp_servers.as_ref(), Default::default());
+    let found = sources::find(&folder.root, settings.mcp_servers.as_ref().map(|s| &s.0), Default::default());
     for p in &found.problems {
         warn(p);
     }

@@ -95,7 +95,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     let (reason, error) = match config::agent_and_model(&env, &settings).await {
         Err(msg) => (FinishReason::Error, Some(msg)),
         Ok((mut cfg, llm)) => {
-            cfg.mcp = Some(super::mcp::get(&shared, &folder, &settings, cfg.mcp_timeout));
+            cfg.mcp.set = Some(super::mcp::get(&shared, &folder, &settings, cfg.mcp.timeout));
             let host = EditorHost {
                 shared: shared.clone(),
                 folder: folder.clone(),

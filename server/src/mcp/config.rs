@@ -137,14 +137,17 @@ pub fn parse(v: &Value) -> (Servers, Vec<String>) {
 
 /// The editor setting `mcpServers`: a bad server fails the setting, naming the server (the editor reports
 /// the setting by name).
-pub fn deserialize_setting<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Servers>, D::Error> {
-    let v = Option::<Value>::deserialize(d)?;
-    let Some(v) = v else { return Ok(None) };
-    let (servers, bad) = parse(&v);
-    if bad.is_empty() {
-        Ok(Some(servers))
-    } else {
-        Err(serde::de::Error::custom(bad.join("; ")))
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting(pub Servers);
+
+impl<'de> Deserialize<'de> for Setting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
+        let (servers, bad) = parse(&Value::deserialize(d)?);
+        if bad.is_empty() {
+            Ok(Setting(servers))
+        } else {
+            Err(serde::de::Error::custom(bad.join("; ")))
+        }
     }
 }
 

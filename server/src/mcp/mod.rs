@@ -8,6 +8,7 @@ mod http;
 mod process;
 pub mod report;
 mod result;
+pub use result::Answer;
 pub mod sources;
 pub mod trust;
 
@@ -27,7 +28,6 @@ use tokio::sync::watch;
 pub use config::{Configured, Origin, ServerSpec};
 
 use crate::llm::ToolSpec;
-use crate::tools::ToolOutput;
 
 /// Tool names providers accept: `[A-Za-z0-9_-]{1,64}`.
 const MAX_NAME: usize = 64;
@@ -44,6 +44,24 @@ pub struct Timeouts {
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts { start: Duration::from_secs(30), call: Duration::from_secs(60) }
+    }
+}
+
+/// What a run needs of MCP: the session's servers, and the time limits they were started with.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    pub set: Option<Arc<McpSet>>,
+    pub timeout: Timeouts,
+}
+
+impl McpConfig {
+    /// The time limits from `STEPWISE_MCP_START_TIMEOUT` and `STEPWISE_MCP_TIMEOUT` (seconds), read by
+    /// `number` (config.rs: a value that is not one is an error naming the variable).
+    pub fn read(number: impl Fn(&str, u64) -> Result<u64, String>) -> Result<McpConfig, String> {
+        let secs = |var: &str, default: u64| number(var, default).map(|s| Duration::from_secs(s.max(1)));
+        let timeout =
+            Timeouts { start: secs("STEPWISE_MCP_START_TIMEOUT", 30)?, call: secs("STEPWISE_MCP_TIMEOUT", 60)? };
+        Ok(McpConfig { set: None, timeout })
     }
 }
 
@@ -225,9 +243,9 @@ impl McpTools {
     }
 
     /// Calls a tool; a failure of any kind (the server crashed, timed out, refused) is an error result.
-    pub async fn call(&self, tool: &McpTool, input: &Value) -> ToolOutput {
+    pub async fn call(&self, tool: &McpTool, input: &Value) -> Answer {
         let Some(live) = self.live.get(tool.index) else {
-            return ToolOutput::error(format!("MCP server {} is not running", tool.server));
+            return Answer::error(format!("MCP server {} is not running", tool.server));
         };
         let args = input.as_object().cloned().unwrap_or_default();
         let params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(args);
@@ -237,9 +255,9 @@ impl McpTools {
             Ok(Err(e)) => {
                 let tail = live.stderr_tail.as_ref().map(|t| crate::locks::lock(t).join("\n")).unwrap_or_default();
                 let tail = if tail.is_empty() { String::new() } else { format!("\nits last output:\n{tail}") };
-                ToolOutput::error(format!("MCP server {} failed: {e}{tail}", live.name))
+                Answer::error(format!("MCP server {} failed: {e}{tail}", live.name))
             }
-            Err(_) => ToolOutput::error(format!(
+            Err(_) => Answer::error(format!(
                 "MCP tool {} of {} timed out after {}s (STEPWISE_MCP_TIMEOUT)",
                 tool.tool,
                 tool.server,

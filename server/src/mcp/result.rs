@@ -5,12 +5,25 @@ use rmcp::model::CallToolResult;
 use serde_json::Value;
 
 use crate::host::shell::truncate_middle;
-use crate::tools::ToolOutput;
+
+/// A call's result as the model reads it (the tools turn it into their `ToolOutput`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl Answer {
+    /// Errors reach the model as `Error: <message>`, as the built-in tools' do.
+    pub fn error(message: impl AsRef<str>) -> Answer {
+        Answer { text: format!("Error: {}", message.as_ref()), is_error: true }
+    }
+}
 
 /// As much as a shell command's output (the seed's cap).
 const CAP: usize = 50_000;
 
-pub fn output(r: &CallToolResult) -> ToolOutput {
+pub fn output(r: &CallToolResult) -> Answer {
     let mut parts: Vec<String> = Vec::new();
     for block in &r.content {
         // Read through JSON: the content types grow with the protocol, their wire names do not change.
@@ -40,9 +53,9 @@ pub fn output(r: &CallToolResult) -> ToolOutput {
     let text = truncate_middle(parts.join("\n").trim(), CAP);
     let text = if text.is_empty() { "(no output)".to_string() } else { text };
     if r.is_error == Some(true) {
-        ToolOutput { text: format!("Error: {text}"), is_error: true }
+        Answer { text: format!("Error: {text}"), is_error: true }
     } else {
-        ToolOutput::ok(text)
+        Answer { text, is_error: false }
     }
 }
 
@@ -75,7 +88,7 @@ mod tests {
     #[test]
     fn is_error_is_an_error_result() {
         let out = output(&parse(json!({"content": [{"type": "text", "text": "no such city"}], "isError": true})));
-        assert_eq!(out, ToolOutput { text: "Error: no such city".into(), is_error: true });
+        assert_eq!(out, Answer { text: "Error: no such city".into(), is_error: true });
         assert_eq!(output(&parse(json!({"content": []}))).text, "(no output)");
     }
 }
