@@ -8,6 +8,9 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 CACHE="${STEPWISE_TOOLS_DIR:-$HOME/.cache/stepwise-tools}/mcp"
 PY_PIN="mcp==1.27.0"
 mkdir -p "$CACHE"
+# One installer at a time (test binaries, other checkouts on the same machine).
+exec 9>"$CACHE/.lock"
+flock 9
 {
   if [ ! -x "$CACHE/venv/bin/python" ] || [ "$(cat "$CACHE/venv/pin" 2>/dev/null)" != "$PY_PIN" ]; then
     rm -rf "$CACHE/venv"

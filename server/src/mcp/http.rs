@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::stream::{BoxStream, StreamExt, TryStreamExt};
+use futures_util::stream::{BoxStream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
@@ -160,6 +160,6 @@ impl StreamableHttpClient for Client {
         if !ct.starts_with("text/event-stream") {
             return Err(StreamableHttpError::UnexpectedContentType(Some(ct)));
         }
-        Ok(sse(r).map_err(SseError::from).boxed())
+        Ok(sse(r))
     }
 }
