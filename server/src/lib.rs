@@ -18,6 +18,8 @@ pub mod lsp;
 pub mod mcp;
 pub mod plan;
 pub mod session;
+pub mod steering;
 pub mod store;
 pub mod tools;
 pub mod trust;
+pub mod workspace;

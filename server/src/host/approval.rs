@@ -4,11 +4,57 @@
 
 use std::path::{Component, Path};
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use crate::locks;
+
 /// What the user said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Approval {
     Allow,
+    /// Allow, and do not ask again for this kind of thing until the session is reset.
+    AllowForSession,
     Deny,
+}
+
+impl Approval {
+    pub fn allowed(self) -> bool {
+        self != Approval::Deny
+    }
+}
+
+/// What "allow for this session" covers: the agent's own tools (shell commands and protected writes,
+/// as the editors have always offered it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Tools,
+    /// The tools of one MCP server.
+    McpServer(String),
+}
+
+/// The session's standing approvals, kept by the workspace (one place for the command line, the
+/// sidecar and the ACP agent).
+#[derive(Debug, Default)]
+pub struct Approvals {
+    granted: Mutex<HashSet<Scope>>,
+}
+
+impl Approvals {
+    pub fn covers(&self, ask: &Ask<'_>) -> bool {
+        locks::lock(&self.granted).contains(&ask.scope())
+    }
+
+    /// Remembers an "allow for this session" answer.
+    pub fn record(&self, ask: &Ask<'_>, answer: Approval) {
+        if answer == Approval::AllowForSession {
+            locks::lock(&self.granted).insert(ask.scope());
+        }
+    }
+
+    pub fn clear(&self) {
+        locks::lock(&self.granted).clear();
+    }
 }
 
 /// One thing the agent asks leave for.
@@ -28,6 +74,13 @@ pub enum Ask<'a> {
 }
 
 impl Ask<'_> {
+    pub fn scope(&self) -> Scope {
+        match self {
+            Ask::Command(_) | Ask::Write { .. } => Scope::Tools,
+            Ask::Tool { server, .. } => Scope::McpServer(server.to_string()),
+        }
+    }
+
     /// A one-line question for a terminal or an editor prompt, naming `folder`.
     pub fn question(&self, folder: &str) -> String {
         match self {
@@ -78,6 +131,18 @@ pub fn protected(rel: &Path) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allowing_an_mcp_server_for_the_session_covers_that_server_only() {
+        let a = Approvals::default();
+        let fs = Ask::Tool { server: "fs", tool: "read" };
+        a.record(&fs, Approval::AllowForSession);
+        assert!(a.covers(&Ask::Tool { server: "fs", tool: "write" }));
+        assert!(!a.covers(&Ask::Tool { server: "web", tool: "read" }));
+        assert!(!a.covers(&Ask::Command("ls")));
+        a.record(&Ask::Command("ls"), Approval::AllowForSession);
+        assert!(!a.covers(&Ask::Tool { server: "web", tool: "read" }));
+    }
 
     #[test]
     fn protected_paths() {
