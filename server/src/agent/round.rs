@@ -26,7 +26,7 @@ pub(super) struct Turn {
     rounds_since_plan: u32,
     /// The previous call, for the seed's duplicate-call guard.
     last_call: Option<(String, Value)>,
-    pub continuations: u32,
+    continuations: u32,
     /// The latest prompt's size: the provider's count once it has answered, an estimate before.
     prompt_tokens: u64,
     overflow_retried: bool,
@@ -102,9 +102,10 @@ impl Turn {
         }
         self.usage.add(resp.usage);
         r.events.emit(Event::Usage { round: resp.usage, run: self.usage, context_window: r.llm.context_window() });
-        match answer::read(self, messages, r, resp) {
+        match answer::read(&mut self.continuations, messages, r, resp) {
             Answer::Calls { calls, text } => self.run_tools(messages, r, calls, text).await,
-            Answer::Done(next) => next,
+            Answer::Again { text } => self.cap(text, r.cfg.max_rounds),
+            Answer::End { reason, text, error } => self.end(reason, text, error),
         }
     }
 
