@@ -6,9 +6,12 @@
 mod approval;
 mod beneath;
 pub mod disk;
+mod guard;
 pub mod output;
 mod path;
+mod platform;
 pub mod preview;
+mod procs;
 pub(crate) mod shell;
 
 use std::future::Future;
@@ -18,6 +21,7 @@ use std::time::Duration;
 pub use approval::{protected, Approval, Ask};
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
+pub use platform::PORTABLE_ENV;
 pub use shell::{is_dangerous, run_shell, ShellOutput};
 
 /// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser").
