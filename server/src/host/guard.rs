@@ -166,14 +166,14 @@ impl Reaper {
         if self.guard <= 0 {
             return;
         }
-        let lost = self.lost.load(Ordering::Relaxed);
-        let mut scan = self.portable || lost;
+        let scan = self.portable || self.lost.load(Ordering::Relaxed);
+        // Unless `lost`, the guard is alive and unreaped, so its pid is still its own; the tree is walked
+        // only then, and where the kernel cannot list children the marker is looked for instead.
         #[cfg(target_os = "linux")]
-        if !scan {
-            // Not `lost`: the guard is alive and unreaped, so its pid is still its own.
+        let scan = scan || {
             let guard = self.guard;
-            scan |= !freeze_and_kill(|| subtree(guard));
-        }
+            !freeze_and_kill(|| subtree(guard))
+        };
         // SAFETY: plain syscall on the process group we created; errors (already gone) are fine.
         unsafe { libc::killpg(self.guard, libc::SIGKILL) };
         if scan {
