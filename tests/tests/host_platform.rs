@@ -16,12 +16,13 @@ fn portable() -> bool {
     std::env::var(PORTABLE_ENV).is_ok_and(|v| v == "1")
 }
 
-/// Which paths run is visible from the command: the guard shell is its parent, and on the portable
-/// paths the guard has a second child, the watchdog reading the pipe stepwise holds.
+/// Which paths run is visible from the command: it runs in a subshell of the guard (so `$$` is the
+/// guard), and on the portable paths the guard has a second child, the watchdog reading the pipe stepwise
+/// holds.
 #[tokio::test]
 async fn the_guard_runs_the_selected_paths() {
     let ws = TempDir::new("platform-guard");
-    let out = run_shell(ws.path(), "cat /proc/$PPID/task/$PPID/children", Duration::from_secs(10)).await.unwrap();
+    let out = run_shell(ws.path(), "cat /proc/$$/task/$$/children", Duration::from_secs(10)).await.unwrap();
     assert!(!out.is_error, "{}", out.text);
     let children = out.text.split_whitespace().count();
     assert_eq!(children, if portable() { 2 } else { 1 }, "the guard's children: {}", out.text);
