@@ -26,8 +26,10 @@ const MARKER: &str = "STEPWISE_COMMAND_ID";
 
 /// The guard: `$1` the command, `$2` `watch` for the watchdog. stdin is the pipe stepwise holds (kept as
 /// fd 5; the command gets /dev/null), fd 4 the status pipe. The command runs in a forked subshell of the
-/// guard (cheaper than starting a second bash), without the guard's arguments and fds. The guard's own
-/// stderr goes to /dev/null (bash reports a killed job there); the command's goes to the pipe as usual.
+/// guard (cheaper than starting a second bash), without the guard's arguments and fds. `$$` is the
+/// guard's pid: a command that kills it is reported as killed, and its processes are found by the marker.
+/// The guard's own stderr goes to /dev/null (bash reports a killed job there); the command's goes to the
+/// pipe as usual.
 const GUARD: &str = r#"exec 3>&2 2>/dev/null 5<&0 0</dev/null
 trap 'trap - TERM; kill -s KILL 0' TERM
 if [ "$2" = watch ]; then (read -r _ <&5; kill -s KILL 0) 4>&- & fi
