@@ -7,9 +7,12 @@ mod approval;
 mod beneath;
 mod change;
 pub mod disk;
+mod guard;
 pub mod output;
 mod path;
+mod platform;
 pub mod preview;
+mod procs;
 pub(crate) mod shell;
 
 use std::future::Future;
@@ -20,6 +23,7 @@ pub use approval::{protected, Approval, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
+pub use platform::PORTABLE_ENV;
 pub use shell::{is_dangerous, run_shell, ShellOutput};
 
 /// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser") and the
