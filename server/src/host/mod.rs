@@ -19,7 +19,7 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-pub use approval::{protected, Approval, Approvals, Ask, Scope};
+pub use approval::{protected, Approval, ApprovalMode, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
