@@ -16,6 +16,7 @@ pub mod locks;
 pub mod lsp;
 pub mod plan;
 pub mod session;
+pub mod snapshot;
 pub mod store;
 pub mod tools;
 pub mod trust;

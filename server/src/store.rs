@@ -2,12 +2,14 @@
 //! file per folder (`file_for`), the ACP agent one per session id (`file_for_id`); both use this format.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use crate::agent::Session;
+use crate::snapshot::Snapshot;
 
-const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 #[derive(Deserialize)]
 struct SavedSession {
@@ -114,28 +116,60 @@ static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// One saved session's file: snapshots are written in the background as they come (older ones not yet
 /// written are skipped), and the newest can be written at once (at shutdown, when background writers may
 /// not get to run). The sidecar's folders and the ACP agent's sessions each hold one.
+///
+/// A save on the loop's task encodes only what changed since the last one (`Snapshot`); the whole
+/// file is put together and written by the background writer.
 pub struct Saver {
     file: PathBuf,
-    latest: tokio::sync::watch::Sender<Option<Vec<u8>>>,
+    latest: Arc<Mutex<Latest>>,
+    wake: tokio::sync::watch::Sender<()>,
+}
+
+#[derive(Default)]
+struct Latest {
+    snapshot: Snapshot,
+    /// Something was saved (a flush writes it even when the writer already has).
+    saved: bool,
+    /// Saved since the writer last wrote.
+    unwritten: bool,
+}
+
+impl Latest {
+    /// The newest bytes, if there are any worth writing.
+    fn take(&mut self, even_if_written: bool) -> Option<Vec<u8>> {
+        let due = self.saved && (self.unwritten || even_if_written);
+        self.unwritten = false;
+        due.then(|| self.snapshot.bytes())
+    }
 }
 
 impl Saver {
     /// Starts the background writer of `file` (on the current runtime).
     pub fn spawn(file: PathBuf) -> Saver {
-        Saver { latest: spawn_writer(file.clone()), file }
+        let latest = Arc::new(Mutex::new(Latest::default()));
+        Saver { wake: spawn_writer(file.clone(), latest.clone()), latest, file }
     }
 
     /// Hands a snapshot of `session`, worked on in `folder`, to the background writer.
     pub fn save(&self, folder: &Path, session: &Session) {
-        if let Some(bytes) = encode(folder, session) {
-            let _ = self.latest.send(Some(bytes));
+        {
+            let mut latest = crate::locks::lock(&self.latest);
+            if let Err(e) = latest.snapshot.update(folder, session) {
+                // Not saved: the file keeps what was last written, and the next save encodes afresh.
+                *latest = Latest::default();
+                tracing::warn!("could not encode session state: {e}");
+                return;
+            }
+            latest.saved = true;
+            latest.unwritten = true;
         }
+        self.wake.send_replace(());
     }
 
     /// Writes the newest snapshot now (blocking).
     pub fn flush(&self) -> std::io::Result<()> {
         let _turn = crate::locks::lock(&WRITING);
-        let bytes = self.latest.borrow().clone();
+        let bytes = crate::locks::lock(&self.latest).take(true);
         match bytes {
             Some(b) => write_atomic(&self.file, &b),
             None => Ok(()),
@@ -144,27 +178,21 @@ impl Saver {
 }
 
 /// Saves the latest snapshot of one folder in the background; older snapshots not yet written are skipped.
-fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>> {
-    let (tx, mut rx) = tokio::sync::watch::channel::<Option<Vec<u8>>>(None);
+fn spawn_writer(file: PathBuf, latest: Arc<Mutex<Latest>>) -> tokio::sync::watch::Sender<()> {
+    let (tx, mut rx) = tokio::sync::watch::channel(());
     tokio::spawn(async move {
         while rx.changed().await.is_ok() {
-            let file = file.clone();
+            let (file, latest) = (file.clone(), latest.clone());
             let res = tokio::task::spawn_blocking(move || {
-                let turn = crate::locks::lock(&WRITING);
+                let _turn = crate::locks::lock(&WRITING);
                 // The newest snapshot now, not the one that woke us.
-                let bytes = rx.borrow_and_update().clone();
-                let res = bytes.map_or(Ok(()), |b| write_atomic(&file, &b));
-                drop(turn);
-                (rx, res)
+                let bytes = crate::locks::lock(&latest).take(false);
+                bytes.map_or(Ok(()), |b| write_atomic(&file, &b))
             })
             .await;
             match res {
-                Ok((back, written)) => {
-                    rx = back;
-                    if let Err(e) = written {
-                        tracing::warn!("could not save session state: {e}");
-                    }
-                }
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("could not save session state: {e}"),
                 Err(e) => {
                     tracing::warn!("could not save session state: {e}");
                     return;
