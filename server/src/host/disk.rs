@@ -133,8 +133,21 @@ fn write_beneath(path: &ResolvedPath, content: &str) -> Result<(), String> {
             meta.nlink()
         ));
     }
-    file.set_len(0).map_err(|e| io_error(path, e))?;
-    file.write_all(content.as_bytes()).map_err(|e| io_error(path, e))
+    // Written over the old bytes, then cut to length: an edit rewrites pages in place rather than
+    // freeing the whole file and allocating it again.
+    file.write_all(content.as_bytes()).map_err(|e| io_error(path, e))?;
+    file.set_len(content.len() as u64).map_err(|e| io_error(path, e))
+}
+
+/// `edit_file` on disk: read, splice and write in one trip to the blocking pool.
+async fn edit_disk(path: &ResolvedPath, old: &str, new: &str) -> Result<(), String> {
+    let (p, old, new) = (path.clone(), old.to_string(), new.to_string());
+    let edit = move || {
+        let text = read_beneath(&p)?;
+        let range = find_first(&text, &old).ok_or_else(|| not_found(&p))?;
+        write_beneath(&p, &super::splice(&text, range, &new))
+    };
+    tokio::task::spawn_blocking(edit).await.unwrap_or_else(|e| Err(format!("editing {} failed: {e}", path.given)))
 }
 
 pub(crate) fn io_error(path: &ResolvedPath, e: std::io::Error) -> String {
@@ -166,9 +179,7 @@ impl Host for DiskHost {
     }
 
     async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, _ctx: &EditContext) -> Result<(), String> {
-        let text = read_disk(path).await?;
-        let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
-        write_disk(path, &super::splice(&text, range, new)).await
+        edit_disk(path, old, new).await
     }
 
     async fn approve(&self, ask: &Ask<'_>) -> Approval {
