@@ -22,7 +22,7 @@ impl Snapshot {
     pub fn update(&mut self, folder: &Path, session: &Session) -> serde_json::Result<()> {
         // Every field of the session is written below; a field added to `Session` fails to compile here.
         let Session { messages, plan } = session;
-        if !self.head.as_ref().is_some_and(|(f, _)| f == folder) {
+        if self.head.as_ref().is_none_or(|(f, _)| f != folder) {
             #[derive(Serialize)]
             struct Head<'a> {
                 format: u32,

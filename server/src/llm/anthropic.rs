@@ -277,7 +277,7 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         match kind {
             "message_start" => usage = parse_usage(v.pointer("/message/usage")),
             "content_block_start" => {
-                let b = v.get("content_block").cloned().unwrap_or(Value::Null);
+                let b = v.get("content_block").unwrap_or(&Value::Null);
                 let partial = match b.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         let t = b.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -299,7 +299,7 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                 blocks[index] = partial;
             }
             "content_block_delta" => {
-                let d = v.get("delta").cloned().unwrap_or(Value::Null);
+                let d = v.get("delta").unwrap_or(&Value::Null);
                 match (blocks.get_mut(index), d.get("type").and_then(Value::as_str)) {
                     (Some(Partial::Text(t)), Some("text_delta")) => {
                         let piece = d.get("text").and_then(Value::as_str).unwrap_or_default();

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -217,6 +217,7 @@ pub fn elements<E>(m: &Message, mut f: impl FnMut(&Element<'_>) -> Result<(), E>
 #[cfg(test)]
 impl Serialize for WireMessages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(None)?;
         seq.serialize_element(&Plain { role: "system", content: self.system })?;
         for m in self.messages {

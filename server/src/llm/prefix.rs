@@ -5,6 +5,7 @@
 //! sent are always exactly what encoding the whole request would give.
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::{Message, ModelRequest, ProviderConfig, ToolSpec};
 
@@ -75,7 +76,7 @@ impl KeptMessages {
         mut encode: impl FnMut(usize, &Message, &mut Vec<u8>) -> serde_json::Result<()>,
     ) -> serde_json::Result<&[u8]> {
         let upto = upto.min(messages.len());
-        let same = self.mirror.iter().zip(messages).take_while(|(a, b)| a == b).count();
+        let same = self.mirror.iter().zip(messages).take_while(|(a, b)| encode_alike(a, b)).count();
         self.mirror.truncate(same);
         self.ends.truncate(same);
         self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
@@ -94,6 +95,36 @@ impl KeptMessages {
     /// Every kept message's encoding.
     pub fn encoded(&self) -> &[u8] {
         &self.bytes
+    }
+}
+
+/// Whether two messages encode to the same bytes: `==`, except that JSON objects compare in order (as
+/// they are written) and without hashing their keys (an order-blind map comparison cost more than
+/// everything else the cache does).
+fn encode_alike(a: &Message, b: &Message) -> bool {
+    use super::Block::{Text, ToolResult, ToolUse};
+    a.role == b.role
+        && a.content.len() == b.content.len()
+        && a.content.iter().zip(&b.content).all(|pair| match pair {
+            (Text { text: x }, Text { text: y }) => x == y,
+            (ToolUse { id: i, name: n, input: x }, ToolUse { id: j, name: m, input: y }) => {
+                i == j && n == m && json_alike(x, y)
+            }
+            (
+                ToolResult { tool_use_id: i, content: x, is_error: e },
+                ToolResult { tool_use_id: j, content: y, is_error: f },
+            ) => i == j && e == f && x == y,
+            _ => false,
+        })
+}
+
+fn json_alike(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((k, v), (l, w))| k == l && json_alike(v, w))
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| json_alike(v, w)),
+        _ => a == b,
     }
 }
 
@@ -239,7 +270,7 @@ mod tests {
                     Block::ToolResult {
                         tool_use_id: format!("t{i}"),
                         content: "x".repeat(i * 10),
-                        is_error: i % 5 == 0,
+                        is_error: i.is_multiple_of(5),
                     },
                     Block::Text { text: "<reminder>Update your todos.</reminder>".into() },
                 ],
@@ -252,7 +283,8 @@ mod tests {
     #[test]
     fn the_pieces_add_up_to_the_whole_body_through_every_change() {
         let specs = tools();
-        let cases: Vec<(ProviderConfig, Box<dyn Fn(&ProviderConfig, &ModelRequest<'_>) -> Vec<u8>>)> = vec![
+        type Reference = Box<dyn Fn(&ProviderConfig, &ModelRequest<'_>) -> Vec<u8>>;
+        let cases: Vec<(ProviderConfig, Reference)> = vec![
             (cfg(ProviderKind::Anthropic, true), Box::new(anthropic::reference_body)),
             (cfg(ProviderKind::Anthropic, false), Box::new(anthropic::reference_body)),
             (cfg(ProviderKind::Openai, false), Box::new(|c, r| openai::reference_body(&OpenAi::default(), c, r))),
@@ -318,6 +350,26 @@ mod tests {
             }
             // Encoding afresh would have encoded 1 + 3 + 5 + … ≈ 10,000 messages.
             assert!(wire.kept.get() <= 3 * messages.len(), "{} encodings", wire.kept.get());
+        }
+    }
+
+    #[test]
+    fn a_tool_input_with_its_keys_in_another_order_is_encoded_again() {
+        let cfg = cfg(ProviderKind::Anthropic, false);
+        let mut cache = PrefixCache::default();
+        let specs = tools();
+        let call = |input: Value| Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolUse { id: "t".into(), name: "bash".into(), input }],
+        };
+        let mut messages = vec![call(json!({"a": 1, "b": [1, {"c": 2, "d": 3}]}))];
+        let mut reordered = serde_json::Map::new();
+        reordered.insert("b".into(), json!([1, {"c": 2, "d": 3}]));
+        reordered.insert("a".into(), json!(1));
+        for _ in 0..2 {
+            let req = ModelRequest { system: "s", messages: &messages, tools: &specs };
+            assert_eq!(cache.encode(&Anthropic, &cfg, &req).unwrap(), anthropic::reference_body(&cfg, &req));
+            messages[0] = call(Value::Object(reordered.clone()));
         }
     }
 
