@@ -153,12 +153,15 @@ impl PrefixCache {
         // Kept: everything before the first message with a breakpoint.
         let stable = wire.stable(cfg, n).min(n);
         let kept = self.messages.update(req.messages, stable, |i, m, out| wire.message(i, m, false, out))?;
-        let mut body = Vec::with_capacity(frame.head.len() + kept.len() + frame.tail.len() + 4096);
+        let mut fresh = Vec::new();
+        for (i, m) in req.messages.iter().enumerate().skip(stable) {
+            wire.message(i, m, wire.marked(cfg, i, n), &mut fresh)?;
+        }
+        // Sized exactly: growing a body of the whole history would copy it again.
+        let mut body = Vec::with_capacity(frame.head.len() + kept.len() + fresh.len() + frame.tail.len());
         body.extend_from_slice(&frame.head);
         body.extend_from_slice(kept);
-        for (i, m) in req.messages.iter().enumerate().skip(stable) {
-            wire.message(i, m, wire.marked(cfg, i, n), &mut body)?;
-        }
+        body.extend_from_slice(&fresh);
         body.extend_from_slice(&frame.tail);
         Ok(body)
     }
