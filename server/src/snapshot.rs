@@ -8,6 +8,9 @@ use serde::Serialize;
 use crate::llm::KeptMessages;
 use crate::session::Session;
 
+/// The saved session file's format number.
+pub(crate) const FORMAT: u32 = 1;
+
 #[derive(Default)]
 pub struct Snapshot {
     /// The folder the head was written for, and `{"format":…,"folder":…,"session":{"messages":[`.
@@ -28,7 +31,7 @@ impl Snapshot {
                 format: u32,
                 folder: &'a Path,
             }
-            let mut head = serde_json::to_vec(&Head { format: crate::store::FORMAT, folder })?;
+            let mut head = serde_json::to_vec(&Head { format: FORMAT, folder })?;
             head.pop();
             head.extend_from_slice(br#","session":{"messages":["#);
             self.head = Some((folder.to_path_buf(), head));
@@ -55,50 +58,5 @@ impl Snapshot {
         out.extend_from_slice(kept);
         out.extend_from_slice(&self.tail);
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::llm::{Block, Message, Role};
-
-    #[test]
-    fn the_kept_bytes_are_the_whole_session_encoded_afresh() {
-        let mut snap = Snapshot::default();
-        let mut session = Session::default();
-        let check = |snap: &mut Snapshot, folder: &str, session: &Session| {
-            snap.update(Path::new(folder), session).unwrap();
-            let want = crate::store::encode(Path::new(folder), session).unwrap();
-            assert_eq!(String::from_utf8(snap.bytes()).unwrap(), String::from_utf8(want).unwrap());
-        };
-        check(&mut snap, "/work/a \"b\"", &session);
-        session.push_prompt("the task");
-        for i in 0..20 {
-            check(&mut snap, "/work/a \"b\"", &session);
-            session.messages.push(Message {
-                role: Role::Assistant,
-                content: vec![Block::ToolUse { id: format!("t{i}"), name: "todo".into(), input: json!({"i": i}) }],
-            });
-            session.messages.push(Message {
-                role: Role::User,
-                content: vec![Block::ToolResult {
-                    tool_use_id: format!("t{i}"),
-                    content: "ok é\n".into(),
-                    is_error: false,
-                }],
-            });
-            let items = json!([{"id": "1", "text": format!("Step {i}"), "status": "in_progress"}]);
-            session.plan.update(&items).unwrap();
-        }
-        session.push_prompt("more");
-        check(&mut snap, "/work/a \"b\"", &session);
-        session.messages[3].content[0] = Block::Text { text: "shortened".into() };
-        check(&mut snap, "/work/a \"b\"", &session);
-        session.messages.drain(..10);
-        check(&mut snap, "/elsewhere", &session);
-        check(&mut snap, "/elsewhere", &Session::default());
     }
 }

@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::Session;
-use crate::snapshot::Snapshot;
-
-pub(crate) const FORMAT: u32 = 1;
+use crate::snapshot::{Snapshot, FORMAT};
 
 #[derive(Deserialize)]
 struct SavedSession {
@@ -205,7 +203,10 @@ fn spawn_writer(file: PathBuf, latest: Arc<Mutex<Latest>>) -> tokio::sync::watch
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::llm::{Block, Message, Role};
 
     #[test]
     fn session_ids_name_files_inside_the_acp_folder_only() {
@@ -231,5 +232,43 @@ mod tests {
             _ => panic!("not restored with its folder"),
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    /// `Snapshot`'s bytes, kept between saves, are exactly `encode`'s.
+    fn the_kept_bytes_are_the_whole_session_encoded_afresh() {
+        let mut snap = Snapshot::default();
+        let mut session = Session::default();
+        let check = |snap: &mut Snapshot, folder: &str, session: &Session| {
+            snap.update(Path::new(folder), session).unwrap();
+            let want = encode(Path::new(folder), session).unwrap();
+            assert_eq!(String::from_utf8(snap.bytes()).unwrap(), String::from_utf8(want).unwrap());
+        };
+        check(&mut snap, "/work/a \"b\"", &session);
+        session.push_prompt("the task");
+        for i in 0..20 {
+            check(&mut snap, "/work/a \"b\"", &session);
+            session.messages.push(Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse { id: format!("t{i}"), name: "todo".into(), input: json!({"i": i}) }],
+            });
+            session.messages.push(Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_use_id: format!("t{i}"),
+                    content: "ok é\n".into(),
+                    is_error: false,
+                }],
+            });
+            let items = json!([{"id": "1", "text": format!("Step {i}"), "status": "in_progress"}]);
+            session.plan.update(&items).unwrap();
+        }
+        session.push_prompt("more");
+        check(&mut snap, "/work/a \"b\"", &session);
+        session.messages[3].content[0] = Block::Text { text: "shortened".into() };
+        check(&mut snap, "/work/a \"b\"", &session);
+        session.messages.drain(..10);
+        check(&mut snap, "/elsewhere", &session);
+        check(&mut snap, "/elsewhere", &Session::default());
     }
 }
