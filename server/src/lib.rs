@@ -18,6 +18,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod plan;
 pub mod session;
+pub mod snapshot;
 pub mod steering;
 pub mod store;
 pub mod tools;

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
@@ -361,6 +361,10 @@ pub struct MockOptions {
     /// Turns without scripted usage report estimated tokens (characters / 4) with a simulated prompt
     /// cache: Anthropic's breakpoints, OpenAI's automatic prefix cache (see `mock_cache`).
     pub simulate_usage: bool,
+    /// Append one line per request to this file: when it had been read whole and when its answer had been
+    /// written whole, in microseconds since the mock started (`{received_us} {answered_us}`). The gap
+    /// from one answer to the next request is the client's own time.
+    pub timing: Option<PathBuf>,
 }
 
 struct Shared {
@@ -372,6 +376,7 @@ struct Shared {
     record: Option<Mutex<std::fs::File>>,
     log: bool,
     cache: Option<Mutex<crate::mock_cache::PrefixCache>>,
+    timing: Option<(Instant, Mutex<std::fs::File>)>,
 }
 
 impl Shared {
@@ -434,6 +439,10 @@ impl MockModel {
             record,
             log: options.log,
             cache: options.simulate_usage.then(Default::default),
+            timing: match &options.timing {
+                Some(path) => Some((Instant::now(), Mutex::new(std::fs::File::create(path)?))),
+                None => None,
+            },
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(MockModel { addr, shared, task })
@@ -786,7 +795,14 @@ async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         };
         let keep_alive = req.keep_alive();
-        match respond(&mut stream, &shared, req).await {
+        let received = Instant::now();
+        let result = respond(&mut stream, &shared, req).await;
+        if let Some((start, file)) = &shared.timing {
+            let us = |t: Instant| t.duration_since(*start).as_secs_f64() * 1e6;
+            let line = format!("{:.1} {:.1}\n", us(received), us(Instant::now()));
+            let _ = file.lock().unwrap().write_all(line.as_bytes());
+        }
+        match result {
             Ok(After::Continue) if keep_alive => {}
             Ok(After::Hang) => {
                 // Keep the socket open, discarding input, until the client closes it
