@@ -84,7 +84,11 @@ fn walk(dir: RawFd, rel: &Path, flags: libc::c_int, mode: u32) -> io::Result<Fil
 
 /// Opens `rel` (relative, normalised) beneath `root` with `open(2)` flags.
 pub fn open(root: &Path, rel: &Path, flags: libc::c_int, mode: u32) -> io::Result<File> {
-    let dir = File::open(root)?;
+    open_in(&File::open(root)?, rel, flags, mode)
+}
+
+/// `open` beneath a directory already open (checkpoint scans open many files under one root).
+pub fn open_in(dir: &File, rel: &Path, flags: libc::c_int, mode: u32) -> io::Result<File> {
     match openat2(dir.as_raw_fd(), rel, flags, mode) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => walk(dir.as_raw_fd(), rel, flags, mode),
         other => other,

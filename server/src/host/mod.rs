@@ -4,7 +4,7 @@
 //! implements the same trait on top of the editor's buffers and `workspace/applyEdit`.
 
 mod approval;
-mod beneath;
+pub(crate) mod beneath;
 pub mod disk;
 pub mod output;
 mod path;
