@@ -30,6 +30,7 @@
 
 mod conversation;
 mod files;
+mod host;
 mod journal;
 mod record;
 mod rewind;
@@ -43,6 +44,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use host::Tracked;
 pub use rewind::{apply_on_disk, Action, Applied, FileRestore, RewindPlan, Rewound};
 
 use conversation::SessionRef;
@@ -262,6 +264,11 @@ impl Checkpoints {
         self.last_list = Some((id, list));
         self.enforce_limit();
         Ok(id.to_string())
+    }
+
+    /// Whether a write to `rel` now needs `before_write` (its first change since the newest checkpoint).
+    pub fn wants(&self, rel: &Path) -> bool {
+        state::key_of(rel).is_some_and(|k| self.cps.last().is_some_and(|c| !c.pre.contains_key(&k)))
     }
 
     /// Before `write_file` / `edit_file` changes `rel`: keeps what it holds, once per checkpoint. `current`

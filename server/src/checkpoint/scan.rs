@@ -12,10 +12,14 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ignore::gitignore::Gitignore;
+use ignore::Match;
 
 use super::files::{self, Seen};
-use super::state::{key_of, now_ns, Mark, Pre, Stat};
+use super::state::{now_ns, Mark, Pre, Stat};
 use super::store::{Hash, Pack};
 use super::Limits;
 
@@ -54,6 +58,8 @@ pub struct Scanner {
     root: PathBuf,
     /// The state directory, when it lies inside the workspace.
     skip: Option<PathBuf>,
+    /// `.gitignore` files above the workspace, up to the repository it is in.
+    parents: Vec<Arc<Gitignore>>,
     index: HashMap<String, Entry>,
     dirs: HashSet<String>,
     scans: u64,
@@ -61,7 +67,8 @@ pub struct Scanner {
 
 impl Scanner {
     pub fn new(root: PathBuf, skip: Option<PathBuf>) -> Scanner {
-        Scanner { root, skip, index: HashMap::new(), dirs: HashSet::new(), scans: 0 }
+        let parents = parent_rules(&root);
+        Scanner { root, skip, parents, index: HashMap::new(), dirs: HashSet::new(), scans: 0 }
     }
 
     /// Whether a first scan has made the copy.
@@ -77,44 +84,53 @@ impl Scanner {
         })
     }
 
+    /// Every followed file (with its `lstat`) and folder, as keys. A walk of its own rather than
+    /// `ignore::WalkBuilder` (measured about twice as fast here: `lstat` relative to the open folder, keys
+    /// built as it goes), with the `ignore` crate's matcher for `.gitignore` and `.ignore`.
     fn walk(&self) -> (Vec<(String, Stat)>, HashSet<String>) {
-        let skip = self.skip.clone();
-        let mut builder = ignore::WalkBuilder::new(&self.root);
-        builder
-            .hidden(false)
-            .parents(true)
-            .ignore(true)
-            .git_ignore(true)
-            // Not the user's global excludes (machine-dependent), and never `.git/info/exclude`: `.git` is
-            // not read.
-            .git_global(false)
-            .git_exclude(false)
-            .require_git(false)
-            .follow_links(false)
-            .filter_entry(move |e| e.file_name() != ".git" && skip.as_deref().is_none_or(|s| e.path() != s));
-        let mut files = Vec::new();
-        let mut dirs = HashSet::new();
-        for entry in builder.build() {
-            let entry = match entry {
-                Ok(e) => e,
+        let mut files = Vec::with_capacity(self.index.len() + 64);
+        let mut dirs = HashSet::with_capacity(self.dirs.len() + 8);
+        let mut stack = vec![(self.root.clone(), String::new(), self.parents.clone())];
+        while let Some((dir, prefix, mut rules)) = stack.pop() {
+            let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd.filter_map(Result::ok).collect(),
                 Err(e) => {
-                    tracing::debug!("checkpoint scan: {e}");
+                    tracing::debug!("checkpoint scan: {}: {e}", dir.display());
                     continue;
                 }
             };
-            let (Some(kind), Ok(rel)) = (entry.file_type(), entry.path().strip_prefix(&self.root)) else { continue };
-            if entry.depth() == 0 {
-                continue;
+            // The folder's own rules; `.ignore` wins over `.gitignore`, as in ripgrep.
+            for name in [".gitignore", ".ignore"] {
+                if entries.iter().any(|e| e.file_name() == name) {
+                    let (rules_here, err) = Gitignore::new(dir.join(name));
+                    if let Some(e) = err {
+                        tracing::debug!("checkpoint scan: {}/{name}: {e}", dir.display());
+                    }
+                    rules.push(Arc::new(rules_here));
+                }
             }
-            let Some(key) = key_of(rel) else {
-                tracing::warn!("checkpoints do not keep {} (its name is not UTF-8)", entry.path().display());
-                continue;
-            };
-            if kind.is_dir() {
-                dirs.insert(key);
-            } else if kind.is_file() || kind.is_symlink() {
-                if let Ok(meta) = entry.metadata() {
-                    files.push((key, Stat::of_meta(&meta)));
+            for entry in entries {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else {
+                    tracing::warn!("checkpoints do not keep {} (its name is not UTF-8)", entry.path().display());
+                    continue;
+                };
+                let Ok(kind) = entry.file_type() else { continue };
+                if name == ".git" {
+                    continue;
+                }
+                let path = entry.path();
+                if self.skip.as_deref() == Some(path.as_path()) || ignored(&rules, &path, kind.is_dir()) {
+                    continue;
+                }
+                let key = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+                if kind.is_dir() {
+                    dirs.insert(key.clone());
+                    stack.push((path, key, rules.clone()));
+                } else if kind.is_file() || kind.is_symlink() {
+                    if let Ok(meta) = entry.metadata() {
+                        files.push((key, Stat::of_meta(&meta)));
+                    }
                 }
             }
         }
@@ -201,4 +217,36 @@ impl Scanner {
         self.dirs = dirs;
         Ok(out)
     }
+}
+
+/// Whether the innermost rule that speaks of `path` ignores it.
+fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
+    for r in rules.iter().rev() {
+        match r.matched(path, is_dir) {
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+            Match::None => {}
+        }
+    }
+    false
+}
+
+/// The `.gitignore` files of the folders above `root`, outermost first, when `root` lies inside a git
+/// repository (a folder above it has `.git`; only its existence is checked). Outside one, none.
+fn parent_rules(root: &Path) -> Vec<Arc<Gitignore>> {
+    if root.join(".git").exists() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for dir in root.ancestors().skip(1) {
+        let file = dir.join(".gitignore");
+        if file.is_file() {
+            found.push(Arc::new(Gitignore::new(&file).0));
+        }
+        if dir.join(".git").exists() {
+            found.reverse();
+            return found;
+        }
+    }
+    Vec::new()
 }
