@@ -321,7 +321,7 @@ async fn the_users_git_is_never_read_nor_written() {
 
 #[tokio::test]
 async fn a_file_over_the_limit_is_reported_not_silently_skipped() {
-    let limits = Limits { max_file: 1024, ..Limits::default() };
+    let limits = Limits { max_file: 1024, threads: 2, ..Limits::default() };
     let big = "x".repeat(4096);
     let mut ws = Ws::with_limits(&[("big.log", &big), ("small.txt", "s")], limits);
     let id = ws.take("r", 1, &session(&[]));
@@ -404,7 +404,7 @@ async fn a_restored_path_that_leads_outside_is_refused() {
 
 #[tokio::test]
 async fn the_store_keeps_to_its_limit() {
-    let limits = Limits { max_file: 1 << 20, max_total: 64 * 1024 };
+    let limits = Limits { max_file: 1 << 20, max_total: 64 * 1024, threads: 1 };
     let mut ws = Ws::with_limits(&[("seed.txt", "seed")], limits);
     let mut ids = Vec::new();
     // Each round rewrites the file, so each checkpoint keeps 16 KiB of its earlier content.

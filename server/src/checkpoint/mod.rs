@@ -11,13 +11,15 @@
 //!   is followed by its size and mtime and reported as not restorable if a command changes it.
 //!
 //! Why this mechanism (numbers in README, `cargo bench -p stepwise-tests --bench checkpoints`): a round
-//! without a command costs only the conversation's new messages (no walk at all); a command costs two walks
-//! with `lstat` of the workspace plus reading the files it changed, about 10 ms each for 10,000 files. The
-//! alternatives measure or behave worse: a git-style commit of the tree per round (Cline) hashes or at least
-//! stats everything every round, and touching `.git` is what corrupted users' repositories; hard-link
-//! snapshots lose the old content when a command writes a file in place; inotify cannot keep what a file held
-//! before it changed. The price is the first scan, which stores every followed file once (the same content
-//! is never stored twice: the store is content-addressed), and disk use about the size of the followed files.
+//! without a command costs only the conversation's new messages (0.13 ms median, no walk at all); a command
+//! costs two walks with `lstat` of the workspace plus reading the files it changed, about 23 ms of CPU each
+//! for 10,000 files, nearly all in the kernel. The alternatives measure or behave worse: reading every file
+//! to compare (what the first scan does) takes 190–450 ms; a git-style commit of the tree per round (Cline)
+//! hashes or at least walks everything every round, and touching `.git` is what corrupted users'
+//! repositories; hard-link snapshots lose the old content when a command writes a file in place; inotify
+//! alone cannot keep what a file held before it changed. The price is the first scan, which stores every
+//! followed file once (the store is content-addressed: the same content is never stored twice), and disk
+//! use about the size of the followed files (1.04× in the benchmark).
 //!
 //! Everything lives in the state directory: `objects.pack` (the store), `journal.jsonl` (one line per
 //! checkpoint and change, appended). A rewind drops the checkpoints from the one rewound to on (no redo: the
@@ -37,6 +39,7 @@ mod rewind;
 mod scan;
 mod state;
 mod store;
+mod walk;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
@@ -53,18 +56,20 @@ use scan::Scanner;
 use state::{Mark, Pre};
 use store::{Hash, Pack};
 
-/// The size limit per file (as the file tools'), and for the whole store.
+/// The size limit per file (as the file tools'), and for the whole store; how a scan runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_file: u64,
     pub max_total: u64,
+    /// Threads a scan lists folders with; 0: one per core, up to 4.
+    pub threads: usize,
 }
 
 pub const DEFAULT_MB: u64 = 1024;
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_file: crate::host::disk::MAX_FILE, max_total: DEFAULT_MB << 20 }
+        Limits { max_file: crate::host::disk::MAX_FILE, max_total: DEFAULT_MB << 20, threads: 0 }
     }
 }
 
