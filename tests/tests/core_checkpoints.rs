@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use stepwise::checkpoint::{apply_on_disk, Checkpoints, Limits, Meta, Restore, Tracked};
-use stepwise::host::{resolve, run_shell, DiskHost, EditContext, Host};
+use stepwise::host::{find_first, resolve, run_shell, DiskHost, EditContext, FileChange, Host, ResolvedPath};
 use stepwise::session::Session;
 use stepwise_tests::TempDir;
 
@@ -49,20 +49,25 @@ impl Ws {
         self.cp.take(meta, session).unwrap()
     }
 
-    /// `write_file` as the engine does it: checkpoint hooks around the host's write.
+    /// `write_file` as the engine does it (`tools/files.rs`): the change computed from the host's text,
+    /// with the checkpoint hooks around its application.
     async fn write(&mut self, path: &str, content: &str) {
         let p = resolve(self.root(), path).unwrap();
-        self.cp.before_write(&p.rel, None);
-        self.host.write_file(&p, content, &EditContext::default()).await.unwrap();
-        self.cp.after_write(&p.rel, content);
+        let old = self.host.read_file(&p).await.ok();
+        self.apply(&p, FileChange::whole(&p, old, content)).await;
     }
 
     async fn edit(&mut self, path: &str, old: &str, new: &str) {
         let p = resolve(self.root(), path).unwrap();
-        self.cp.before_write(&p.rel, None);
-        self.host.edit_file(&p, old, new, &EditContext::default()).await.unwrap();
-        let now = self.host.read_file(&p).await.unwrap();
-        self.cp.after_write(&p.rel, &now);
+        let text = self.host.read_file(&p).await.unwrap();
+        let range = find_first(&text, old).unwrap();
+        self.apply(&p, FileChange::splice(&p, text, range, new)).await;
+    }
+
+    async fn apply(&mut self, p: &ResolvedPath, change: FileChange) {
+        self.cp.before_write(&p.rel, change.old_text.as_deref());
+        self.host.apply_change(p, &change, &EditContext::default()).await.unwrap();
+        self.cp.after_write(&p.rel, &change.new_text);
     }
 
     async fn shell(&mut self, command: &str) -> Vec<PathBuf> {
@@ -436,8 +441,11 @@ async fn the_tracked_host_records_tool_edits_and_commands_even_a_cancelled_one()
     let id = cp.lock().unwrap().take(Meta::default(), &Session::default()).unwrap();
 
     let ctx = EditContext::default();
-    host.edit_file(&resolve(dir.path(), "a.txt").unwrap(), "a0", "a1", &ctx).await.unwrap();
-    host.write_file(&resolve(dir.path(), "c/new.txt").unwrap(), "new\n", &ctx).await.unwrap();
+    let a = resolve(dir.path(), "a.txt").unwrap();
+    let edit = FileChange::splice(&a, host.read_file(&a).await.unwrap(), 0..2, "a1");
+    host.apply_change(&a, &edit, &ctx).await.unwrap();
+    let c = resolve(dir.path(), "c/new.txt").unwrap();
+    host.apply_change(&c, &FileChange::whole(&c, None, "new\n"), &ctx).await.unwrap();
     host.run_command("echo b1 > b.txt", Duration::from_secs(30)).await.unwrap();
 
     // A command cancelled mid-way (its future dropped, as a cancelled run does): what it did is recorded.

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::Checkpoints;
-use crate::host::{find_first, splice, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
+use crate::host::{Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::locks;
 
 pub struct Tracked<'a, H> {
@@ -17,17 +17,6 @@ pub struct Tracked<'a, H> {
 impl<'a, H: Host> Tracked<'a, H> {
     pub fn new(inner: &'a H, checkpoints: &'a Mutex<Checkpoints>) -> Tracked<'a, H> {
         Tracked { inner, checkpoints }
-    }
-
-    /// Keeps what `path` holds before its first change since the checkpoint; the host's view (an editor
-    /// buffer) where it can read the file as text, the disk otherwise. Returns that text.
-    async fn before(&self, path: &ResolvedPath) -> Option<String> {
-        if !locks::lock(self.checkpoints).wants(&path.rel) {
-            return None;
-        }
-        let current = self.inner.read_file(path).await.ok();
-        locks::lock(self.checkpoints).before_write(&path.rel, current.as_deref());
-        current
     }
 }
 
@@ -44,28 +33,18 @@ impl<H: Host> Host for Tracked<'_, H> {
         self.inner.read_preview(path, limit).await
     }
 
-    async fn write_file(&self, path: &ResolvedPath, content: &str, ctx: &EditContext) -> Result<(), String> {
-        self.before(path).await;
-        self.inner.write_file(path, content, ctx).await?;
-        locks::lock(self.checkpoints).after_write(&path.rel, content);
+    /// Keeps what the file held before its first change since the checkpoint: the text the change was
+    /// computed from (the host's view, an editor buffer where one is open), or what the disk holds for a
+    /// new file.
+    async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {
+        locks::lock(self.checkpoints).before_write(&path.rel, change.old_text.as_deref());
+        self.inner.apply_change(path, change, ctx).await?;
+        locks::lock(self.checkpoints).after_write(&path.rel, &change.new_text);
         Ok(())
     }
 
-    async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, ctx: &EditContext) -> Result<(), String> {
-        let before = self.before(path).await;
-        self.inner.edit_file(path, old, new, ctx).await?;
-        let after = match self.inner.read_file(path).await {
-            Ok(text) => Some(text),
-            Err(_) => before.and_then(|t| find_first(&t, old).map(|r| splice(&t, r, new))),
-        };
-        if let Some(text) = after {
-            locks::lock(self.checkpoints).after_write(&path.rel, &text);
-        }
-        Ok(())
-    }
-
-    async fn approve(&self, ask: &Ask<'_>) -> Approval {
-        self.inner.approve(ask).await
+    async fn approve(&self, ask: &Ask<'_>, call_id: &str) -> Approval {
+        self.inner.approve(ask, call_id).await
     }
 
     /// The scans block for a few milliseconds each (see the benchmark); they run on the calling task.

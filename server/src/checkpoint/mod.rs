@@ -179,11 +179,16 @@ fn lock(dir: &Path) -> std::io::Result<File> {
     use std::os::fd::AsRawFd;
     std::fs::create_dir_all(dir)?;
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("lock"))?;
-    // SAFETY: a valid fd.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    // A child forked elsewhere in this process holds a copy of a released lock's descriptor until it
+    // execs (the descriptor is close-on-exec): give such a copy a moment to go.
+    for _ in 0..50 {
+        // SAFETY: a valid fd.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    Ok(file)
+    Err(std::io::Error::other("another stepwise process uses it"))
 }
 
 fn temp_dir() -> PathBuf {
