@@ -437,7 +437,7 @@ async fn the_tracked_host_records_tool_edits_and_commands_even_a_cancelled_one()
     let state = TempDir::new("cp-tracked-state");
     let disk = DiskHost::new(dir.path(), None).unwrap();
     let cp = std::sync::Mutex::new(Checkpoints::open(Some(state.path()), dir.path(), Limits::default()).unwrap());
-    let host = Tracked::new(&disk, &cp);
+    let host = Tracked::new(&disk, Some(&cp));
     let id = cp.lock().unwrap().take(Meta::default(), &Session::default()).unwrap();
 
     let ctx = EditContext::default();

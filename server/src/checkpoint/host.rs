@@ -11,12 +11,19 @@ use crate::locks;
 
 pub struct Tracked<'a, H> {
     inner: &'a H,
-    checkpoints: &'a Mutex<Checkpoints>,
+    checkpoints: Option<&'a Mutex<Checkpoints>>,
 }
 
 impl<'a, H: Host> Tracked<'a, H> {
-    pub fn new(inner: &'a H, checkpoints: &'a Mutex<Checkpoints>) -> Tracked<'a, H> {
+    /// `inner` with the hooks; without checkpoints, `inner` as it is.
+    pub fn new(inner: &'a H, checkpoints: Option<&'a Mutex<Checkpoints>>) -> Tracked<'a, H> {
         Tracked { inner, checkpoints }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut Checkpoints)) {
+        if let Some(c) = self.checkpoints {
+            f(&mut locks::lock(c));
+        }
     }
 }
 
@@ -37,9 +44,9 @@ impl<H: Host> Host for Tracked<'_, H> {
     /// computed from (the host's view, an editor buffer where one is open), or what the disk holds for a
     /// new file.
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {
-        locks::lock(self.checkpoints).before_write(&path.rel, change.old_text.as_deref());
+        self.with(|c| c.before_write(&path.rel, change.old_text.as_deref()));
         self.inner.apply_change(path, change, ctx).await?;
-        locks::lock(self.checkpoints).after_write(&path.rel, &change.new_text);
+        self.with(|c| c.after_write(&path.rel, &change.new_text));
         Ok(())
     }
 
@@ -49,17 +56,19 @@ impl<H: Host> Host for Tracked<'_, H> {
 
     /// The scans block for a few milliseconds each (see the benchmark); they run on the calling task.
     async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
-        locks::lock(self.checkpoints).before_command();
+        self.with(|c| c.before_command());
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
         let _after = AfterCommand(self.checkpoints);
         self.inner.run_command(command, timeout).await
     }
 }
 
-struct AfterCommand<'a>(&'a Mutex<Checkpoints>);
+struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>);
 
 impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
-        locks::lock(self.0).after_command();
+        if let Some(c) = self.0 {
+            locks::lock(c).after_command();
+        }
     }
 }

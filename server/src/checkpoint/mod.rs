@@ -140,6 +140,13 @@ impl Restore {
     }
 }
 
+/// A session stored, waiting to become a checkpoint.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    rest: Hash,
+    list: Vec<Hash>,
+}
+
 struct Cp {
     id: u64,
     run_id: String,
@@ -249,7 +256,20 @@ impl Checkpoints {
     /// A checkpoint before a round, holding `session` (for a run's first round: as it was before the run's
     /// prompt). Its id, or why it could not be kept.
     pub fn take(&mut self, meta: Meta, session: &crate::session::Session) -> Result<String, String> {
+        let prepared = self.prepare(session)?;
+        self.take_prepared(meta, prepared)
+    }
+
+    /// Stores `session`'s new messages ahead of `take_prepared` (the loop has the conversation in a
+    /// consistent state before it knows whether another round follows).
+    pub fn prepare(&mut self, session: &crate::session::Session) -> Result<Prepared, String> {
         let (rest, list) = conversation::store(&mut self.pack, session)?;
+        Ok(Prepared { rest, list })
+    }
+
+    /// The checkpoint of a prepared session.
+    pub fn take_prepared(&mut self, meta: Meta, prepared: Prepared) -> Result<String, String> {
+        let Prepared { rest, list } = prepared;
         let id = self.next_id;
         let newest = self.cps.last().map(|c| c.id);
         let prev = self.last_list.as_ref().filter(|(pid, _)| Some(*pid) == newest).map(|(i, l)| (*i, l.as_slice()));

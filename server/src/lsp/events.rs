@@ -75,7 +75,7 @@ impl EventSink for EditorEvents {
                 "contextTokens": round.input_tokens, "contextWindow": context_window,
             })),
             // The run task reports the end itself, after saving.
-            Event::RunFinished { .. } => return,
+            Event::RunFinished { .. } | Event::Checkpoint { .. } => return,
         };
         self.notifier.send(out);
     }
