@@ -31,6 +31,7 @@
 //! (or accept a few milliseconds).
 
 mod conversation;
+mod file_tools;
 mod files;
 mod host;
 mod journal;
@@ -179,6 +180,8 @@ pub struct Checkpoints {
     armed: bool,
     /// The store's size after the last compaction.
     compacted_at: u64,
+    /// Paths a file tool wrote whose text the disk may not hold yet (an editor's unsaved buffer).
+    unflushed: std::collections::HashSet<String>,
 }
 
 /// Takes the directory's lock, or says it is held.
@@ -238,6 +241,7 @@ impl Checkpoints {
             last_list: None,
             armed: false,
             compacted_at: 0,
+            unflushed: Default::default(),
         };
         cp.replay(records);
         Ok(cp)
@@ -296,43 +300,6 @@ impl Checkpoints {
         Ok(id.to_string())
     }
 
-    /// Whether a write to `rel` now needs `before_write` (its first change since the newest checkpoint).
-    pub fn wants(&self, rel: &Path) -> bool {
-        state::key_of(rel).is_some_and(|k| self.cps.last().is_some_and(|c| !c.pre.contains_key(&k)))
-    }
-
-    /// Before `write_file` / `edit_file` changes `rel`: keeps what it holds, once per checkpoint. `current`
-    /// is its text where the host sees something other than the disk (an open editor buffer).
-    pub fn before_write(&mut self, rel: &Path, current: Option<&str>) {
-        let Some(key) = state::key_of(rel) else { return };
-        if self.cps.last().is_none_or(|c| c.pre.contains_key(&key)) {
-            return;
-        }
-        let pre = self.pre_of(&key, current);
-        let mut records = vec![];
-        let id = self.cps.last().map_or(0, |c| c.id);
-        // Folders the write will create.
-        let parts: Vec<&str> = key.split('/').collect();
-        if let Ok(root) = File::open(&self.root) {
-            for n in 1..parts.len() {
-                let dir = parts[..n].join("/");
-                if matches!(files::look(&root, &dir, 0), Ok(files::Seen::Absent)) {
-                    records.push(Record::Dir { cp: id, path: dir });
-                }
-            }
-        }
-        records.push(Record::Pre { cp: id, path: key, pre });
-        self.record(records);
-    }
-
-    /// After a file tool changed `rel` to `content`.
-    pub fn after_write(&mut self, rel: &Path, content: &str) {
-        let Some(key) = state::key_of(rel) else { return };
-        if !self.cps.is_empty() {
-            self.record(vec![Record::Agent { path: key, mark: Mark::of_bytes(content.as_bytes()) }]);
-        }
-    }
-
     /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
     pub fn before_command(&mut self) {
         if self.cps.is_empty() {
@@ -342,6 +309,8 @@ impl Checkpoints {
             Ok(_) => self.armed = true,
             Err(e) => tracing::warn!("checkpoints cannot follow this command: {e}"),
         }
+        let (scan, marks) = (&self.scan, &self.marks);
+        self.unflushed.retain(|k| scan.mark_of(k) != marks.get(k));
     }
 
     /// After a shell command: what it created, modified or deleted (relative paths), now recorded.
@@ -364,9 +333,24 @@ impl Checkpoints {
         }
         let known = self.cps.last().map(|c| &c.pre);
         for c in synced.changes {
+            // A file tool's text still in an editor buffer at the scan before the command: the editor
+            // saving it (before the command runs) is not the command's change, and what the file held
+            // before the command is that text, not the older disk content.
+            let agent = self.marks.get(&c.key);
+            let unflushed = self.unflushed.remove(&c.key);
+            if unflushed && agent == Some(&c.mark) {
+                continue;
+            }
+            let pre = match (unflushed, agent, &c.pre) {
+                (true, Some(Mark::Hash { hash }), old) if self.pack.contains(hash) => {
+                    let mode = if let Pre::File { mode, .. } = old { *mode } else { 0o644 };
+                    Pre::File { hash: *hash, mode }
+                }
+                _ => c.pre,
+            };
             changed.push(PathBuf::from(&c.key));
             if !known.is_some_and(|k| k.contains_key(&c.key)) {
-                records.push(Record::Pre { cp: id, path: c.key.clone(), pre: c.pre });
+                records.push(Record::Pre { cp: id, path: c.key.clone(), pre });
             }
             records.push(Record::Agent { path: c.key, mark: c.mark });
         }
@@ -405,43 +389,6 @@ impl Checkpoints {
         self.marks.clear();
         self.last_list = None;
         self.compact();
-    }
-
-    /// What `key` holds now, as a checkpoint keeps it.
-    fn pre_of(&mut self, key: &str, current: Option<&str>) -> Pre {
-        if state::in_git(key) {
-            return Pre::Lost { reason: "it is inside .git, which checkpoints never write".into() };
-        }
-        let root = match File::open(&self.root) {
-            Ok(r) => r,
-            Err(e) => return Pre::Lost { reason: format!("the workspace cannot be opened: {e}") },
-        };
-        let seen = files::look(&root, key, if current.is_some() { 0 } else { self.limits.max_file });
-        let stored = |pack: &mut Pack, bytes: &[u8], mode: u32| match pack.put(bytes) {
-            Ok(hash) => Pre::File { hash, mode },
-            Err(e) => Pre::Lost { reason: format!("could not be stored: {e}") },
-        };
-        match (current, seen) {
-            (Some(text), Ok(files::Seen::File { stat, .. })) => {
-                stored(&mut self.pack, text.as_bytes(), stat.mode & 0o777)
-            }
-            (Some(text), _) => stored(&mut self.pack, text.as_bytes(), 0o644),
-            (None, Ok(files::Seen::Absent)) => Pre::Absent,
-            (None, Ok(files::Seen::File { stat, bytes: Some(b) })) => stored(&mut self.pack, &b, stat.mode & 0o777),
-            (None, Ok(files::Seen::File { stat, bytes: None })) => Pre::Lost {
-                reason: format!(
-                    "{} MB, over the {} MB limit for a file",
-                    stat.size.div_ceil(1 << 20),
-                    self.limits.max_file >> 20
-                ),
-            },
-            (None, Ok(files::Seen::Link { target, .. })) => match String::from_utf8(target) {
-                Ok(target) => Pre::Link { target },
-                Err(_) => Pre::Lost { reason: "its symlink target is not UTF-8".into() },
-            },
-            (None, Ok(files::Seen::Other)) => Pre::Lost { reason: "it is not a regular file".into() },
-            (None, Err(e)) => Pre::Lost { reason: format!("could not be read: {e}") },
-        }
     }
 }
 

@@ -78,6 +78,11 @@ impl Scanner {
         self.scans > 0
     }
 
+    /// What the copy holds for `key`.
+    pub fn mark_of(&self, key: &str) -> Option<&Mark> {
+        self.index.get(key).map(|e| &e.mark)
+    }
+
     /// Every object the copy needs.
     pub fn objects(&self) -> impl Iterator<Item = Hash> + '_ {
         self.index.values().filter_map(|e| match e.pre {

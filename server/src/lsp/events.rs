@@ -75,7 +75,14 @@ impl EventSink for EditorEvents {
                 "contextTokens": round.input_tokens, "contextWindow": context_window,
             })),
             // The run task reports the end itself, after saving.
-            Event::RunFinished { .. } | Event::Checkpoint { .. } => return,
+            Event::RunFinished { .. } => return,
+            Event::Checkpoint { id, run_id, round, step } => {
+                let mut v = json!({"workspace": ws, "id": id, "runId": run_id, "round": round});
+                if let Some(step) = step {
+                    v["step"] = json!(step);
+                }
+                Outgoing::Checkpoint(v)
+            }
         };
         self.notifier.send(out);
     }

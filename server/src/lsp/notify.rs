@@ -25,11 +25,13 @@ custom_notification!(AssistantTextNotification, "stepwise/assistantText");
 custom_notification!(ToolCallNotification, "stepwise/toolCall");
 custom_notification!(UsageNotification, "stepwise/usage");
 custom_notification!(CompactedNotification, "stepwise/compacted");
+custom_notification!(CheckpointNotification, "stepwise/checkpoint");
 
 pub enum Outgoing {
     Plan(Value),
     Reminder(Value),
     Compacted(Value),
+    Checkpoint(Value),
     Status(Value),
     AssistantText(Value),
     ToolCall(Value),
@@ -127,6 +129,7 @@ impl Notifier {
                     Outgoing::Plan(v) => client.send_notification::<PlanNotification>(v).await,
                     Outgoing::Reminder(v) => client.send_notification::<ReminderNotification>(v).await,
                     Outgoing::Compacted(v) => client.send_notification::<CompactedNotification>(v).await,
+                    Outgoing::Checkpoint(v) => client.send_notification::<CheckpointNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,
