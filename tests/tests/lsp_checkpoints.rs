@@ -88,6 +88,13 @@ async fn lsp_checkpoints_are_listed_and_a_rewind_puts_back_buffers_files_and_the
     let sent = reqs.last().unwrap().body["messages"].to_string();
     assert!(sent.contains("once more") && !sent.contains("change things") && !sent.contains("hang"), "{sent}");
 
+    // A new conversation drops the checkpoints with it.
+    let listed = ed.execute("stepwise.checkpoints", json!({})).await.unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    ed.execute("stepwise.reset", json!({})).await.unwrap();
+    assert_eq!(ed.await_notification("stepwise/plan").await["items"], json!([]));
+    assert_eq!(ed.execute("stepwise.checkpoints", json!({})).await.unwrap(), json!([]));
+
     let bad = ed.execute("stepwise.rewind", json!({"checkpoint": "1", "restore": "everything"})).await.unwrap_err();
     assert!(bad.message.contains("\"files\""), "{}", bad.message);
     let gone = ed.execute("stepwise.rewind", json!({"checkpoint": "1"})).await.unwrap_err();

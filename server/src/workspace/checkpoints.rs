@@ -17,7 +17,7 @@ const REFUSED: &str = "a run is in progress: cancel it or let it finish before r
 impl Workspace {
     /// Turns checkpoints on, kept in `dir` (they survive a restart) or, without one, for this process.
     pub fn enable_checkpoints(&self, dir: Option<&Path>) {
-        let limits = Limits::from_env(&crate::config::Env::load(&[])).unwrap_or_else(|e| {
+        let limits = Limits::from_env(&crate::config::Env::for_workspace(&self.root)).unwrap_or_else(|e| {
             tracing::warn!("{e}; using the default");
             Limits::default()
         });
