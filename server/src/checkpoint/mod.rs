@@ -40,6 +40,7 @@ mod rewind;
 mod scan;
 mod state;
 mod store;
+pub mod text;
 mod walk;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

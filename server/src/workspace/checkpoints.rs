@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::Workspace;
+use super::{RunTicket, Workspace};
 use crate::checkpoint::{apply_on_disk, Checkpoints, Info, Limits, Meta, Prepared, Restore, RewindPlan, Rewound};
 use crate::events::{Event, EventSink};
 use crate::llm::Message;
@@ -70,21 +70,56 @@ impl Workspace {
         restore: Restore,
         open: impl Fn(&Path) -> Option<String>,
     ) -> Result<RewindPlan, String> {
-        let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
-        if self.running().is_some() {
-            return Err(REFUSED.into());
-        }
-        locks::lock(c).rewind(id, restore, open)
+        self.plan_rewind_as(None, id, restore, open)
     }
 
     /// Records a rewind whose files in `done` were put back, and puts back the conversation and plan the
     /// plan carries. Refused if a run started meanwhile.
     pub fn finish_rewind(&self, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
+        self.finish_rewind_as(None, plan, done)
+    }
+
+    /// A whole rewind on disk (the command line): plan, put back, record.
+    pub fn rewind_on_disk(&self, id: &str, restore: Restore) -> Result<Rewound, String> {
+        self.rewind_on_disk_as(None, id, restore)
+    }
+
+    /// The same, by a command that holds the run slot itself (an ACP prompt).
+    pub fn rewind_on_disk_holding(&self, ticket: &RunTicket, id: &str, restore: Restore) -> Result<Rewound, String> {
+        self.rewind_on_disk_as(Some(&ticket.id), id, restore)
+    }
+
+    fn rewind_on_disk_as(&self, mine: Option<&str>, id: &str, restore: Restore) -> Result<Rewound, String> {
+        let plan = self.plan_rewind_as(mine, id, restore, |_| None)?;
+        let applied = apply_on_disk(&self.root, &plan, |_| false);
+        self.finish_rewind_as(mine, &plan, &applied.done)?;
+        Ok(Rewound { plan, applied })
+    }
+
+    /// Refused while a run other than `mine` goes on.
+    fn idle_but(&self, mine: Option<&str>) -> Result<(), String> {
+        match self.running() {
+            Some(run) if Some(run.as_str()) != mine => Err(REFUSED.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn plan_rewind_as(
+        &self,
+        mine: Option<&str>,
+        id: &str,
+        restore: Restore,
+        open: impl Fn(&Path) -> Option<String>,
+    ) -> Result<RewindPlan, String> {
+        let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
+        self.idle_but(mine)?;
+        locks::lock(c).rewind(id, restore, open)
+    }
+
+    fn finish_rewind_as(&self, mine: Option<&str>, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
         let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
         let Ok(mut convo) = self.conversation.try_lock() else { return Err(REFUSED.into()) };
-        if self.running().is_some() {
-            return Err(REFUSED.into());
-        }
+        self.idle_but(mine)?;
         locks::lock(c).finish(plan, done);
         if let Some(s) = &plan.session {
             convo.clone_from(&s.messages);
@@ -93,14 +128,6 @@ impl Workspace {
             self.save_plan(&state);
         }
         Ok(())
-    }
-
-    /// A whole rewind on disk (the command line): plan, put back, record.
-    pub fn rewind_on_disk(&self, id: &str, restore: Restore) -> Result<Rewound, String> {
-        let plan = self.plan_rewind(id, restore, |_| None)?;
-        let applied = apply_on_disk(&self.root, &plan, |_| false);
-        self.finish_rewind(&plan, &applied.done)?;
-        Ok(Rewound { plan, applied })
     }
 }
 
