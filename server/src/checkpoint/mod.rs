@@ -10,16 +10,15 @@
 //!   honoured (the `ignore` crate, as ripgrep), `.git` is never read nor written, a file over the size limit
 //!   is followed by its size and mtime and reported as not restorable if a command changes it.
 //!
-//! Why this mechanism (numbers in README, `cargo bench -p stepwise-tests --bench checkpoints`): a round
-//! without a command costs only the conversation's new messages (0.13 ms median, no walk at all); a command
-//! costs two walks with `lstat` of the workspace plus reading the files it changed, about 23 ms of CPU each
-//! for 10,000 files, nearly all in the kernel. The alternatives measure or behave worse: reading every file
-//! to compare (what the first scan does) takes 190–450 ms; a git-style commit of the tree per round (Cline)
-//! hashes or at least walks everything every round, and touching `.git` is what corrupted users'
-//! repositories; hard-link snapshots lose the old content when a command writes a file in place; inotify
-//! alone cannot keep what a file held before it changed. The price is the first scan, which stores every
-//! followed file once (the store is content-addressed: the same content is never stored twice), and disk
-//! use about the size of the followed files (1.04× in the benchmark).
+//! Why this mechanism (numbers in README, `cargo bench -p stepwise-tests --bench checkpoints`): a round without a
+//! command costs only the conversation's new messages (0.14 ms median, no walk at all); a command costs two walks with
+//! `lstat` of the workspace plus reading the files it changed, about 20 ms of CPU each for 10,000 files, nearly all in
+//! the kernel (34 ms wall around a command). The alternatives measure or behave worse: reading every file to compare
+//! (what the first scan does) takes 150 ms; a git-style commit of the tree per round (Cline) hashes or at least walks
+//! everything every round, and touching `.git` is what corrupted users' repositories; hard-link snapshots lose the old
+//! content when a command writes a file in place; inotify alone cannot keep what a file held before it changed. The
+//! price is the first scan, which stores every followed file once (the store is content-addressed: the same content is
+//! never stored twice), and disk use about the size of the followed files (1.04× in the benchmark).
 //!
 //! Everything lives in the state directory: `objects.pack` (the store), `journal.jsonl` (one line per
 //! checkpoint and change, appended). A rewind drops the checkpoints from the one rewound to on (no redo: the

@@ -3,7 +3,8 @@
 //! A walk of its own rather than `ignore::WalkBuilder`: measured on the 10,000-file benchmark, a scan took
 //! about 110 ms with it and 35 ms with this (each `lstat` relative to the open folder, keys built as the
 //! walk goes); the `ignore` crate's matcher still decides what `.gitignore` and `.ignore` leave out. Nearly
-//! all the time is `statx` and `getdents` in the kernel, so folders are shared out among a few threads.
+//! all the time is `statx` and `getdents` in the kernel, so folders are shared out among a few threads
+//! (34 ms against 41 ms around a command on the benchmark when a core is free; the same when none is).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
