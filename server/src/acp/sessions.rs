@@ -17,6 +17,8 @@ pub(crate) struct AcpSession {
     pub id: String,
     /// The engine's workspace: the conversation, plan, run and approvals of this session.
     pub ws: Arc<Workspace>,
+    /// The session's MCP servers (acp/mcp.rs).
+    pub mcp: super::mcp::SessionMcp,
 }
 
 impl AcpSession {
@@ -24,7 +26,7 @@ impl AcpSession {
         let checkpoints = file.as_ref().map(|f| f.with_extension("checkpoints"));
         let ws = Workspace::new(root, session, file);
         ws.enable_checkpoints(checkpoints.as_deref());
-        AcpSession { id, ws }
+        AcpSession { id, ws, mcp: Default::default() }
     }
 
     /// Canonical: the agent's workspace.
