@@ -66,7 +66,8 @@ fn split(key: &str) -> (Option<&str>, &str) {
 fn open_parent(root: &File, parent: Option<&str>) -> io::Result<File> {
     match parent {
         None => root.try_clone(),
-        Some(p) => beneath::open_in(root, Path::new(p), libc::O_PATH | libc::O_DIRECTORY, 0),
+        // Not `O_PATH` (Linux only): see `beneath`'s `DIR`.
+        Some(p) => beneath::open_in(root, Path::new(p), libc::O_RDONLY | libc::O_DIRECTORY, 0),
     }
 }
 
@@ -75,13 +76,16 @@ fn gone(e: &io::Error) -> bool {
 }
 
 fn stat_of(st: &libc::stat) -> Stat {
+    // `st_mode` is a u16 on macOS.
+    #[allow(clippy::useless_conversion)]
+    let mode = u32::from(st.st_mode);
     Stat {
         link: st.st_mode & libc::S_IFMT == libc::S_IFLNK,
         size: st.st_size as u64,
         mtime: st.st_mtime.saturating_mul(1_000_000_000).saturating_add(st.st_mtime_nsec),
         ctime: st.st_ctime.saturating_mul(1_000_000_000).saturating_add(st.st_ctime_nsec),
         ino: st.st_ino,
-        mode: st.st_mode,
+        mode,
     }
 }
 
@@ -188,7 +192,7 @@ pub fn write(root: &File, root_path: &Path, key: &str, bytes: &[u8], mode: u32) 
         file.write_all(bytes)?;
         // The umask may have taken bits the file had.
         // SAFETY: a valid fd.
-        check(unsafe { libc::fchmod(file.as_raw_fd(), mode) })
+        check(unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) })
     })
 }
 

@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 
 use super::events::announce_plan;
 use super::folder::Folder;
-use super::host::{ApprovalMode, EditorHost};
+use super::host::EditorHost;
 use super::shared::Shared;
 use crate::checkpoint::{apply_on_disk, Restore};
+use crate::host::ApprovalMode;
 use crate::host::{resolve, EditContext, FileChange, Host};
 use crate::locks;
 
