@@ -106,7 +106,11 @@ fn symlink_is_escape(at: RawFd, name: &CString, e: io::Error) -> io::Error {
 
 /// Opens `rel` (relative, normalised) beneath `root` with `open(2)` flags.
 pub fn open(root: &Path, rel: &Path, flags: libc::c_int, mode: u32) -> io::Result<File> {
-    let dir = File::open(root)?;
+    open_in(&File::open(root)?, rel, flags, mode)
+}
+
+/// `open` beneath a directory already open (checkpoint scans open many files under one root).
+pub fn open_in(dir: &File, rel: &Path, flags: libc::c_int, mode: u32) -> io::Result<File> {
     #[cfg(target_os = "linux")]
     if !super::platform::portable() {
         match openat2(dir.as_raw_fd(), rel, flags, mode) {

@@ -4,7 +4,7 @@
 //! implements the same trait on top of the editor's buffers and `workspace/applyEdit`.
 
 mod approval;
-mod beneath;
+pub(crate) mod beneath;
 mod change;
 pub mod disk;
 mod guard;
