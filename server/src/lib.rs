@@ -22,6 +22,7 @@ pub mod session;
 pub mod snapshot;
 pub mod steering;
 pub mod store;
+pub mod time;
 pub mod tools;
 pub mod trust;
 pub mod workspace;

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::agent::{CONTINUE, REMINDER};
 use crate::llm::{Block, Message, Role};
+use crate::time::rfc3339;
 
 /// The longest title, in characters; a longer first line is cut with `…`.
 const TITLE_CHARS: usize = 80;
@@ -108,23 +109,6 @@ fn prompt_of(m: &Message) -> Option<String> {
         Block::Text { text } if text != REMINDER && text != CONTINUE && !text.trim().is_empty() => Some(text.clone()),
         _ => None,
     })
-}
-
-/// `2026-11-24T05:01:19Z` (UTC), as the protocol's ISO 8601 timestamps are written.
-fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[cfg(test)]

@@ -166,19 +166,7 @@ impl Checkpoints {
 
 /// Milliseconds since the epoch as RFC 3339 UTC (`2026-11-24T05:01:45Z`).
 pub(super) fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, sod) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", sod / 3600, sod / 60 % 60, sod % 60)
+    crate::time::rfc3339(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms))
 }
 
 #[cfg(test)]
