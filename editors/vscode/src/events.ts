@@ -6,12 +6,14 @@ import { Core, folderName } from './core';
 import type { PlanParams } from './plan';
 import type { Setup } from './setup';
 import { compactedLine, type CompactedParams, type StatusParams, type UsageParams } from './status';
-import { reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
+import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
 import type { Ui } from './ui';
 
 export class Events {
   /** The folder the transcript's last lines are about. */
   private lastTranscriptFolder: string | undefined;
+  /** Called with the folder whose plan changed. */
+  readonly planListeners: ((workspace: string) => void)[] = [];
 
   constructor(
     private readonly core: Core,
@@ -55,10 +57,16 @@ export class Events {
   }
 
   onPlan(p: PlanParams): void {
+    const before = this.core.folders.plan(p?.workspace)?.revision;
     if (!this.core.folders.updatePlan(p)) return;
     this.core.lastFolder = p.workspace;
+    if (p.by === 'user' && p.revision !== before) {
+      this.transcriptFolder(p.workspace);
+      this.core.writer.line(planEditLine(p));
+    }
     this.ui.update();
     this.refreshLenses();
+    for (const listener of this.planListeners) listener(p.workspace);
   }
 
   private onStatus(p: StatusParams): void {

@@ -1,15 +1,17 @@
 // The VS Code side of stepwise: one `stepwise lsp` for all folders of the window, the plan view, the live
 // transcript, the status-bar item and the commands. Each job has its file: core.ts (what all share, one
 // record per folder in folders.ts), client.ts (the language client), events.ts (the server's notifications),
-// ui.ts (plan view, status bar), setup.ts (server binary, doctor, API key), runs.ts (run, cancel, reset).
-// The logic that can be tested without VS Code lives in plan.ts, folders.ts, settings.ts, commands.ts,
-// status.ts and transcript.ts.
+// ui.ts (plan view, status bar), setup.ts (server binary, doctor, API key), runs.ts (run, steer, cancel,
+// reset), planEditor.ts (the user edits the plan: items in the view, the plan as a document).
+// The logic that can be tested without VS Code lives in plan.ts, planEdit.ts, folders.ts, settings.ts,
+// commands.ts, status.ts and transcript.ts.
 import * as vscode from 'vscode';
 
 import { Connection } from './client';
 import { EXTENSION_COMMANDS } from './commands';
 import { Core, folderRefs } from './core';
 import { Runs } from './runs';
+import { PlanEditor } from './planEditor';
 import { needsRestart } from './settings';
 import { Setup } from './setup';
 import { Ui } from './ui';
@@ -25,6 +27,8 @@ class Stepwise {
     const setup = new Setup(core, ui, (why) => this.connection.scheduleRestart(why));
     const connection = (this.connection = new Connection(core, ui, setup));
     const runs = new Runs(core, ui, setup, connection);
+    const planEditor = new PlanEditor(core, connection);
+    connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
     const disposables = core.disposables;
     ui.update();
     // Opening the plan view is using stepwise: the server starts then (and shows the folders' plans).
@@ -39,6 +43,7 @@ class Stepwise {
     cmd(EXTENSION_COMMANDS.showTranscript, () => core.transcript.show(true));
     cmd(EXTENSION_COMMANDS.showServerLog, () => core.serverLog.show(true));
     cmd(EXTENSION_COMMANDS.checkSetup, () => setup.checkSetup());
+    cmd(EXTENSION_COMMANDS.steerRun, (text?: string) => runs.steer(typeof text === 'string' ? text : undefined));
 
     disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {

@@ -2,8 +2,9 @@
 import * as vscode from 'vscode';
 
 import type { Connection } from './client';
-import { SERVER_COMMANDS, runArguments, validatePrompt, workspaceArguments } from './commands';
+import { SERVER_COMMANDS, runArguments, steerArguments, validatePrompt, validateSteer, workspaceArguments } from './commands';
 import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from './core';
+import type { FolderRef } from './plan';
 import type { Setup } from './setup';
 import type { Ui } from './ui';
 
@@ -15,9 +16,11 @@ export class Runs {
     private readonly connection: Connection,
   ) {}
 
+  /** Run Task; while a run goes on in the folder, its input steers that run instead. */
   async runTask(promptArg?: string): Promise<void> {
     const folder = await pickFolder(undefined, 'Run the task in which folder?');
     if (!folder) return;
+    if (this.core.folders.busy(folder.uri) && this.connection.running()) return this.steerIn(folder, promptArg);
     const wsFolder = workspaceFolderOf(folder.uri);
     if (!wsFolder) return;
     if (!(await this.setup.readyToRun(wsFolder))) return;
@@ -44,6 +47,35 @@ export class Runs {
     }
     this.core.transcript.show(true);
     await this.ui.revealPlanView();
+  }
+
+  /** Stepwise: Steer: a line for the agent, read at its next step (with no run going on it starts one). */
+  async steer(textArg?: string): Promise<void> {
+    const busy = folderRefs().filter((f) => this.core.folders.busy(f.uri));
+    const folder = await pickFolder(busy.length > 0 ? busy : undefined, 'Steer the run in which folder?');
+    if (folder) await this.steerIn(folder, textArg);
+  }
+
+  private async steerIn(folder: FolderRef, textArg?: string): Promise<void> {
+    const client = await this.connection.ensureClient(true);
+    if (!client) return;
+    const text =
+      textArg ??
+      (await vscode.window.showInputBox({
+        title: 'Stepwise: Steer',
+        prompt: `A message for the agent working in ${folder.name}; it reads it at its next step.`,
+        placeHolder: 'e.g. skip the tests for now, fix the parser first',
+        ignoreFocusOut: true,
+        validateInput: validateSteer,
+      }));
+    const args = steerArguments(text, folder.uri);
+    if (!args) return;
+    try {
+      await this.core.execute(client, SERVER_COMMANDS.steer, args);
+      this.core.writer.line(`» you: ${args[0].text}`);
+    } catch (error) {
+      showError(error);
+    }
   }
 
   async cancelRun(): Promise<void> {
