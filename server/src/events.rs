@@ -1,12 +1,17 @@
 //! The second seam: where the loop's events go (a terminal, an editor, a test).
 
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::llm::Usage;
-use crate::plan::Plan;
-use crate::session::{RunOutcome, Session};
+use crate::host::FileChange;
+use crate::llm::{Message, Usage};
+use crate::plan::PlanState;
+use crate::session::RunOutcome;
 
-#[derive(Debug)]
+/// What happened in a run, typed, for the adapters to translate (and serialisable as it is, for logs
+/// and tests: `{"event": "toolFinished", ...}`).
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Event<'a> {
     /// A model request is about to be sent (round numbers start at 1).
     Thinking {
@@ -27,9 +32,15 @@ pub enum Event<'a> {
         input: &'a Value,
         output: &'a str,
         is_error: bool,
+        /// The file the call changed, if it did.
+        change: Option<&'a FileChange>,
+        /// The plan step in progress when the call ran.
+        step: Option<&'a str>,
     },
+    /// The model changed the plan (the user's edits are the workspace's to announce).
     PlanChanged {
-        plan: &'a Plan,
+        #[serde(serialize_with = "plan_state")]
+        state: &'a PlanState,
     },
     Reminder {
         text: &'a str,
@@ -57,8 +68,17 @@ pub trait EventSink: Send + Sync {
     /// Called on the loop's task; implementations hand work off rather than block.
     fn emit(&self, event: Event<'_>);
 
-    /// The conversation or plan changed and is in a consistent state worth saving.
-    fn checkpoint(&self, _session: &Session) {}
+    /// The conversation is in a consistent state worth saving (the workspace saves it).
+    fn checkpoint(&self, _messages: &[Message]) {}
+}
+
+fn plan_state<S: serde::Serializer>(state: &&PlanState, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("PlanState", 3)?;
+    st.serialize_field("plan", &state.plan)?;
+    st.serialize_field("revision", &state.revision)?;
+    st.serialize_field("by", &state.by)?;
+    st.end()
 }
 
 /// Collects nothing; for callers that only want the outcome.

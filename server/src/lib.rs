@@ -16,6 +16,8 @@ pub mod locks;
 pub mod lsp;
 pub mod plan;
 pub mod session;
+pub mod steering;
 pub mod store;
 pub mod tools;
 pub mod trust;
+pub mod workspace;

@@ -5,22 +5,30 @@ use serde::{Deserialize, Serialize};
 use crate::llm::{Block, Message, Role, Usage};
 use crate::plan::Plan;
 
-/// A conversation and its plan: what a follow-up prompt continues, and what the sidecar saves.
+/// A conversation and its plan as saved: what a follow-up prompt continues after a restart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub messages: Vec<Message>,
     pub plan: Plan,
+    /// The plan's revision (raised by every change, the model's and the user's).
+    #[serde(default)]
+    pub revision: u64,
 }
 
 impl Session {
-    /// Adds the user's prompt. After a cut-short run the last message may already be a user turn
-    /// (tool results); the prompt joins it, so roles keep alternating.
+    /// Adds the user's prompt (see `push_user_text`).
     pub fn push_prompt(&mut self, prompt: &str) {
-        let block = Block::Text { text: prompt.to_string() };
-        match self.messages.last_mut() {
-            Some(m) if m.role == Role::User => m.content.push(block),
-            _ => self.messages.push(Message { role: Role::User, content: vec![block] }),
-        }
+        push_user_text(&mut self.messages, prompt.to_string());
+    }
+}
+
+/// Adds a text block to the user's turn. After a cut-short run the last message may already be a user
+/// turn (tool results); the text joins it, so roles keep alternating.
+pub fn push_user_text(messages: &mut Vec<Message>, text: String) {
+    let block = Block::Text { text };
+    match messages.last_mut() {
+        Some(m) if m.role == Role::User => m.content.push(block),
+        _ => messages.push(Message { role: Role::User, content: vec![block] }),
     }
 }
 

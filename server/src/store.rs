@@ -25,6 +25,30 @@ struct SessionFile<'a> {
     session: &'a Session,
 }
 
+/// A saved session in its parts: the conversation as of its last consistent point, and the plan as it
+/// is now (a plan change is saved when it happens, mid-round included, without the half-done round).
+#[derive(Default)]
+struct Parts {
+    messages: Vec<u8>,
+    plan: Vec<u8>,
+}
+
+impl Parts {
+    fn compose(&self, folder: &[u8]) -> Vec<u8> {
+        let messages: &[u8] = if self.messages.is_empty() { b"[]" } else { &self.messages };
+        let plan: &[u8] = if self.plan.is_empty() { b"\"plan\":{\"items\":[]},\"revision\":0" } else { &self.plan };
+        let mut out = Vec::with_capacity(messages.len() + plan.len() + folder.len() + 64);
+        out.extend_from_slice(format!("{{\"format\":{FORMAT},\"folder\":").as_bytes());
+        out.extend_from_slice(folder);
+        out.extend_from_slice(b",\"session\":{\"messages\":");
+        out.extend_from_slice(messages);
+        out.push(b',');
+        out.extend_from_slice(plan);
+        out.extend_from_slice(b"}}");
+        out
+    }
+}
+
 pub use crate::trust::state_dir;
 
 /// One file per folder, named by a stable hash of its path (FNV-1a: no dependency, same on every run).
@@ -116,19 +140,57 @@ static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// not get to run). The sidecar's folders and the ACP agent's sessions each hold one.
 pub struct Saver {
     file: PathBuf,
+    /// The workspace folder, as JSON.
+    folder: Vec<u8>,
+    parts: std::sync::Mutex<Parts>,
     latest: tokio::sync::watch::Sender<Option<Vec<u8>>>,
 }
 
 impl Saver {
-    /// Starts the background writer of `file` (on the current runtime).
-    pub fn spawn(file: PathBuf) -> Saver {
-        Saver { latest: spawn_writer(file.clone()), file }
+    /// Starts the background writer of `file`, the session of `folder` (on the current runtime).
+    pub fn spawn(file: PathBuf, folder: &Path) -> Saver {
+        Saver {
+            latest: spawn_writer(file.clone()),
+            file,
+            folder: serde_json::to_vec(folder).unwrap_or_else(|_| b"null".to_vec()),
+            parts: Default::default(),
+        }
     }
 
-    /// Hands a snapshot of `session`, worked on in `folder`, to the background writer.
-    pub fn save(&self, folder: &Path, session: &Session) {
-        if let Some(bytes) = encode(folder, session) {
-            let _ = self.latest.send(Some(bytes));
+    /// What is saved already (a restored session), so a first save of one part keeps the other.
+    pub fn prime(&self, session: &Session) {
+        let mut parts = crate::locks::lock(&self.parts);
+        parts.messages = serde_json::to_vec(&session.messages).unwrap_or_default();
+        drop(parts);
+        self.set_plan(&session.plan, session.revision, false);
+    }
+
+    /// The conversation reached a consistent point: hands a snapshot to the background writer.
+    pub fn save_messages(&self, messages: &[crate::llm::Message]) {
+        let Ok(bytes) = serde_json::to_vec(messages) else { return };
+        let mut parts = crate::locks::lock(&self.parts);
+        parts.messages = bytes;
+        let _ = self.latest.send(Some(parts.compose(&self.folder)));
+    }
+
+    /// The plan changed: saved with the conversation as of its last consistent point.
+    pub fn save_plan(&self, plan: &crate::plan::Plan, revision: u64) {
+        self.set_plan(plan, revision, true);
+    }
+
+    fn set_plan(&self, plan: &crate::plan::Plan, revision: u64, write: bool) {
+        #[derive(Serialize)]
+        struct PlanPart<'a> {
+            plan: &'a crate::plan::Plan,
+            revision: u64,
+        }
+        let Ok(json) = serde_json::to_vec(&PlanPart { plan, revision }) else { return };
+        // The fields without their braces, to sit beside "messages".
+        let fields = json[1..json.len() - 1].to_vec();
+        let mut parts = crate::locks::lock(&self.parts);
+        parts.plan = fields;
+        if write {
+            let _ = self.latest.send(Some(parts.compose(&self.folder)));
         }
     }
 

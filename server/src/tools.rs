@@ -4,25 +4,32 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::host::output::truncate_chars;
-use crate::host::{is_dangerous, protected, resolve, Approval, Ask, EditContext, Host, ResolvedPath};
-use crate::llm::ToolSpec;
-use crate::plan::{Plan, PlanningStyle};
+mod files;
 
-/// The result of one tool call, as the model will read it.
+use crate::host::output::truncate_chars;
+use crate::host::{is_dangerous, resolve, Approvals, Ask, FileChange, Host};
+use crate::llm::ToolSpec;
+use crate::plan::{PlanBoard, PlanningStyle};
+
+/// The result of one tool call, as the model will read it, and the file change it made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
     pub text: String,
     pub is_error: bool,
+    pub change: Option<FileChange>,
 }
 
 impl ToolOutput {
     pub fn ok(text: impl Into<String>) -> Self {
-        ToolOutput { text: text.into(), is_error: false }
+        ToolOutput { text: text.into(), is_error: false, change: None }
+    }
+    /// A result the model reads as a failure, as given.
+    pub fn failed(text: impl Into<String>) -> Self {
+        ToolOutput { text: text.into(), is_error: true, change: None }
     }
     /// Errors reach the model as `Error: <message>`.
     pub fn error(message: impl AsRef<str>) -> Self {
-        ToolOutput { text: format!("Error: {}", message.as_ref()), is_error: true }
+        Self::failed(format!("Error: {}", message.as_ref()))
     }
 }
 
@@ -94,9 +101,12 @@ pub fn system_prompt(root: &std::path::Path, style: PlanningStyle) -> String {
 /// Everything a tool call may touch.
 pub struct ToolContext<'a, H: Host> {
     pub host: &'a H,
-    pub plan: &'a mut Plan,
+    pub plan: &'a PlanBoard,
+    pub approvals: &'a Approvals,
     pub style: PlanningStyle,
     pub bash_timeout: Duration,
+    /// The call's id, for the host's questions and edits.
+    pub call_id: &'a str,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -111,7 +121,7 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
     let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file") || cx.style.is_planning_tool(name);
     if !known {
-        return ToolOutput { text: format!("Unknown tool: {name}"), is_error: true };
+        return ToolOutput::failed(format!("Unknown tool: {name}"));
     }
     if !input.is_object() {
         let shown = match input {
@@ -127,23 +137,40 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
 }
 
 async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<ToolOutput, String> {
-    if name == "bash" {
-        let command = str_arg(input, name, "command")?;
-        if let Some(why) = is_dangerous(command) {
-            // The first line is the seed's text (editors and suites match it); the reason follows.
-            return Err(format!("Dangerous command blocked\n{why}"));
+    match name {
+        "bash" => {
+            let command = str_arg(input, name, "command")?;
+            if let Some(why) = is_dangerous(command) {
+                // The first line is the seed's text (editors and suites match it); the reason follows.
+                return Err(format!("Dangerous command blocked\n{why}"));
+            }
+            if !files::approve(cx, &Ask::Command(command)).await {
+                return Err("Command denied by the user".into());
+            }
+            let out = cx.host.run_command(command, cx.bash_timeout).await?;
+            Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None })
         }
-        if cx.host.approve(&Ask::Command(command)).await == Approval::Deny {
-            return Err("Command denied by the user".into());
+        "write_file" => {
+            let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
+            let content = str_arg(input, name, "content")?;
+            let change = files::write(cx, &path, content).await?;
+            Ok(ToolOutput {
+                change: Some(change),
+                ..ToolOutput::ok(format!("Wrote {} bytes", content.chars().count()))
+            })
         }
-        let out = cx.host.run_command(command, cx.bash_timeout).await?;
-        return Ok(ToolOutput { text: out.text, is_error: out.is_error });
+        "edit_file" => {
+            let given = str_arg(input, name, "path")?;
+            let path = resolve(cx.host.root(), given)?;
+            let (old, new) = (str_arg(input, name, "old_text")?, str_arg(input, name, "new_text")?);
+            let change = files::edit(cx, &path, old, new).await?;
+            Ok(ToolOutput { change: Some(change), ..ToolOutput::ok(format!("Edited {given}")) })
+        }
+        _ => run_text(name, input, cx).await.map(ToolOutput::ok),
     }
-    run_text(name, input, cx).await.map(ToolOutput::ok)
 }
 
 async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
-    let ctx = |tool: &'static str, plan: &Plan| EditContext { tool, step: plan.in_progress().map(|i| i.text.clone()) };
     match name {
         "read_file" => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
@@ -158,29 +185,13 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
             };
             cx.host.read_preview(&path, limit).await
         }
-        "write_file" => {
-            let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
-            approve_write(cx.host, &path).await?;
-            let content = str_arg(input, name, "content")?;
-            cx.host.write_file(&path, content, &ctx("write_file", cx.plan)).await?;
-            Ok(format!("Wrote {} bytes", content.chars().count()))
-        }
-        "edit_file" => {
-            let given = str_arg(input, name, "path")?;
-            let path = resolve(cx.host.root(), given)?;
-            approve_write(cx.host, &path).await?;
-            let old = str_arg(input, name, "old_text")?;
-            let new = str_arg(input, name, "new_text")?;
-            cx.host.edit_file(&path, old, new, &ctx("edit_file", cx.plan)).await?;
-            Ok(format!("Edited {given}"))
-        }
         "todo" => {
             let items = input.get("items").ok_or("todo: missing required argument 'items'")?;
-            cx.plan.update(items)
+            cx.plan.model_change(true, |p| p.update(items))
         }
         "create_todos" => {
             let items = input.get("items").ok_or("create_todos: missing required argument 'items'")?;
-            cx.plan.create(items)
+            cx.plan.model_change(false, |p| p.create(items))
         }
         "update_todo" => {
             let id = match input.get("id") {
@@ -189,19 +200,9 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
                 _ => return Err("update_todo: missing required argument 'id'".into()),
             };
             let status = str_arg(input, name, "status")?;
-            cx.plan.set_status(&id, status)
+            cx.plan.model_change(false, |p| p.set_status(&id, status))
         }
         other => Err(format!("Unknown tool: {other}")),
-    }
-}
-
-/// Writes to files that can run code or redirect credentials need the same approval as commands.
-async fn approve_write<H: Host>(host: &H, path: &ResolvedPath) -> Result<(), String> {
-    let rel = path.abs.strip_prefix(host.root()).unwrap_or(&path.abs);
-    let Some(why) = protected(rel) else { return Ok(()) };
-    match host.approve(&Ask::Write { path: &path.given, why }).await {
-        Approval::Allow => Ok(()),
-        Approval::Deny => Err(format!("Write to {} denied by the user ({why})", path.given)),
     }
 }
 

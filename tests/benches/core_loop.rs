@@ -19,11 +19,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use stepwise::agent::{self, AgentConfig, FinishReason, Session};
+use stepwise::agent::{AgentConfig, FinishReason, Session};
 use stepwise::events::{Event, EventSink};
 use stepwise::host::DiskHost;
 use stepwise::llm::{Llm, ProviderConfig, ProviderKind, Replay};
-use tokio_util::sync::CancellationToken;
+use stepwise::workspace::Workspace;
 
 const ROUNDS: usize = 200;
 const FILE_LINES: usize = 1000;
@@ -152,10 +152,8 @@ async fn session(llm: &Llm, ws: &Path) -> Vec<Round> {
     let host = DiskHost::new(ws, None).unwrap();
     let cfg = AgentConfig { max_rounds: ROUNDS as u32 + 10, ..AgentConfig::default() };
     let timer = Timer::new();
-    let mut s = Session::default();
-    let out =
-        agent::run(&mut s, "Refactor src/big.txt step by step", llm, &host, &timer, &cfg, &CancellationToken::new())
-            .await;
+    let work = Workspace::new(std::fs::canonicalize(ws).unwrap(), Session::default(), None);
+    let out = work.run_prompt("Refactor src/big.txt step by step", llm, &host, &timer, &cfg).await.unwrap();
     assert_eq!(out.reason, FinishReason::EndTurn, "{:?}", out.error);
     assert_eq!(out.rounds as usize, ROUNDS + 1);
     let errors = timer.errors.lock().unwrap();

@@ -10,13 +10,13 @@
 use std::sync::Mutex;
 
 use serde_json::json;
-use stepwise::agent::{self, AgentConfig, FinishReason, Session};
+use stepwise::agent::{AgentConfig, FinishReason, Session};
 use stepwise::events::{Event, EventSink};
 use stepwise::host::DiskHost;
 use stepwise::llm::{Llm, ProviderConfig, ProviderKind, Usage};
+use stepwise::workspace::Workspace;
 use stepwise_tests::mock::{MockModel, MockOptions, Step};
 use stepwise_tests::TempDir;
-use tokio_util::sync::CancellationToken;
 
 const ROUNDS: usize = 200;
 const WINDOW: u64 = 200_000;
@@ -67,9 +67,8 @@ async fn session(cache: bool) -> Report {
     let host = DiskHost::new(ws.path(), None).unwrap();
     let tally = Tally::default();
     let agent_cfg = AgentConfig { max_rounds: ROUNDS as u32 + 10, reminder_rounds: 1000, ..AgentConfig::default() };
-    let mut s = Session::default();
-    let out =
-        agent::run(&mut s, "Print a lot, many times", &llm, &host, &tally, &agent_cfg, &CancellationToken::new()).await;
+    let work = Workspace::new(std::fs::canonicalize(ws.path()).unwrap(), Session::default(), None);
+    let out = work.run_prompt("Print a lot, many times", &llm, &host, &tally, &agent_cfg).await.unwrap();
     assert_eq!(out.reason, FinishReason::EndTurn, "{:?}", out.error);
     let rounds = tally.rounds.lock().unwrap();
     let sent: u64 = rounds.iter().map(|u| u.input_tokens).sum();

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use stepwise::host::{resolve, DiskHost, EditContext, Host};
+use stepwise::host::{find_first, resolve, DiskHost, EditContext, FileChange, Host, ResolvedPath};
 use stepwise_tests::TempDir;
 
 fn host(ws: &TempDir) -> DiskHost {
@@ -38,13 +38,12 @@ async fn a_directory_swapped_for_a_symlink_never_leads_outside() {
         }
         swaps
     });
-    let ctx = EditContext::default();
     let mut leaked = Vec::new();
     for i in 0..300 {
         let name = format!("d/w{i}.txt");
         // Resolved while `d` may be either; used a moment later, when it may be the other.
         if let Ok(p) = resolve(&root, &name) {
-            let _ = h.write_file(&p, "x", &ctx).await;
+            let _ = write(&h, &p, "x").await;
         }
         if let Ok(p) = resolve(&root, "d/secret.txt") {
             if let Ok(text) = h.read_file(&p).await {
@@ -77,15 +76,15 @@ async fn a_path_checked_before_a_swap_is_refused_after_it() {
     let h = host(&ws);
     let root = h.root().to_path_buf();
     // Checked while `d` is the workspace's own directory...
-    let write = resolve(&root, "d/planted.txt").unwrap();
+    let planted = resolve(&root, "d/planted.txt").unwrap();
     let read = resolve(&root, "d/secret.txt").unwrap();
     // ...and used after it became a symlink to the outside one.
     std::fs::rename(root.join("d"), root.join("d-parked")).unwrap();
     std::os::unix::fs::symlink(outside.join("d"), root.join("d")).unwrap();
-    let e = h.write_file(&write, "x", &EditContext::default()).await.unwrap_err();
+    let e = write(&h, &planted, "x").await.unwrap_err();
     assert_eq!(e, "Path escapes workspace: d/planted.txt");
     assert_eq!(h.read_file(&read).await.unwrap_err(), "Path escapes workspace: d/secret.txt");
-    let e = h.edit_file(&read, "outside", "owned", &EditContext::default()).await.unwrap_err();
+    let e = edit(&h, &read, "outside", "owned").await.unwrap_err();
     assert_eq!(e, "Path escapes workspace: d/secret.txt");
     assert!(!outside.join("d/planted.txt").exists());
     assert_eq!(outside.read("d/secret.txt"), "outside secret");
@@ -103,9 +102,8 @@ async fn a_fifo_is_refused_not_waited_on() {
     let read =
         tokio::time::timeout(Duration::from_secs(10), h.read_file(&p)).await.expect("read_file blocked on a FIFO");
     assert_eq!(read.unwrap_err(), "pipe is a FIFO (named pipe); only regular files can be read");
-    let write = tokio::time::timeout(Duration::from_secs(10), h.write_file(&p, "x", &EditContext::default()))
-        .await
-        .expect("write_file blocked on a FIFO");
+    let write =
+        tokio::time::timeout(Duration::from_secs(10), write(&h, &p, "x")).await.expect("write_file blocked on a FIFO");
     // No reader: refused at open (ENXIO) or by the type check; either way an error naming the file.
     let e = write.unwrap_err();
     assert!(e.starts_with("pipe"), "{e}");
@@ -133,9 +131,9 @@ async fn a_hard_link_is_not_written_through() {
     std::fs::hard_link(outside.join("passwd"), ws.join("linked")).unwrap();
     let h = host(&ws);
     let p = resolve(h.root(), "linked").unwrap();
-    let e = h.write_file(&p, "owned\n", &EditContext::default()).await.unwrap_err();
+    let e = write(&h, &p, "owned\n").await.unwrap_err();
     assert!(e.starts_with("linked has 2 hard links; stepwise does not write through a hard link"), "{e}");
-    let e = h.edit_file(&p, "root", "evil", &EditContext::default()).await.unwrap_err();
+    let e = edit(&h, &p, "root", "evil").await.unwrap_err();
     assert!(e.contains("hard link"), "{e}");
     assert_eq!(outside.read("passwd"), "root:x:0:0\n");
 }
@@ -145,7 +143,7 @@ async fn new_directories_are_created_beneath_the_workspace() {
     let ws = TempDir::new("mkdirs");
     let h = host(&ws);
     let p = resolve(h.root(), "a/b/c/new.txt").unwrap();
-    h.write_file(&p, "deep", &EditContext::default()).await.unwrap();
+    write(&h, &p, "deep").await.unwrap();
     assert_eq!(ws.read("a/b/c/new.txt"), "deep");
 }
 
@@ -158,16 +156,31 @@ async fn read_file_shows_the_head_of_a_huge_file() {
     ws.write("big.log", "line1\nline2\nline3\n");
     std::fs::OpenOptions::new().write(true).open(ws.join("big.log")).unwrap().set_len(512 * 1024 * 1024).unwrap();
     let h = host(&ws);
-    let mut plan = Default::default();
+    let plan = stepwise::plan::PlanBoard::new(Default::default(), 0);
+    let approvals = Default::default();
     let mut cx = ToolContext {
         host: &h,
-        plan: &mut plan,
+        plan: &plan,
+        approvals: &approvals,
         style: Default::default(),
         bash_timeout: AgentConfig::default().bash_timeout,
+        call_id: "call-1",
     };
     let out = execute("read_file", &json!({"path": "big.log", "limit": 2}), &mut cx).await;
     assert_eq!(out.text, "line1\nline2\n... (2 more lines)");
     let out = execute("read_file", &json!({"path": "big.log"}), &mut cx).await;
     assert!(!out.is_error);
     assert_eq!(out.text.chars().count(), 50_000, "the seed's cap, read from the head only");
+}
+
+/// A whole-file write, applied by the host as the engine would.
+async fn write(h: &DiskHost, p: &ResolvedPath, text: &str) -> Result<(), String> {
+    h.apply_change(p, &FileChange::whole(p, None, text), &EditContext::default()).await
+}
+
+/// An edit, read and applied through the host as the engine does.
+async fn edit(h: &DiskHost, p: &ResolvedPath, old: &str, new: &str) -> Result<(), String> {
+    let text = h.read_file(p).await?;
+    let range = find_first(&text, old).ok_or_else(|| format!("Text not found in {}", p.given))?;
+    h.apply_change(p, &FileChange::splice(p, text, range, new), &EditContext::default()).await
 }

@@ -53,8 +53,8 @@ async fn an_overflow_is_compacted_and_asked_again() {
     let compacted: Vec<Ev> = h.events.events().into_iter().filter(|e| matches!(e, Ev::Compacted { .. })).collect();
     assert!(matches!(compacted.as_slice(), [Ev::Compacted { error: None, .. }]), "{compacted:?}");
     // The plan itself is untouched, and the session holds the compacted conversation.
-    assert_eq!(h.session.plan.items.len(), 1);
-    assert!(h.session.messages[0]
+    assert_eq!(h.session().await.plan.items.len(), 1);
+    assert!(h.session().await.messages[0]
         .content
         .iter()
         .any(|b| matches!(b, stepwise::llm::Block::Text { text } if text.contains("SUMMARY"))));

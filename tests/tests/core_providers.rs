@@ -214,7 +214,7 @@ async fn cut_stream_is_an_error_not_a_partial_answer() {
     let err = out.error.unwrap();
     assert!(err.contains("anthropic"), "{err}");
     // Nothing of the broken answer joins the conversation, and it is not asked again: its text was shown.
-    assert_eq!(h.session.messages.len(), 1);
+    assert_eq!(h.session().await.messages.len(), 1);
     assert_eq!(h.bodies().len(), 1);
 }
 

@@ -51,8 +51,11 @@ async fn todo_results_and_validation_errors() {
         ]
     );
     // A rejected list leaves the plan as the last valid call set it.
-    assert_eq!(h.session.plan.items.len(), 3);
-    assert_eq!(h.session.plan.render(), "[ ] #1: Read\n[>] #2: Edit (Editing)\n[x] #3: Test\n\n(1/3 completed)");
+    assert_eq!(h.session().await.plan.items.len(), 3);
+    assert_eq!(
+        h.session().await.plan.render(),
+        "[ ] #1: Read\n[>] #2: Edit (Editing)\n[x] #3: Test\n\n(1/3 completed)"
+    );
     // The editor hears of each successful change only.
     let plans: Vec<String> =
         h.events.events().into_iter().filter_map(|e| if let Ev::Plan(p) = e { Some(p) } else { None }).collect();
@@ -306,7 +309,7 @@ async fn duplicate_across_rounds_is_detected() {
     assert_eq!(h.bodies().len(), 2);
     assert_eq!(result_texts(&h.body(1)), vec!["Wrote 4 bytes"]);
     // The warning is kept in the conversation for the next prompt.
-    let last = h.session.messages.last().unwrap();
+    let last = h.session().await.messages.last().cloned().unwrap();
     assert!(
         matches!(
             last.content.as_slice(),

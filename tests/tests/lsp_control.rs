@@ -220,8 +220,14 @@ async fn lsp_two_folders_run_at_once_without_leaking() {
     let log_b = ed.await_run(&uri_b, &run_b, T).await;
     let log_a = ed.await_run(&uri_a, &run_a, T).await;
     assert_eq!((log_a.reason().as_str(), log_b.reason().as_str()), ("end_turn", "end_turn"));
-    assert_eq!(log_a.plans(), vec![json!({"workspace": uri_a, "items": plan_a, "completed": 0, "total": 1})]);
-    assert_eq!(log_b.plans(), vec![json!({"workspace": uri_b, "items": plan_b, "completed": 0, "total": 2})]);
+    assert_eq!(
+        log_a.plans(),
+        vec![json!({"workspace": uri_a, "items": plan_a, "completed": 0, "total": 1, "revision": 1, "by": "model"})]
+    );
+    assert_eq!(
+        log_b.plans(),
+        vec![json!({"workspace": uri_b, "items": plan_b, "completed": 0, "total": 2, "revision": 1, "by": "model"})]
+    );
     assert_eq!(log_a.text(), "A done");
     assert_eq!(log_b.text(), "B done");
     assert_eq!(mock_a.requests().len(), 2);
@@ -338,7 +344,10 @@ async fn lsp_a_restart_restores_the_plan_and_the_conversation() {
 
     let second = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
     let restored = second.await_notification("stepwise/plan").await;
-    assert_eq!(restored, json!({"workspace": ws, "items": items, "completed": 0, "total": 2}));
+    assert_eq!(
+        restored,
+        json!({"workspace": ws, "items": items, "completed": 0, "total": 2, "revision": 1, "by": "model"})
+    );
     assert_eq!(second.execute("stepwise.plan", json!({})).await.unwrap(), restored);
     let doc = second.open("a.txt", "a\n");
     assert_eq!(second.lens_titles(&doc).await, vec![(0, "stepwise 0/2 · Survive a restart".to_string())]);

@@ -123,14 +123,17 @@ async fn lsp_protected_writes_are_approved_through_the_editor() {
 async fn lsp_a_panicking_run_frees_its_folder_and_says_so() {
     let (dir, state) = folder_and_state("panic");
     let mock = MockModel::start(vec![Step::text("after the panic")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+    // The run's progress may or may not have begun before the panic (the editor agrees alongside it).
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&["$/progress"]).start().await;
     let ws = ed.folder_uri(0);
-    // A prompt that makes a debug build's run panic (see run_task).
+    // A prompt that makes a debug build's run panic (see workspace/run.rs).
     let run = ed.start_run(&ws, "__stepwise_test_panic__").await;
     let idle = ed
         .await_notification_matching("stepwise/status", |s| s["runId"] == run.as_str() && s["state"] == "idle", T)
         .await;
     assert_eq!(idle["reason"], "error");
+    let running = ed.await_notification("stepwise/status").await;
+    assert_eq!((running["runId"].as_str(), running["state"].as_str()), (Some(run.as_str()), Some("running")));
     assert_eq!(idle["message"], "internal error: the run panicked: test panic requested");
     let shown = ed.await_notification("window/showMessage").await;
     assert!(shown["message"].as_str().unwrap().contains("panicked"), "{shown}");

@@ -34,7 +34,10 @@ async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
     // A body that is not JSON: a parse error (id null), and the connection lives on.
     ed.send_frame(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ");
     let plan = ed.execute("stepwise.plan", json!({})).await;
-    assert_eq!(plan.unwrap(), json!({"workspace": ws, "items": [], "completed": 0, "total": 0}));
+    assert_eq!(
+        plan.unwrap(),
+        json!({"workspace": ws, "items": [], "completed": 0, "total": 0, "revision": 0, "by": "model"})
+    );
     let errors = null_id_errors(&ed);
     assert_eq!(errors.iter().map(|e| e.code).collect::<Vec<_>>(), vec![codes::PARSE_ERROR], "{errors:?}");
 
@@ -184,7 +187,10 @@ async fn lsp_the_binary_accepts_stdio_flags() {
         assert_eq!(ed.initialize_result()["capabilities"]["positionEncoding"], "utf-8", "{args:?}");
         ed.await_handled("workspace/configuration", T).await;
         let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
-        assert_eq!(plan, json!({"workspace": ed.folder_uri(0), "items": [], "completed": 0, "total": 0}));
+        assert_eq!(
+            plan,
+            json!({"workspace": ed.folder_uri(0), "items": [], "completed": 0, "total": 0, "revision": 0, "by": "model"})
+        );
         ed.shutdown().await;
         assert!(ed.exit_status().is_some_and(|s| s.success()), "{args:?}");
         ed.finish_without_shutdown();

@@ -122,9 +122,9 @@ async fn lsp_full_run_in_vscode() {
     assert_eq!(
         log.plans(),
         vec![
-            json!({"workspace": ws, "items": plan1, "completed": 0, "total": 2}),
-            json!({"workspace": ws, "items": plan2, "completed": 1, "total": 2}),
-            json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2}),
+            json!({"workspace": ws, "items": plan1, "completed": 0, "total": 2, "revision": 1, "by": "model"}),
+            json!({"workspace": ws, "items": plan2, "completed": 1, "total": 2, "revision": 2, "by": "model"}),
+            json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model"}),
         ]
     );
 
@@ -203,7 +203,10 @@ async fn lsp_full_run_in_vscode() {
 
     // The plan command agrees.
     let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
-    assert_eq!(plan, json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2}));
+    assert_eq!(
+        plan,
+        json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model"})
+    );
     ed.finish().await;
 }
 
@@ -243,7 +246,7 @@ async fn lsp_follow_up_prompts_continue_and_reset_clears() {
     // Reset: an empty plan notification, no lenses, a new conversation.
     assert_eq!(ed.execute("stepwise.reset", json!({"workspace": ws})).await, Ok(Value::Null));
     let plan = ed.await_notification("stepwise/plan").await;
-    assert_eq!(plan, json!({"workspace": ws, "items": [], "completed": 0, "total": 0}));
+    assert_eq!(plan, json!({"workspace": ws, "items": [], "completed": 0, "total": 0, "revision": 2, "by": "user"}));
     assert_eq!(ed.code_lens(&lib).await, Vec::<Value>::new());
     assert_eq!(ed.execute("stepwise.plan", json!({})).await.unwrap()["items"], json!([]));
     let third = ed.run("third prompt").await;

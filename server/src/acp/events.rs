@@ -10,36 +10,10 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::sessions::AcpSession;
-use super::tool_calls::{self, FileChange};
+use super::tool_calls;
 use super::Conn;
 use crate::events::{Event, EventSink};
 use crate::locks::lock;
-use crate::session::Session;
-
-/// What the host and the events share during one run: the call in flight (a permission request names
-/// it) and the file change it made (its update carries the diff).
-#[derive(Default)]
-pub(crate) struct RunState {
-    current: Mutex<Option<String>>,
-    change: Mutex<Option<FileChange>>,
-    /// Calls announced with `tool_call`; a call finished without one (cut by the output limit) is
-    /// announced when it finishes.
-    started: Mutex<HashSet<String>>,
-}
-
-impl RunState {
-    pub fn current_call(&self) -> Option<String> {
-        lock(&self.current).clone()
-    }
-
-    pub fn set_change(&self, change: FileChange) {
-        *lock(&self.change) = Some(change);
-    }
-
-    fn take_change(&self) -> Option<FileChange> {
-        lock(&self.change).take()
-    }
-}
 
 /// Sends one update; a client that is gone is noticed by the connection, not here.
 pub(crate) fn send(conn: &Conn, session_id: &str, update: SessionUpdate) {
@@ -53,12 +27,18 @@ pub(crate) fn text_block(text: impl Into<String>) -> ContentChunk {
 }
 
 pub(crate) struct AcpEvents {
-    pub session: Arc<AcpSession>,
-    pub conn: Conn,
-    pub state: Arc<RunState>,
+    session: Arc<AcpSession>,
+    conn: Conn,
+    /// Calls announced with `tool_call`; a call finished without one (cut by the output limit) is
+    /// announced when it finishes.
+    started: Mutex<HashSet<String>>,
 }
 
 impl AcpEvents {
+    pub fn new(session: Arc<AcpSession>, conn: Conn) -> AcpEvents {
+        AcpEvents { session, conn, started: Mutex::new(HashSet::new()) }
+    }
+
     fn send(&self, update: SessionUpdate) {
         send(&self.conn, &self.session.id, update);
     }
@@ -70,32 +50,29 @@ impl EventSink for AcpEvents {
             Event::Thinking { .. } | Event::RunFinished { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input } => {
-                *lock(&self.state.current) = Some(id.to_string());
-                lock(&self.state.started).insert(id.to_string());
-                *lock(&self.state.change) = None;
-                let call = tool_calls::started(id, name, input, &self.session.root);
+                lock(&self.started).insert(id.to_string());
+                let call = tool_calls::started(id, name, input, self.session.root());
                 self.send(SessionUpdate::ToolCall(call));
             }
-            Event::ToolFinished { id, name, input, output, is_error } => {
-                *lock(&self.state.current) = None;
-                let change = if is_error { None } else { self.state.take_change() };
-                let content = tool_calls::content(name, output, change.as_ref());
-                let announced = lock(&self.state.started).remove(id);
+            Event::ToolFinished { id, name, input, output, is_error, change, .. } => {
+                let change = change.filter(|_| !is_error);
+                let content = tool_calls::content(name, output, change);
+                let announced = lock(&self.started).remove(id);
                 if !announced {
-                    let call = tool_calls::started(id, name, input, &self.session.root)
+                    let call = tool_calls::started(id, name, input, self.session.root())
                         .status(tool_calls::status(is_error))
                         .content(content);
                     self.send(SessionUpdate::ToolCall(call));
                     return;
                 }
                 let mut fields = ToolCallUpdateFields::new().status(tool_calls::status(is_error)).content(content);
-                if let Some(c) = &change {
+                if let Some(c) = change {
                     let at = agent_client_protocol::v1::schema::ToolCallLocation::new(c.path.clone()).line(c.line);
                     fields = fields.locations(vec![at]);
                 }
                 self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields)));
             }
-            Event::PlanChanged { plan } => self.send(SessionUpdate::Plan(tool_calls::plan(plan))),
+            Event::PlanChanged { state } => self.send(SessionUpdate::Plan(tool_calls::plan(&state.plan))),
             // Shown to the user as a thought; the model still gets it in the tool results.
             Event::Reminder { text } => self.send(SessionUpdate::AgentThoughtChunk(text_block(text))),
             Event::Usage { round, context_window, .. } => {
@@ -112,9 +89,5 @@ impl EventSink for AcpEvents {
                 self.send(SessionUpdate::AgentThoughtChunk(text_block(text)));
             }
         }
-    }
-
-    fn checkpoint(&self, session: &Session) {
-        self.session.save(session);
     }
 }

@@ -3,7 +3,6 @@
 //! shell commands and protected writes ask `session/request_permission`.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,14 +11,11 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 
-use super::events::RunState;
 use super::sessions::AcpSession;
-use super::tool_calls::FileChange;
 use super::{ClientFs, Conn};
 use crate::host::disk::{preview_disk, read_disk, write_disk};
 use crate::host::{
-    find_first, folder_name, minimal_change, not_found, preview, run_shell, splice, Approval, Ask, EditContext, Host,
-    ResolvedPath, ShellOutput,
+    folder_name, preview, run_shell, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput,
 };
 
 pub const ALLOW_ONCE: &str = "allow_once";
@@ -30,7 +26,6 @@ pub(crate) struct AcpHost {
     pub session: Arc<AcpSession>,
     pub conn: Conn,
     pub fs: ClientFs,
-    pub state: Arc<RunState>,
 }
 
 impl AcpHost {
@@ -59,16 +54,11 @@ impl AcpHost {
         let req = WriteTextFileRequest::new(self.session.id.clone(), path.abs.clone(), content.to_string());
         self.conn.send_request(req).block_task().await.map(|_| ()).map_err(|e| self.client_error(path, "write", e))
     }
-
-    fn record(&self, path: &ResolvedPath, old_text: Option<String>, new_text: String, at: usize) {
-        let line = old_text.as_deref().map_or(1, |t| t[..at.min(t.len())].matches('\n').count() as u32 + 1);
-        self.state.set_change(FileChange { path: path.abs.clone(), old_text, new_text, line });
-    }
 }
 
 impl Host for AcpHost {
     fn root(&self) -> &Path {
-        &self.session.root
+        self.session.root()
     }
 
     async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
@@ -83,33 +73,14 @@ impl Host for AcpHost {
         }
     }
 
-    async fn write_file(&self, path: &ResolvedPath, content: &str, _ctx: &EditContext) -> Result<(), String> {
-        // The old text only feeds the diff; a file that cannot be read is shown as new.
-        let old = if path.abs.exists() { self.text(path).await.ok() } else { None };
-        self.put(path, content).await?;
-        let at = old.as_deref().map_or(0, |o| minimal_change(o, content).0);
-        self.record(path, old, content.to_string(), at);
-        Ok(())
+    async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, _ctx: &EditContext) -> Result<(), String> {
+        self.put(path, &change.new_text).await
     }
 
-    async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, _ctx: &EditContext) -> Result<(), String> {
-        let text = self.text(path).await?;
-        let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
-        let start = range.start;
-        let out = splice(&text, range, new);
-        self.put(path, &out).await?;
-        self.record(path, Some(text), out, start);
-        Ok(())
-    }
-
-    async fn approve(&self, ask: &Ask<'_>) -> Approval {
-        if self.session.allow_always.load(Ordering::Relaxed) {
-            return Approval::Allow;
-        }
-        let folder = folder_name(&self.session.root);
-        // The question is about the call in flight (the client already shows it); without one, a call id
-        // of its own.
-        let id = self.state.current_call().unwrap_or_else(|| "stepwise-permission".to_string());
+    async fn approve(&self, ask: &Ask<'_>, call_id: &str) -> Approval {
+        let folder = folder_name(self.session.root());
+        // The question is about the call in flight (the client already shows it).
+        let id = call_id.to_string();
         let fields = ToolCallUpdateFields::new().title(ask.question(&folder));
         let options = vec![
             PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
@@ -120,10 +91,7 @@ impl Host for AcpHost {
         match self.conn.send_request(req).block_task().await {
             Ok(r) => match r.outcome {
                 RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ONCE => Approval::Allow,
-                RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ALWAYS => {
-                    self.session.allow_always.store(true, Ordering::Relaxed);
-                    Approval::Allow
-                }
+                RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ALWAYS => Approval::AllowForSession,
                 _ => Approval::Deny,
             },
             Err(e) => {
@@ -134,6 +102,6 @@ impl Host for AcpHost {
     }
 
     async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
-        run_shell(&self.session.root, command, timeout).await
+        run_shell(self.session.root(), command, timeout).await
     }
 }

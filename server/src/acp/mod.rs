@@ -23,10 +23,10 @@ use agent_client_protocol::v1::schema::{
     LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
-use futures_util::FutureExt;
 use serde_json::json;
 
 use crate::locks;
+use crate::workspace::guarded;
 use sessions::Sessions;
 
 /// What the client said it can do, from `initialize`.
@@ -87,7 +87,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Err(e) => return responder.respond_with_error(e),
                 };
                 let session = a2.sessions.create(root);
-                tracing::info!("session {} in {}", session.id, session.root.display());
+                tracing::info!("session {} in {}", session.id, session.root().display());
                 responder.respond(NewSessionResponse::new(session.id.clone()))
             },
             agent_client_protocol::on_receive_request!(),
@@ -114,7 +114,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Some(s) => s,
                     None => return responder.respond_with_error(unknown_session(&req.session_id.0)),
                 };
-                let Some(token) = session.start_run() else {
+                let Ok(ticket) = session.ws.begin() else {
                     return responder.respond_with_error(Error::new(
                         ErrorCode::INVALID_REQUEST,
                         "a prompt is already running in this session (send session/cancel first)",
@@ -125,9 +125,8 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 let conn = cx.clone();
                 cx.spawn(async move {
                     // A panic in the run must not take the connection down: it answers this prompt only.
-                    let run = std::panic::AssertUnwindSafe(prompt::run(&session, &conn, fs, &text, token));
-                    let answer = run.catch_unwind().await.unwrap_or_else(|p| Err(panicked(p)));
-                    session.end_run();
+                    let run = prompt::run(session, conn, fs, text, ticket);
+                    let answer = guarded(run).await.unwrap_or_else(|why| Err(panicked(why)));
                     // The client may be gone; nothing more to do for this prompt either way.
                     let _ = responder.respond_with_result(answer);
                     Ok(())
@@ -138,7 +137,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
         .on_receive_notification(
             async move |note: CancelNotification, _cx| {
                 match a5.sessions.get(&note.session_id.0) {
-                    Some(s) => s.cancel(),
+                    Some(s) => {
+                        s.ws.cancel();
+                    }
                     None => tracing::warn!("session/cancel for unknown session {}", note.session_id.0),
                 }
                 Ok(())
@@ -148,15 +149,14 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
         .connect_to(transport)
         .await;
     // The client is gone (or the connection failed): stop what runs and write every session's state.
-    acp.sessions.wrap_up();
+    acp.sessions.wrap_up().await;
     served
 }
 
 /// The answer to a prompt whose run panicked; the session stays usable.
-fn panicked(p: Box<dyn std::any::Any + Send>) -> Error {
-    let text = crate::session::panic_message(&*p);
-    tracing::error!("a prompt's run panicked: {text}");
-    Error::new(ErrorCode::INTERNAL_ERROR, format!("internal error: the run panicked: {text}"))
+fn panicked(why: String) -> Error {
+    tracing::error!("{why}");
+    Error::new(ErrorCode::INTERNAL_ERROR, why)
 }
 
 pub(crate) fn unknown_session(id: &str) -> Error {

@@ -6,14 +6,14 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, EmbeddedResourceResource, PromptResponse, SessionUpdate, StopReason,
 };
 use agent_client_protocol::{Error, ErrorCode};
-use tokio_util::sync::CancellationToken;
 
-use super::events::{self, AcpEvents, RunState};
+use super::events::{self, AcpEvents};
 use super::host::AcpHost;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
-use crate::agent::{self, FinishReason};
+use crate::agent::FinishReason;
 use crate::config::{self, Env, Overrides};
+use crate::workspace::RunTicket;
 
 /// The prompt as the model reads it: text as given, a linked file by its URI, an embedded one inline.
 pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
@@ -35,27 +35,23 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
 }
 
 pub(crate) async fn run(
-    session: &Arc<AcpSession>,
-    conn: &Conn,
+    session: Arc<AcpSession>,
+    conn: Conn,
     fs: ClientFs,
-    prompt: &str,
-    cancel: CancellationToken,
+    prompt: String,
+    ticket: RunTicket,
 ) -> Result<PromptResponse, Error> {
     if prompt.trim().is_empty() {
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
     }
-    // Debug builds only: lets the tests prove that a panicking run answers and frees its session.
-    #[cfg(debug_assertions)]
-    if prompt == "__stepwise_test_panic__" {
-        panic!("test panic requested");
-    }
+    let conn = &conn;
     let say =
         |text: String| events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
     // The environment and `.env` files of the session's folder, as the command line reads them.
-    let (env, overrides) = (Env::for_workspace(&session.root), Overrides::default());
+    let (env, overrides) = (Env::for_workspace(session.root()), Overrides::default());
     let configured = tokio::select! {
         biased;
-        _ = cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
+        _ = ticket.cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
         c = config::agent_and_model(&env, &overrides) => c,
     };
     let (cfg, llm) = match configured {
@@ -65,13 +61,9 @@ pub(crate) async fn run(
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
-    let state = Arc::new(RunState::default());
-    let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
-    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
-    let mut convo = session.session.lock().await;
-    let outcome = agent::run(&mut convo, prompt, &llm, &host, &sink, &cfg, &cancel).await;
-    session.save(&convo);
-    drop(convo);
+    let host = AcpHost { session: session.clone(), conn: conn.clone(), fs };
+    let sink = AcpEvents::new(session.clone(), conn.clone());
+    let outcome = session.ws.prompt(&ticket, &prompt, &llm, &host, &sink, &cfg).await;
     let stop = match outcome.reason {
         FinishReason::EndTurn => StopReason::EndTurn,
         FinishReason::Cancelled => StopReason::Cancelled,

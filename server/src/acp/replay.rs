@@ -14,11 +14,12 @@ use crate::agent::{CONTINUE, REMINDER};
 use crate::llm::{Block, Role};
 
 pub(crate) async fn send_history(session: &AcpSession, conn: &Conn) {
-    let convo = session.session.lock().await;
+    let convo = session.ws.messages().await;
+    let plan = session.ws.plan().plan;
     let id = session.id.as_str();
     // Tool calls by id, so a result names the tool that made it.
     let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
-    for message in &convo.messages {
+    for message in &convo {
         for block in &message.content {
             match (message.role, block) {
                 // What the loop itself adds to user turns is its voice, not the user's.
@@ -33,7 +34,7 @@ pub(crate) async fn send_history(session: &AcpSession, conn: &Conn) {
                 }
                 (_, Block::ToolUse { id: call, name, input }) => {
                     calls.insert(call, (name, input));
-                    let started = tool_calls::started(call, name, input, &session.root);
+                    let started = tool_calls::started(call, name, input, session.root());
                     send(conn, id, SessionUpdate::ToolCall(started));
                 }
                 (_, Block::ToolResult { tool_use_id, content, is_error }) => {
@@ -46,7 +47,7 @@ pub(crate) async fn send_history(session: &AcpSession, conn: &Conn) {
             }
         }
     }
-    if !convo.plan.is_empty() {
-        send(conn, id, SessionUpdate::Plan(tool_calls::plan(&convo.plan)));
+    if !plan.is_empty() {
+        send(conn, id, SessionUpdate::Plan(tool_calls::plan(&plan)));
     }
 }

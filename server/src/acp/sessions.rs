@@ -3,75 +3,30 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::{Error, ErrorCode};
-use tokio_util::sync::CancellationToken;
 
 use crate::locks::lock;
 use crate::session::Session;
 use crate::store;
+use crate::workspace::Workspace;
 
 pub(crate) struct AcpSession {
     pub id: String,
-    /// Canonical: the agent's workspace.
-    pub root: PathBuf,
-    /// Held by the running prompt for the whole run.
-    pub session: tokio::sync::Mutex<Session>,
-    run: Mutex<Option<CancellationToken>>,
-    /// "Allow for this session" was chosen.
-    pub allow_always: AtomicBool,
-    saver: Option<store::Saver>,
+    /// The engine's workspace: the conversation, plan, run and approvals of this session.
+    pub ws: Arc<Workspace>,
 }
 
 impl AcpSession {
     fn new(id: String, root: PathBuf, session: Session, file: Option<PathBuf>) -> AcpSession {
-        AcpSession {
-            id,
-            root,
-            session: tokio::sync::Mutex::new(session),
-            run: Mutex::new(None),
-            allow_always: AtomicBool::new(false),
-            saver: file.map(store::Saver::spawn),
-        }
+        AcpSession { id, ws: Workspace::new(root, session, file) }
     }
 
-    /// Marks a run as started; `None` when one is already running.
-    pub fn start_run(&self) -> Option<CancellationToken> {
-        let mut run = lock(&self.run);
-        if run.is_some() {
-            return None;
-        }
-        let token = CancellationToken::new();
-        *run = Some(token.clone());
-        Some(token)
-    }
-
-    pub fn end_run(&self) {
-        *lock(&self.run) = None;
-    }
-
-    fn running(&self) -> bool {
-        lock(&self.run).is_some()
-    }
-
-    pub fn cancel(&self) {
-        if let Some(token) = lock(&self.run).as_ref() {
-            token.cancel();
-        }
-    }
-
-    pub fn save(&self, session: &Session) {
-        if let Some(saver) = &self.saver {
-            saver.save(&self.root, session);
-        }
-    }
-
-    fn flush(&self) {
-        if let Some(Err(e)) = self.saver.as_ref().map(store::Saver::flush) {
-            tracing::warn!("could not save session {}: {e}", self.id);
-        }
+    /// Canonical: the agent's workspace.
+    pub fn root(&self) -> &std::path::Path {
+        self.ws.root()
     }
 }
 
@@ -106,11 +61,11 @@ impl Sessions {
     /// A session of this connection, or one saved earlier, for `session/load` in `root`.
     pub fn load(&self, id: &str, root: &std::path::Path) -> Result<Arc<AcpSession>, Error> {
         if let Some(s) = self.get(id) {
-            if s.running() {
+            if s.ws.running().is_some() {
                 return Err(Error::new(ErrorCode::INVALID_REQUEST, format!("session {id} is running a prompt")));
             }
-            if s.root != root {
-                return Err(wrong_folder(id, &s.root));
+            if s.root() != root {
+                return Err(wrong_folder(id, s.root()));
             }
             return Ok(s);
         }
@@ -138,13 +93,12 @@ impl Sessions {
         Ok(loaded)
     }
 
-    /// The client is gone: cancel every run and write every session's latest state now.
-    pub fn wrap_up(&self) {
+    /// The client is gone: cancel every run, give each a bounded moment to reach its checkpoint, and
+    /// write every session's latest state.
+    pub async fn wrap_up(&self) {
         let all: Vec<_> = lock(&self.live).values().cloned().collect();
-        for s in all {
-            s.cancel();
-            s.flush();
-        }
+        let grace = std::time::Duration::from_secs(2);
+        futures_util::future::join_all(all.iter().map(|s| s.ws.wrap_up(grace))).await;
     }
 }
 

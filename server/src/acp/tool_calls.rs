@@ -9,18 +9,8 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::Value;
 
+use crate::host::FileChange;
 use crate::plan::{Plan as StepPlan, PlanningStyle, Status};
-
-/// A file change made by `write_file` / `edit_file`, for the `diff` content of its update.
-#[derive(Debug, Clone)]
-pub(crate) struct FileChange {
-    pub path: std::path::PathBuf,
-    /// `None` for a file that did not exist.
-    pub old_text: Option<String>,
-    pub new_text: String,
-    /// 1-based line where the change starts.
-    pub line: u32,
-}
 
 /// Diffs are the whole file before and after; past this size only the text result is sent.
 const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;

@@ -3,12 +3,12 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::{exit_code, Terminal};
-use crate::agent::{self, AgentConfig, Session};
+use crate::agent::{AgentConfig, Session};
 use crate::host::DiskHost;
+use crate::host::Host;
 use crate::llm::{Llm, Replay};
+use crate::workspace::Workspace;
 
 const SESSION: &str = include_str!("../../demo/session.jsonl");
 const FILES: &[(&str, &str)] = &[
@@ -46,9 +46,15 @@ pub async fn run() -> i32 {
     println!("workspace: {} (a scratch copy, removed afterwards)", dir.display());
     println!("task: {TASK}\n");
     let _ = std::io::stdout().flush();
-    let mut session = Session::default();
+    let ws = Workspace::new(host.root().to_path_buf(), Session::default(), None);
     let cfg = AgentConfig::default();
-    let outcome = agent::run(&mut session, TASK, &llm, &host, &term, &cfg, &CancellationToken::new()).await;
+    let outcome = match ws.begin() {
+        Ok(ticket) => ws.prompt(&ticket, TASK, &llm, &host, &term, &cfg).await,
+        Err(e) => {
+            eprintln!("stepwise demo: {e}");
+            return 1;
+        }
+    };
     if let Ok(text) = std::fs::read_to_string(dir.join("hello.py")) {
         println!("--- hello.py after the session ---\n{text}--- end (scripted demo) ---");
     }

@@ -7,6 +7,7 @@
 //! prompt never holds up the process's exit.
 
 use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, Mutex};
@@ -14,21 +15,61 @@ use tokio::sync::{mpsc, Mutex};
 #[derive(Clone)]
 pub struct Input {
     lines: Arc<Mutex<mpsc::UnboundedReceiver<String>>>,
+    /// While set, the thread leaves the terminal alone (an editor started for `/plan edit` reads it).
+    paused: Arc<AtomicBool>,
+}
+
+/// Input resumes when this goes.
+pub struct Paused(Arc<AtomicBool>);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether stdin has something to read within `ms` milliseconds.
+fn readable(ms: i32) -> bool {
+    let mut fd = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, for the duration of the call.
+    unsafe { libc::poll(&mut fd, 1, ms) > 0 }
 }
 
 impl Input {
     /// Starts reading stdin.
     pub fn stdin() -> Input {
         let (tx, rx) = mpsc::unbounded_channel();
+        let paused = Arc::new(AtomicBool::new(false));
+        let pause = paused.clone();
         std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line.trim_end_matches('\r').to_string()).is_err() {
+            let mut stdin = std::io::stdin().lock();
+            let mut line = String::new();
+            loop {
+                // Polled rather than read blindly, so a paused reader takes nothing from the terminal.
+                if pause.load(Ordering::SeqCst) || !readable(100) {
+                    if pause.load(Ordering::SeqCst) {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    continue;
+                }
+                line.clear();
+                match stdin.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let text = line.trim_end_matches('\n').trim_end_matches('\r').to_string();
+                if tx.send(text).is_err() {
                     return;
                 }
             }
         });
-        Input { lines: Arc::new(Mutex::new(rx)) }
+        Input { lines: Arc::new(Mutex::new(rx)), paused }
+    }
+
+    /// Leaves the terminal to another program until the guard goes.
+    pub fn pause(&self) -> Paused {
+        self.paused.store(true, Ordering::SeqCst);
+        Paused(self.paused.clone())
     }
 
     /// The next line; `None` at the end of input. Cancel-safe: dropping the future loses no line.

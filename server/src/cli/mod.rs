@@ -4,18 +4,20 @@ mod demo;
 pub mod doctor;
 mod input;
 mod render;
+mod slash;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{self, FinishReason, Session};
+use crate::agent::{self, FinishReason, RunOutcome, Session};
 use crate::config::{self, Env, Overrides};
+use crate::host::Host;
 use crate::host::{Approval, Ask, DiskHost};
 use crate::llm::{Llm, Replay};
+use crate::workspace::Workspace;
 use input::Input;
 
 pub use render::Terminal;
@@ -39,7 +41,7 @@ pub async fn demo() -> i32 {
     demo::run().await
 }
 
-struct Setup {
+pub(crate) struct Setup {
     llm: Llm,
     host: DiskHost,
     cfg: agent::AgentConfig,
@@ -100,7 +102,6 @@ fn bold(text: &str) -> String {
 }
 
 fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Approver {
-    let always = Arc::new(AtomicBool::new(false));
     Arc::new(move |ask: &Ask<'_>| {
         let (refused, question) = match ask {
             Ask::Command(command) => {
@@ -110,11 +111,8 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
                 (format!("write to {path} refused ({why})"), format!("{} ({why})", bold(&format!("Write {path}?"))))
             }
         };
-        let (always, input) = (always.clone(), input.clone());
+        let input = input.clone();
         Box::pin(async move {
-            if always.load(Ordering::Relaxed) {
-                return Approval::Allow;
-            }
             if !interactive {
                 eprintln!("stepwise: {refused} (no terminal to ask; pass --yes to allow)");
                 return Approval::Deny;
@@ -127,10 +125,7 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
             }
             match input.next_line().await.unwrap_or_default().trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => Approval::Allow,
-                "a" | "always" => {
-                    always.store(true, Ordering::Relaxed);
-                    Approval::Allow
-                }
+                "a" | "always" => Approval::AllowForSession,
                 _ => Approval::Deny,
             }
         })
@@ -162,6 +157,19 @@ fn exit_code(reason: FinishReason) -> i32 {
     }
 }
 
+/// One task in the workspace, cancelled by Ctrl-C.
+async fn run_task(ws: &Arc<Workspace>, s: &Setup, task: &str) -> RunOutcome {
+    let ticket = match ws.begin() {
+        Ok(t) => t,
+        // The command line runs one task at a time; a slot still held is a bug, said as an error.
+        Err(e) => return agent::finish(FinishReason::Error, String::new(), Some(e), 0, Default::default()),
+    };
+    let watcher = cancel_on_ctrl_c(ticket.cancel.clone());
+    let outcome = ws.prompt(&ticket, task, &s.llm, &s.host, &s.term, &s.cfg).await;
+    watcher.abort();
+    outcome
+}
+
 /// `stepwise run TASK`; returns the exit code.
 pub async fn run_once(opts: Options, task: String) -> i32 {
     if task.trim().is_empty() {
@@ -176,12 +184,8 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
             return 1;
         }
     };
-    let mut session = Session::default();
-    let token = CancellationToken::new();
-    let watcher = cancel_on_ctrl_c(token.clone());
-    let outcome = agent::run(&mut session, &task, &s.llm, &s.host, &s.term, &s.cfg, &token).await;
-    watcher.abort();
-    exit_code(outcome.reason)
+    let ws = Workspace::new(s.host.root().to_path_buf(), Session::default(), None);
+    exit_code(run_task(&ws, &s, &task).await.reason)
 }
 
 /// `stepwise chat`; returns the exit code.
@@ -196,7 +200,7 @@ pub async fn chat(opts: Options) -> i32 {
     };
     let tty = std::io::stdin().is_terminal();
     let prompt = "\x1b[36mstepwise >> \x1b[0m";
-    let mut session = Session::default();
+    let ws = Workspace::new(s.host.root().to_path_buf(), Session::default(), None);
     loop {
         // Listening before the prompt shows, so a Ctrl-C right after it is not missed; made anew each
         // time, so one that cancelled the task before does not count here.
@@ -226,15 +230,12 @@ pub async fn chat(opts: Options) -> i32 {
         if task.is_empty() {
             continue;
         }
-        if task == "/compact" {
-            let outcome = agent::compact(&mut session, &s.llm, &s.term).await;
-            println!("{}", outcome.final_text);
-            continue;
+        if let Some(command) = task.strip_prefix('/') {
+            if slash::run(command, &ws, &s, &input).await {
+                continue;
+            }
         }
-        let token = CancellationToken::new();
-        let watcher = cancel_on_ctrl_c(token.clone());
-        let outcome = agent::run(&mut session, task, &s.llm, &s.host, &s.term, &s.cfg, &token).await;
-        watcher.abort();
+        let outcome = run_task(&ws, &s, task).await;
         if outcome.reason == FinishReason::Cancelled {
             eprintln!("(cancelled: the conversation and plan are kept)");
         }

@@ -118,8 +118,8 @@ impl EventSink for Terminal {
                     let _ = writeln!(out, "{}", self.paint(DIM, short));
                 }
             }
-            Event::PlanChanged { plan } => {
-                let _ = writeln!(out, "{}", self.plan_text(plan));
+            Event::PlanChanged { state } => {
+                let _ = writeln!(out, "{}", self.plan_text(&state.plan));
             }
             Event::Reminder { text } => {
                 let _ = writeln!(out, "{}", self.paint("\x1b[35m", text));

@@ -4,11 +4,55 @@
 
 use std::path::{Component, Path};
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use crate::locks;
+
 /// What the user said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Approval {
     Allow,
+    /// Allow, and do not ask again for this kind of thing until the session is reset.
+    AllowForSession,
     Deny,
+}
+
+impl Approval {
+    pub fn allowed(self) -> bool {
+        self != Approval::Deny
+    }
+}
+
+/// What "allow for this session" covers: the agent's own tools (shell commands and protected writes,
+/// as the editors have always offered it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Tools,
+}
+
+/// The session's standing approvals, kept by the workspace (one place for the command line, the
+/// sidecar and the ACP agent).
+#[derive(Debug, Default)]
+pub struct Approvals {
+    granted: Mutex<HashSet<Scope>>,
+}
+
+impl Approvals {
+    pub fn covers(&self, ask: &Ask<'_>) -> bool {
+        locks::lock(&self.granted).contains(&ask.scope())
+    }
+
+    /// Remembers an "allow for this session" answer.
+    pub fn record(&self, ask: &Ask<'_>, answer: Approval) {
+        if answer == Approval::AllowForSession {
+            locks::lock(&self.granted).insert(ask.scope());
+        }
+    }
+
+    pub fn clear(&self) {
+        locks::lock(&self.granted).clear();
+    }
 }
 
 /// One thing the agent asks leave for.
@@ -23,6 +67,12 @@ pub enum Ask<'a> {
 }
 
 impl Ask<'_> {
+    pub fn scope(&self) -> Scope {
+        match self {
+            Ask::Command(_) | Ask::Write { .. } => Scope::Tools,
+        }
+    }
+
     /// A one-line question for a terminal or an editor prompt, naming `folder`.
     pub fn question(&self, folder: &str) -> String {
         match self {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::beneath;
-use super::{find_first, not_found, run_shell, Approval, Ask, EditContext, Host, ResolvedPath, ShellOutput};
+use super::{run_shell, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 
 /// Asks the user (commands, protected writes); `None` means everything is approved (`--yes`). Dropping
 /// the future (a cancelled task) abandons the question.
@@ -161,17 +161,11 @@ impl Host for DiskHost {
         preview_disk(path, limit).await
     }
 
-    async fn write_file(&self, path: &ResolvedPath, content: &str, _ctx: &EditContext) -> Result<(), String> {
-        write_disk(path, content).await
+    async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, _ctx: &EditContext) -> Result<(), String> {
+        write_disk(path, &change.new_text).await
     }
 
-    async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, _ctx: &EditContext) -> Result<(), String> {
-        let text = read_disk(path).await?;
-        let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
-        write_disk(path, &super::splice(&text, range, new)).await
-    }
-
-    async fn approve(&self, ask: &Ask<'_>) -> Approval {
+    async fn approve(&self, ask: &Ask<'_>, _call_id: &str) -> Approval {
         match &self.approver {
             None => Approval::Allow,
             Some(approver) => approver(ask).await,

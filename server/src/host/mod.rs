@@ -5,6 +5,7 @@
 
 mod approval;
 mod beneath;
+mod change;
 pub mod disk;
 pub mod output;
 mod path;
@@ -15,18 +16,24 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-pub use approval::{protected, Approval, Ask};
+pub use approval::{protected, Approval, Approvals, Ask, Scope};
+pub use change::FileChange;
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
 pub use shell::{is_dangerous, run_shell, ShellOutput};
 
-/// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser").
+/// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser") and the
+/// client can tie it to the tool call that made it.
 #[derive(Debug, Clone, Default)]
 pub struct EditContext {
     pub tool: &'static str,
     pub step: Option<String>,
+    pub call_id: String,
 }
 
+/// The first seam. What differs between hosts: where a file's current text comes from, how a change
+/// reaches it, where commands run and who answers a question. What `write_file` and `edit_file` do is
+/// the engine's (`tools`), once.
 pub trait Host: Send + Sync {
     /// The workspace folder; every path the model names is resolved inside it.
     fn root(&self) -> &Path;
@@ -45,26 +52,18 @@ pub trait Host: Send + Sync {
         async move { self.read_file(path).await.map(|t| preview::read_with_limit(&t, limit)) }
     }
 
-    /// Replace a file's whole content, creating it and its parent folders as needed.
-    fn write_file(
+    /// Applies a change the engine computed from the text `read_file` gave (creating the file and its
+    /// folders when `change.old_text` is `None`).
+    fn apply_change(
         &self,
         path: &ResolvedPath,
-        content: &str,
+        change: &FileChange,
         ctx: &EditContext,
     ) -> impl Future<Output = Result<(), String>> + Send;
 
-    /// Replace the first occurrence of `old` with `new`. A missing `old` is
-    /// `Err("Text not found in <path as given>")`.
-    fn edit_file(
-        &self,
-        path: &ResolvedPath,
-        old: &str,
-        new: &str,
-        ctx: &EditContext,
-    ) -> impl Future<Output = Result<(), String>> + Send;
-
-    /// Ask the user whether a shell command may run, or a protected file may be written.
-    fn approve(&self, ask: &Ask<'_>) -> impl Future<Output = Approval> + Send;
+    /// Ask the user whether a shell command may run, or a protected file may be written; `call_id` is
+    /// the tool call asking (a client may show the question on it).
+    fn approve(&self, ask: &Ask<'_>, call_id: &str) -> impl Future<Output = Approval> + Send;
 
     /// Run an approved shell command in the workspace. Dropping the future kills it. `Err` is a failure
     /// to run it at all (or its timeout); a command that ran and failed is an `Ok` marked `is_error`.

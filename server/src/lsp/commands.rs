@@ -1,6 +1,5 @@
 //! `workspace/executeCommand`: the `stepwise.*` commands (docs/protocol.md).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,27 +7,41 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tower_lsp_server::jsonrpc::{Error, Result};
 
-use super::notify::Outgoing;
+use super::events::announce_plan;
+use super::folder::plan_payload;
 use super::run::{self, invalid_request, Job};
 use super::shared::Shared;
-use crate::agent::Session;
 use crate::locks;
+use crate::plan::EditItem;
+use crate::workspace::Steered;
 
-pub const COMMANDS: [&str; 5] =
-    ["stepwise.run", "stepwise.cancel", "stepwise.reset", "stepwise.plan", "stepwise.compact"];
+pub const COMMANDS: [&str; 7] = [
+    "stepwise.run",
+    "stepwise.cancel",
+    "stepwise.reset",
+    "stepwise.plan",
+    "stepwise.compact",
+    "stepwise.editPlan",
+    "stepwise.steer",
+];
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct CommandArgs {
     prompt: Option<String>,
     workspace: Option<String>,
+    /// `stepwise.editPlan`: the whole list, or the same as text in the plan's render form.
+    items: Option<Vec<EditItem>>,
+    text: Option<String>,
+    base_revision: Option<u64>,
 }
 
 fn command_args(args: &[Value]) -> Result<CommandArgs> {
     match args.first() {
         None | Some(Value::Null) => Ok(CommandArgs::default()),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| Error::invalid_params(format!("expected {{\"prompt\"?: string, \"workspace\"?: uri}}: {e}"))),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            Error::invalid_params(format!("the command's argument does not fit its schema (docs/protocol.md): {e}"))
+        }),
     }
 }
 
@@ -46,30 +59,50 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             Ok(Some(json!({"runId": id})))
         }
         "stepwise.cancel" => {
-            folder()?.cancel_run();
+            folder()?.ws.cancel();
             Ok(None)
         }
         "stepwise.reset" => {
             let folder = folder()?;
-            folder.cancel_run();
-            // A cancelled run lets go of the session promptly; don't hang the editor if it doesn't.
-            let mut session = tokio::time::timeout(Duration::from_secs(5), folder.session.lock())
-                .await
-                .map_err(|_| invalid_request("the running task did not stop; try again".into()))?;
-            *session = Session::default();
-            folder.save(&session);
-            drop(session);
-            folder.set_plan(&Default::default());
+            let state = folder.ws.reset().await.map_err(invalid_request)?;
             locks::write(&folder.view).marks.clear();
-            folder.allow_all.store(false, Ordering::Relaxed);
-            shared.notifier.send(Outgoing::Plan(folder.plan_json()));
-            shared.notifier.send(Outgoing::RefreshLenses);
+            announce_plan(&shared.notifier, &folder, &state);
             Ok(None)
         }
         "stepwise.plan" => Ok(Some(folder()?.plan_json())),
         "stepwise.compact" => {
             // In the background, as a run of its own: `stepwise/compacted` and `idle` follow.
             run::start(shared, folder()?, Job::Compact)?;
+            Ok(None)
+        }
+        "stepwise.editPlan" => {
+            let folder = folder()?;
+            let edited = match (&args.items, &args.text) {
+                (Some(items), None) => folder.ws.edit_plan(items, args.base_revision),
+                (None, Some(text)) => folder.ws.edit_plan_text(text, args.base_revision),
+                _ => return Err(Error::invalid_params("stepwise.editPlan needs either \"items\" or \"text\"")),
+            };
+            let state = edited.map_err(invalid_request)?;
+            announce_plan(&shared.notifier, &folder, &state);
+            let mut v = plan_payload(&folder.uri, &state);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("by");
+            }
+            Ok(Some(v))
+        }
+        "stepwise.steer" => {
+            let text = args.text.clone().unwrap_or_default();
+            if text.trim().is_empty() {
+                return Err(Error::invalid_params("stepwise.steer needs a non-empty \"text\""));
+            }
+            let folder = folder()?;
+            if folder.ws.steer(&text) == Steered::NoRun {
+                // Between a run's last look at its inbox and its end, wait for the end (briefly).
+                if folder.ws.running().is_some() {
+                    folder.ws.until_idle(Duration::from_secs(5)).await;
+                }
+                run::start(shared, folder, Job::Prompt(text))?;
+            }
             Ok(None)
         }
         other => Err(Error::invalid_params(format!("unknown command: {other}"))),

@@ -8,8 +8,8 @@ use tower_lsp_server::ls_types::{MessageType, WorkDoneProgressReport};
 use super::folder::{plan_payload, Folder};
 use super::notify::{Notifier, Outgoing};
 use super::progress::Progress;
-use crate::agent::Session;
 use crate::events::{Event, EventSink};
+use crate::plan::PlanState;
 use crate::tools;
 
 /// Transcript notifications carry at most this much of a tool's output.
@@ -35,12 +35,13 @@ impl EventSink for EditorEvents {
                 "workspace": ws, "runId": run, "id": id, "name": name, "phase": "started",
                 "summary": tools::summary(name, input),
             })),
-            Event::ToolFinished { id, name, input, output, is_error } => Outgoing::ToolCall(json!({
+            Event::ToolFinished { id, name, input, output, is_error, step, .. } => Outgoing::ToolCall(json!({
                 "workspace": ws, "runId": run, "id": id, "name": name, "phase": "finished",
                 "summary": tools::summary(name, input), "output": crate::host::output::truncate_chars(output, SHORT_OUTPUT), "isError": is_error,
+                "step": step,
             })),
-            Event::PlanChanged { plan } => {
-                self.folder.set_plan(plan);
+            Event::PlanChanged { state } => {
+                let plan = &state.plan;
                 let total = plan.items.len();
                 let pct = (100 * plan.completed()).checked_div(total).unwrap_or(0) as u32;
                 self.progress.report(
@@ -51,9 +52,7 @@ impl EventSink for EditorEvents {
                         percentage: Some(pct),
                     },
                 );
-                self.notifier.send(Outgoing::Plan(plan_payload(ws, plan)));
-                self.notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&self.folder.name(), plan)));
-                Outgoing::RefreshLenses
+                return announce_plan(&self.notifier, &self.folder, state);
             }
             Event::Reminder { text } => {
                 let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
@@ -80,10 +79,13 @@ impl EventSink for EditorEvents {
         };
         self.notifier.send(out);
     }
+}
 
-    fn checkpoint(&self, session: &Session) {
-        self.folder.save(session);
-    }
+/// A plan change, the model's or the user's: the notification, a log line for plain clients, lenses.
+pub fn announce_plan(notifier: &Notifier, folder: &Folder, state: &PlanState) {
+    notifier.send(Outgoing::Plan(plan_payload(&folder.uri, state)));
+    notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&folder.name(), &state.plan)));
+    notifier.send(Outgoing::RefreshLenses);
 }
 
 /// A plan change as one log line for clients that show only `window/logMessage`:

@@ -1,20 +1,19 @@
-//! One workspace folder: its conversation, plan, run and what the editor should show of them.
+//! One workspace folder as the editor sees it: the engine's workspace (conversation, plan, runs) and
+//! what only an editor has: the folder's URI, its settings, the edit marks, and the agent's text that
+//! has not reached the disk yet.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use dashmap::DashMap;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
 use super::reconcile::{follow, LineChange};
-use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
-use crate::plan::Plan;
-use crate::store::Saver;
+use crate::plan::{Plan, PlanState};
+use crate::workspace::Workspace;
 
 /// Where this run edited a document, for the edit code lenses.
 #[derive(Debug, Clone)]
@@ -26,15 +25,10 @@ pub struct EditMark {
     pub step: String,
 }
 
+/// Where this run edited documents, readable while a run goes on.
 #[derive(Debug, Default)]
 pub struct View {
-    pub plan: Plan,
     pub marks: Vec<EditMark>,
-}
-
-pub struct RunHandle {
-    pub id: String,
-    pub cancel: CancellationToken,
 }
 
 pub struct Folder {
@@ -42,70 +36,37 @@ pub struct Folder {
     pub uri: String,
     /// Canonical path: the agent's workspace.
     pub root: PathBuf,
-    /// Held by the running task for the whole run.
-    pub session: tokio::sync::Mutex<Session>,
-    /// What the editor sees, readable while a run holds the session.
+    pub ws: Arc<Workspace>,
     pub view: RwLock<View>,
-    pub run: Mutex<Option<RunHandle>>,
     /// The `stepwise` section of `workspace/configuration` for this folder.
     pub settings: RwLock<Overrides>,
-    /// "Allow for this session" was chosen for shell commands.
-    pub allow_all: AtomicBool,
     /// Text the agent wrote through the editor to files that are not open (not yet on disk).
     pub overlay: DashMap<PathBuf, String>,
     /// Documents the agent changed that may not be saved yet.
     pub unsaved: Mutex<HashSet<PathBuf>>,
-    /// Where the session is saved (none without a state directory).
-    saver: Option<Saver>,
 }
 
 impl Folder {
-    pub fn new(uri: String, root: PathBuf, session: Session, state_file: Option<PathBuf>) -> Folder {
+    pub fn new(uri: String, ws: Arc<Workspace>) -> Folder {
         Folder {
             uri,
-            root,
-            view: RwLock::new(View { plan: session.plan.clone(), marks: Vec::new() }),
-            session: tokio::sync::Mutex::new(session),
-            run: Mutex::new(None),
+            root: ws.root().to_path_buf(),
+            ws,
+            view: RwLock::new(View::default()),
             settings: RwLock::new(Overrides::default()),
-            allow_all: AtomicBool::new(false),
             overlay: DashMap::new(),
             unsaved: Mutex::new(HashSet::new()),
-            saver: state_file.map(Saver::spawn),
         }
     }
 
     /// The folder's name, as messages to the user call it.
     pub fn name(&self) -> String {
-        crate::host::folder_name(&self.root)
-    }
-
-    pub fn plan(&self) -> Plan {
-        locks::read(&self.view).plan.clone()
-    }
-
-    pub fn set_plan(&self, plan: &Plan) {
-        locks::write(&self.view).plan = plan.clone();
+        self.ws.name()
     }
 
     /// The `stepwise/plan` payload (also the `stepwise.plan` command's result).
     pub fn plan_json(&self) -> Value {
-        plan_payload(&self.uri, &self.plan())
-    }
-
-    pub fn running_id(&self) -> Option<String> {
-        locks::lock(&self.run).as_ref().map(|h| h.id.clone())
-    }
-
-    pub fn cancel_run(&self) -> bool {
-        let token = locks::lock(&self.run).as_ref().map(|h| h.cancel.clone());
-        match token {
-            Some(token) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
+        plan_payload(&self.uri, &self.ws.plan())
     }
 
     /// Moves the edit marks of `path` with changes the user made (`None`: the whole text was replaced, so
@@ -137,35 +98,17 @@ impl Folder {
         });
         moved
     }
-
-    /// Frees the run slot if the run `id` still holds it.
-    pub fn release_run(&self, id: &str) {
-        let mut slot = locks::lock(&self.run);
-        if slot.as_ref().is_some_and(|h| h.id == id) {
-            *slot = None;
-        }
-    }
-
-    pub fn save(&self, session: &Session) {
-        if let Some(saver) = &self.saver {
-            saver.save(&self.root, session);
-        }
-    }
-
-    /// Writes the latest snapshot now (at shutdown, when background writers may not get to run).
-    pub fn flush(&self) {
-        if let Some(Err(e)) = self.saver.as_ref().map(Saver::flush) {
-            tracing::warn!("could not save session state: {e}");
-        }
-    }
 }
 
-pub fn plan_payload(workspace: &str, plan: &Plan) -> Value {
+pub fn plan_payload(workspace: &str, state: &PlanState) -> Value {
+    let plan = &state.plan;
     json!({
         "workspace": workspace,
         "items": plan.items,
         "completed": plan.completed(),
         "total": plan.items.len(),
+        "revision": state.revision,
+        "by": state.by,
     })
 }
 

@@ -2,7 +2,6 @@
 //! shell commands are approved through the editor and see the agent's unsaved edits.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +18,7 @@ use super::notify::Outgoing;
 use super::positions::range_of;
 use super::shared::Shared;
 use crate::host::disk::{io_error, read_disk, write_disk};
-use crate::host::{
-    find_first, minimal_change, not_found, run_shell, splice, Approval, Ask, EditContext, Host, ResolvedPath,
-    ShellOutput,
-};
+use crate::host::{run_shell, splice, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::locks;
 
 pub const ALLOW: &str = "Allow";
@@ -303,41 +299,27 @@ impl Host for EditorHost {
         crate::host::disk::preview_disk(path, limit).await
     }
 
-    async fn write_file(&self, path: &ResolvedPath, content: &str, ctx: &EditContext) -> Result<(), String> {
-        let existing = match self.current_text(path).await {
-            Ok(t) => Some(t),
-            Err(_) if !path.abs.exists() => None,
-            Err(e) => return Err(e),
+    async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {
+        let Some(old) = change.old_text.as_deref() else {
+            if let Some(parent) = path.abs.parent() {
+                tokio::fs::create_dir_all(parent).await.map_err(|e| io_error(path, e))?;
+            }
+            return self.replace(path, None, 0..0, change.replacement(), ctx).await;
         };
-        match existing {
-            None => {
-                if let Some(parent) = path.abs.parent() {
-                    tokio::fs::create_dir_all(parent).await.map_err(|e| io_error(path, e))?;
-                }
-                self.replace(path, None, 0..0, content, ctx).await
-            }
-            Some(current) => {
-                // Only the part that differs travels, so cursors and undo stay sensible.
-                let (start, end, new) = minimal_change(&current.text, content);
-                self.replace(path, Some(&current), start..end, new, ctx).await
-            }
-        }
-    }
-
-    async fn edit_file(&self, path: &ResolvedPath, old: &str, new: &str, ctx: &EditContext) -> Result<(), String> {
+        // The text now, with the version an edit can name; it must still be the text the change was
+        // made from (the user may have typed since it was read).
         let current = self.current_text(path).await?;
-        let range = find_first(&current.text, old).ok_or_else(|| not_found(path))?;
-        self.replace(path, Some(&current), range, new, ctx).await
+        if current.text != old {
+            return Err(format!("{} changed while the edit was being made; read it again", path.given));
+        }
+        self.replace(path, Some(&current), change.range.clone(), change.replacement(), ctx).await
     }
 
-    async fn approve(&self, ask: &Ask<'_>) -> Approval {
+    async fn approve(&self, ask: &Ask<'_>, _call_id: &str) -> Approval {
         match self.approval {
             ApprovalMode::Auto => return Approval::Allow,
             ApprovalMode::Deny => return Approval::Deny,
             ApprovalMode::Ask => {}
-        }
-        if self.folder.allow_all.load(Ordering::Relaxed) {
-            return Approval::Allow;
         }
         self.status("waiting");
         let message = ask.question(&self.folder.name());
@@ -352,10 +334,7 @@ impl Host for EditorHost {
         self.status("running");
         match answer {
             Ok(Ok(Some(item))) if item.title == ALLOW => Approval::Allow,
-            Ok(Ok(Some(item))) if item.title == ALLOW_SESSION => {
-                self.folder.allow_all.store(true, Ordering::Relaxed);
-                Approval::Allow
-            }
+            Ok(Ok(Some(item))) if item.title == ALLOW_SESSION => Approval::AllowForSession,
             _ => Approval::Deny,
         }
     }

@@ -68,7 +68,7 @@ where
     // The editor is gone (or said exit): stop what runs and write every folder's latest state, so an
     // editor that vanished mid-run loses at most the round in flight.
     if let Some(shared) = shared.get() {
-        shared.wrap_up();
+        shared.wrap_up(std::time::Duration::from_secs(2)).await;
     }
 }
 

@@ -4,20 +4,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgressBegin};
 
 use super::events::EditorEvents;
-use super::folder::{Folder, RunHandle};
+use super::folder::Folder;
 use super::host::{ApprovalMode, EditorHost};
 use super::notify::Outgoing;
 use super::progress::Progress;
 use super::shared::Shared;
-use crate::agent::{self, FinishReason};
+use crate::agent::FinishReason;
 use crate::config::{self, Env};
 use crate::locks;
-use crate::session::panic_message;
+use crate::workspace::{guarded, RunTicket};
 
 /// What a run does: a prompt for the agent, or compacting the conversation on demand.
 pub enum Job {
@@ -32,48 +31,32 @@ pub fn invalid_request(message: String) -> Error {
 
 /// Takes the folder's run slot and starts the job in the background; the run's id at once.
 pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<String> {
-    let id = shared.next_run_id();
-    let cancel = CancellationToken::new();
-    {
-        let mut slot = locks::lock(&folder.run);
-        if slot.is_some() {
-            return Err(invalid_request(format!("a run is already in progress in {}", folder.root.display())));
-        }
-        *slot = Some(RunHandle { id: id.clone(), cancel: cancel.clone() });
-    }
-    let run = tokio::spawn(run_task(shared.clone(), folder.clone(), id.clone(), job, cancel));
-    tokio::spawn(guard(run, shared.clone(), folder, id.clone()));
+    let ticket = folder.ws.begin().map_err(invalid_request)?;
+    let id = ticket.id.clone();
+    let (shared, run_id) = (shared.clone(), id.clone());
+    let progress = Arc::new(Progress::default());
+    tokio::spawn(async move {
+        // Whatever happens inside a run, even a panic, its folder is free again afterwards and the editor
+        // hears that the run ended (its progress too).
+        let run = run_task(shared.clone(), folder.clone(), ticket, job, progress.clone());
+        let Err(why) = guarded(run).await else { return };
+        tracing::error!("{why}");
+        let n = &shared.notifier;
+        progress.end(n, "error");
+        n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
+        n.send(Outgoing::Status(
+            json!({"workspace": folder.uri, "state": "idle", "runId": run_id, "reason": "error", "message": why}),
+        ));
+    });
     Ok(id)
 }
 
-/// Whatever happens inside a run, even a panic, its folder is free again afterwards and the editor hears
-/// that the run ended.
-async fn guard(run: tokio::task::JoinHandle<()>, shared: Arc<Shared>, folder: Arc<Folder>, run_id: String) {
-    let Err(e) = run.await else { return };
-    let why = if e.is_panic() {
-        format!("internal error: the run panicked: {}", panic_message(&*e.into_panic()))
-    } else {
-        "internal error: the run was aborted".into()
-    };
-    tracing::error!("{why}");
-    folder.release_run(&run_id);
-    let n = &shared.notifier;
-    n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
-    n.send(Outgoing::Status(
-        json!({"workspace": folder.uri, "state": "idle", "runId": run_id, "reason": "error", "message": why}),
-    ));
-}
-
-async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job: Job, cancel: CancellationToken) {
+async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, job: Job, progress: Arc<Progress>) {
+    let run_id = ticket.id.clone();
     let prompt = match &job {
         Job::Prompt(p) => p.clone(),
         Job::Compact => "Compacting the conversation".to_string(),
     };
-    // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guard`).
-    #[cfg(debug_assertions)]
-    if prompt == "__stepwise_test_panic__" {
-        panic!("test panic requested");
-    }
     let n = &shared.notifier;
     let status = |state: &str, reason: Option<&str>, message: Option<&str>| {
         let mut v = json!({"workspace": folder.uri, "state": state, "runId": run_id});
@@ -86,7 +69,6 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
         n.send(Outgoing::Status(v));
     };
     status("running", None, None);
-    let progress = Arc::new(Progress::default());
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
     let env = Env::for_workspace(&folder.root);
@@ -109,13 +91,11 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
                 run_id: run_id.clone(),
                 progress: progress.clone(),
             };
-            let mut session = folder.session.lock().await;
             locks::write(&folder.view).marks.clear();
             let outcome = match job {
-                Job::Prompt(_) => agent::run(&mut session, &prompt, &llm, &host, &events, &cfg, &cancel).await,
-                Job::Compact => agent::compact(&mut session, &llm, &events).await,
+                Job::Prompt(_) => folder.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
+                Job::Compact => folder.ws.compact(&ticket, &llm, &events).await,
             };
-            folder.save(&session);
             (outcome.reason, outcome.error)
         }
     };
@@ -125,7 +105,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, run_id: String, job:
     // A progress still being agreed to is given up; one that began is ended.
     begin.abort();
     progress.end(n, reason.as_str());
-    folder.release_run(&run_id);
+    drop(ticket);
     status("idle", Some(reason.as_str()), error.as_deref());
 }
 

@@ -35,8 +35,8 @@ impl Backend {
         let ProgressToken::String(token) = params.token else { return };
         let Some(run_id) = token.strip_prefix("stepwise/") else { return };
         for f in self.shared.folders.iter() {
-            if f.running_id().as_deref() == Some(run_id) {
-                f.cancel_run();
+            if f.ws.running().as_deref() == Some(run_id) {
+                f.ws.cancel();
             }
         }
     }
@@ -108,7 +108,7 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        self.shared.wrap_up();
+        self.shared.wrap_up(std::time::Duration::from_secs(2)).await;
         Ok(())
     }
 
@@ -170,17 +170,16 @@ impl LanguageServer for Backend {
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
         let Some(path) = self.shared.docs.path_of(&params.text_document.uri) else { return Ok(None) };
         let Some(folder) = self.shared.folder_of(&path) else { return Ok(None) };
+        let plan = folder.ws.plan_board().read(|s| (!s.plan.is_empty()).then(|| lens_title(&s.plan)));
+        let Some(title) = plan else { return Ok(Some(Vec::new())) };
         let view = locks::read(&folder.view);
-        if view.plan.is_empty() {
-            return Ok(Some(Vec::new()));
-        }
         let args = Some(vec![json!({"workspace": folder.uri})]);
         let lens = |line: u32, title: String| CodeLens {
             range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
             command: Some(Command { title, command: "stepwise.plan".into(), arguments: args.clone() }),
             data: None,
         };
-        let mut lenses = vec![lens(0, lens_title(&view.plan))];
+        let mut lenses = vec![lens(0, title)];
         for m in view.marks.iter().filter(|m| m.path == path) {
             lenses.push(lens(m.start, format!("✎ stepwise: {}", m.step)));
         }

@@ -1,7 +1,7 @@
 //! The sidecar's shared state: the client, the folders, the documents, and what the client can do.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
 use crate::store as state;
+use crate::workspace::Workspace;
 
 pub struct Shared {
     pub client: Client,
@@ -35,7 +36,6 @@ pub struct Shared {
     /// Where sessions are saved: `initializationOptions.stateDir`, else the environment (state.rs). Set
     /// once, by `initialize`, before any folder is added.
     state_dir: OnceLock<Option<PathBuf>>,
-    runs: AtomicU64,
     /// What the server had to say before `initialized`: tower-lsp drops notifications sent before the
     /// `initialize` answer, so they wait here. `None` once initialized.
     early: Mutex<Option<Vec<Outgoing>>>,
@@ -58,7 +58,6 @@ impl Shared {
             refresh_lenses,
             init_settings: RwLock::new(Overrides::default()),
             state_dir: OnceLock::new(),
-            runs: AtomicU64::new(0),
             early: Mutex::new(Some(Vec::new())),
             config_pending: Arc::new(tokio::sync::RwLock::new(())),
         }
@@ -79,14 +78,6 @@ impl Shared {
 
     fn state_dir(&self) -> Option<&Path> {
         self.state_dir.get_or_init(state::state_dir).as_deref()
-    }
-
-    /// A new run's id: unique in this process, and across restarts.
-    pub fn next_run_id(&self) -> String {
-        let n = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
-        let millis =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-        format!("run-{millis:x}-{n}")
     }
 
     pub fn settings_for(&self, folder: &Folder) -> Overrides {
@@ -159,7 +150,7 @@ impl Shared {
             }
             _ => Session::default(),
         };
-        let folder = Arc::new(Folder::new(key.clone(), root, session, file));
+        let folder = Arc::new(Folder::new(key.clone(), Workspace::new(root, session, file)));
         self.folders.insert(key.clone(), folder.clone());
         let mut order = locks::write(&self.order);
         if !order.contains(&key) {
@@ -171,7 +162,7 @@ impl Shared {
     /// Restored plans show at once, lenses included (the editor may have asked for them already).
     pub fn announce_restored(&self, folders: &[Arc<Folder>]) {
         let mut any = false;
-        for f in folders.iter().filter(|f| !f.plan().is_empty()) {
+        for f in folders.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
             self.notifier.send(Outgoing::Plan(f.plan_json()));
             any = true;
         }
@@ -182,18 +173,17 @@ impl Shared {
 
     pub fn remove_folder(&self, uri: &Uri) {
         if let Some((_, f)) = self.folders.remove(uri.as_str()) {
-            f.cancel_run();
-            f.flush();
+            f.ws.cancel();
+            f.ws.flush();
         }
         locks::write(&self.order).retain(|u| u != uri.as_str());
     }
 
-    /// Cancels every run and writes every folder's state now.
-    pub fn wrap_up(&self) {
-        for f in self.folders.iter() {
-            f.cancel_run();
-            f.flush();
-        }
+    /// Cancels every run, gives them a bounded moment to reach their checkpoint, and writes every
+    /// folder's state.
+    pub async fn wrap_up(&self, grace: Duration) {
+        let all: Vec<Arc<Folder>> = self.folders.iter().map(|f| f.clone()).collect();
+        futures_util::future::join_all(all.iter().map(|f| f.ws.wrap_up(grace))).await;
     }
 
     /// Sends a notification now, or at `initialized` if that has not come yet.

@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stepwise::agent::{self, AgentConfig, RunOutcome, Session};
+use stepwise::agent::{AgentConfig, RunOutcome, Session};
 use stepwise::events::{Event, EventSink};
 use stepwise::host::DiskHost;
-use stepwise::llm::{Llm, ProviderConfig, ProviderKind, Usage};
+use stepwise::llm::{Llm, Message, ProviderConfig, ProviderKind, Usage};
+use stepwise::workspace::Workspace;
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use tokio_util::sync::CancellationToken;
 
@@ -91,7 +92,7 @@ impl EventSink for Collect {
             Event::ToolFinished { id, name, output, is_error, .. } => {
                 Ev::ToolFinished { id: id.into(), name: name.into(), output: output.into(), is_error }
             }
-            Event::PlanChanged { plan } => Ev::Plan(plan.render()),
+            Event::PlanChanged { state } => Ev::Plan(state.plan.render()),
             Event::Reminder { text } => Ev::Reminder(text.into()),
             Event::Usage { round, run, .. } => Ev::Usage { round, run },
             Event::Compacted { tokens_before, tokens_after, error } => {
@@ -102,7 +103,7 @@ impl EventSink for Collect {
         self.events.lock().unwrap().push(ev);
     }
 
-    fn checkpoint(&self, _session: &Session) {
+    fn checkpoint(&self, _messages: &[Message]) {
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -110,6 +111,11 @@ impl EventSink for Collect {
 // ------------------------------------------------------------------------------------------------
 // The engine against the mock
 // ------------------------------------------------------------------------------------------------
+
+fn host_root(host: &DiskHost) -> std::path::PathBuf {
+    use stepwise::host::Host;
+    host.root().to_path_buf()
+}
 
 /// Provider settings for tests: fast retries (10 ms backoff), short timeouts.
 pub fn provider(kind: ProviderKind, base_url: String) -> ProviderConfig {
@@ -134,7 +140,8 @@ pub struct Harness {
     pub llm: Llm,
     pub host: DiskHost,
     pub cfg: AgentConfig,
-    pub session: Session,
+    /// The engine's workspace on `ws`: the conversation and plan the runs continue.
+    pub work: Arc<Workspace>,
     pub events: Collect,
 }
 
@@ -172,7 +179,8 @@ impl Harness {
         let llm = Llm::new(p.clone()).unwrap();
         let ws = TempDir::new("ws");
         let host = DiskHost::new(ws.path(), None).unwrap();
-        Harness { mock: Arc::new(mock), ws, llm, host, cfg, session: Session::default(), events: Collect::default() }
+        let work = Workspace::new(host_root(&host), Session::default(), None);
+        Harness { mock: Arc::new(mock), ws, llm, host, cfg, work, events: Collect::default() }
     }
 
     pub async fn run(&mut self, prompt: &str) -> RunOutcome {
@@ -181,9 +189,24 @@ impl Harness {
     }
 
     pub async fn run_with(&mut self, prompt: &str, token: &CancellationToken) -> RunOutcome {
-        let run = agent::run(&mut self.session, prompt, &self.llm, &self.host, &self.events, &self.cfg, token);
+        let ticket = self.work.begin().expect("no run in progress");
+        // The caller's token cancels the run.
+        let (theirs, ours) = (token.clone(), ticket.cancel.clone());
+        let link = tokio::spawn(async move {
+            theirs.cancelled().await;
+            ours.cancel();
+        });
+        let run = self.work.prompt(&ticket, prompt, &self.llm, &self.host, &self.events, &self.cfg);
         // A generous bound so a hung engine fails the test instead of stalling the suite.
-        tokio::time::timeout(Duration::from_secs(30), run).await.expect("agent::run did not finish in 30 s")
+        let outcome = tokio::time::timeout(Duration::from_secs(30), run).await.expect("the run did not finish in 30 s");
+        link.abort();
+        outcome
+    }
+
+    /// The conversation and plan as they are now.
+    pub async fn session(&self) -> Session {
+        let state = self.work.plan();
+        Session { messages: self.work.messages().await, plan: state.plan, revision: state.revision }
     }
 
     /// The JSON bodies of every request the model received so far.

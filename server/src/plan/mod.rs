@@ -3,6 +3,12 @@
 //! Two planning styles share one `Plan`: the `todo` tool replaces the whole list (s03), while
 //! `create_todos` / `update_todo` append steps and move one step forward at a time.
 
+mod board;
+mod text;
+
+pub use board::{By, PlanBoard, PlanState};
+pub use text::{parse_render, EditItem};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

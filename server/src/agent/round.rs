@@ -1,0 +1,258 @@
+//! One round of the loop, phase by phase, over the state a run carries from round to round.
+
+use serde_json::Value;
+
+use super::answer::{self, Answer};
+use super::{finish, push_user_text, Run, CANCELLED, REMINDER};
+use crate::context::estimate_tokens;
+use crate::events::{Event, EventSink};
+use crate::host::Host;
+use crate::llm::{Block, Message, ModelRequest, Role, ToolSpec, Usage};
+use crate::session::{FinishReason, RunOutcome};
+use crate::tools::{self, ToolContext, ToolOutput};
+
+/// What a run carries from one round to the next.
+pub(super) struct Turn {
+    system: String,
+    specs: Vec<ToolSpec>,
+    pub round: u32,
+    pub usage: Usage,
+    rounds_since_plan: u32,
+    /// The previous call, for the seed's duplicate-call guard.
+    last_call: Option<(String, Value)>,
+    pub continuations: u32,
+    /// The latest prompt's size: the provider's count once it has answered, an estimate before.
+    prompt_tokens: u64,
+    overflow_retried: bool,
+    /// The prompt's size in the round after the last compaction: when that is still past the threshold
+    /// (the system prompt and tools alone can be), compacting again helps only once the history has grown.
+    after_compaction: Option<u64>,
+    just_compacted: bool,
+}
+
+/// A round either leads to another or ends the run.
+type Next = Option<RunOutcome>;
+
+impl Turn {
+    pub fn new<H: Host, E: EventSink + ?Sized>(messages: &[Message], r: &Run<'_, H, E>) -> Turn {
+        Turn {
+            system: tools::system_prompt(r.host.root(), r.cfg.planning),
+            specs: tools::specs(r.cfg.planning),
+            round: 0,
+            usage: Usage::default(),
+            rounds_since_plan: 0,
+            last_call: None,
+            continuations: 0,
+            prompt_tokens: estimate_tokens(messages),
+            overflow_retried: false,
+            after_compaction: None,
+            just_compacted: false,
+        }
+    }
+
+    pub fn end(&self, reason: FinishReason, text: String, error: Option<String>) -> Next {
+        Some(finish(reason, text, error, self.round, self.usage))
+    }
+
+    pub async fn round<H: Host, E: EventSink + ?Sized>(
+        &mut self,
+        messages: &mut Vec<Message>,
+        r: &Run<'_, H, E>,
+    ) -> Next {
+        if r.cancel.is_cancelled() {
+            return self.end(FinishReason::Cancelled, String::new(), None);
+        }
+        self.compact_if_needed(messages, r).await;
+        if tell_user_news(messages, r) {
+            // The model reads the whole plan now: that counts as the plan being in its mind, like its own
+            // update, so no reminder follows right behind the edit.
+            self.rounds_since_plan = 0;
+        }
+        self.round += 1;
+        r.events.emit(Event::Thinking { round: self.round });
+        let resp = {
+            let req = ModelRequest { system: &self.system, messages, tools: &self.specs };
+            let mut on_text = |t: &str| r.events.emit(Event::AssistantText { text: t });
+            tokio::select! {
+                biased;
+                _ = r.cancel.cancelled() => return self.end(FinishReason::Cancelled, String::new(), None),
+                resp = r.llm.complete(&req, &mut on_text) => resp,
+            }
+        };
+        let resp = match resp {
+            Ok(resp) => resp,
+            Err(e) => return self.failed_request(messages, r, e).await,
+        };
+        self.prompt_tokens =
+            if resp.usage.input_tokens > 0 { resp.usage.input_tokens } else { estimate_tokens(messages) };
+        if std::mem::take(&mut self.just_compacted) {
+            self.after_compaction = Some(self.prompt_tokens);
+        }
+        self.usage.add(resp.usage);
+        r.events.emit(Event::Usage { round: resp.usage, run: self.usage, context_window: r.llm.context_window() });
+        match answer::read(self, messages, r, resp) {
+            Answer::Calls { calls, text } => self.run_tools(messages, r, calls, text).await,
+            Answer::Done(next) => next,
+        }
+    }
+
+    /// Past the threshold: compact (unless the last compaction could not help and little has grown).
+    async fn compact_if_needed<H: Host, E: EventSink + ?Sized>(
+        &mut self,
+        messages: &mut Vec<Message>,
+        r: &Run<'_, H, E>,
+    ) {
+        let window = r.llm.context_window();
+        let threshold = window.saturating_mul(r.cfg.compact_at_percent.min(100) as u64) / 100;
+        if self.prompt_tokens > threshold
+            && self.after_compaction.is_none_or(|floor| self.prompt_tokens > floor + window / 8)
+        {
+            super::compact_now(messages, r.shared.plan, r.llm, r.events, window, false).await;
+            self.just_compacted = true;
+        }
+    }
+
+    /// A request that failed: the provider counted more than fits once (compact, summary and all, and
+    /// ask again), or anything else (the run ends with the error).
+    async fn failed_request<H: Host, E: EventSink + ?Sized>(
+        &mut self,
+        messages: &mut Vec<Message>,
+        r: &Run<'_, H, E>,
+        e: crate::llm::LlmError,
+    ) -> Next {
+        let window = r.llm.context_window();
+        if e.is_context_overflow() && !self.overflow_retried {
+            self.overflow_retried = true;
+            self.round -= 1;
+            self.prompt_tokens = super::compact_now(messages, r.shared.plan, r.llm, r.events, window, true).await;
+            return None;
+        }
+        let why = if e.is_context_overflow() {
+            format!(
+                "the conversation does not fit the model's context window ({window} tokens) even after compaction: {e}"
+            )
+        } else {
+            e.to_string()
+        };
+        self.end(FinishReason::Error, String::new(), Some(why))
+    }
+
+    /// Runs the calls in order; every call gets exactly one result, even after a stop.
+    async fn run_tools<H: Host, E: EventSink + ?Sized>(
+        &mut self,
+        messages: &mut Vec<Message>,
+        r: &Run<'_, H, E>,
+        calls: Vec<(String, String, Value)>,
+        text: String,
+    ) -> Next {
+        let mut results = Vec::with_capacity(calls.len() + 1);
+        let mut used_plan = false;
+        let mut stop: Option<FinishReason> = None;
+        for (id, name, input) in &calls {
+            if stop.is_none() && r.cancel.is_cancelled() {
+                stop = Some(FinishReason::Cancelled);
+            }
+            let out = match stop {
+                Some(reason) => ToolOutput::failed(answer::skipped(reason)),
+                None => {
+                    let planning = r.cfg.planning.is_planning_tool(name);
+                    used_plan |= planning;
+                    let (out, halt) = self.call(r, id, name, input, planning).await;
+                    stop = halt;
+                    out
+                }
+            };
+            results.push(Block::ToolResult { tool_use_id: id.clone(), content: out.text, is_error: out.is_error });
+        }
+        self.close_round(messages, r, results, used_plan, stop, text)
+    }
+
+    /// One call: the duplicate guard, then the tool, abandoned if the run is cancelled meanwhile.
+    async fn call<H: Host, E: EventSink + ?Sized>(
+        &mut self,
+        r: &Run<'_, H, E>,
+        id: &str,
+        name: &str,
+        input: &Value,
+        planning: bool,
+    ) -> (ToolOutput, Option<FinishReason>) {
+        let repeat = self.last_call.as_ref().is_some_and(|(n, i)| n == name && i == input);
+        self.last_call = Some((name.to_string(), input.clone()));
+        if repeat && !planning && name != "read_file" {
+            let text = format!("Warning: Duplicate tool call detected ({name}). Task may be stuck in a loop.");
+            return (ToolOutput::failed(text), Some(FinishReason::LoopDetected));
+        }
+        r.events.emit(Event::ToolStarted { id, name, input });
+        let step = r.shared.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
+        let mut cx = ToolContext {
+            host: r.host,
+            plan: r.shared.plan,
+            approvals: r.shared.approvals,
+            style: r.cfg.planning,
+            bash_timeout: r.cfg.bash_timeout,
+            call_id: id,
+        };
+        let out = tokio::select! {
+            biased;
+            _ = r.cancel.cancelled() => None,
+            o = tools::execute(name, input, &mut cx) => Some(o),
+        };
+        let (out, halt) = match out {
+            Some(out) => (out, None),
+            None => (ToolOutput::failed(CANCELLED), Some(FinishReason::Cancelled)),
+        };
+        r.events.emit(Event::ToolFinished {
+            id,
+            name,
+            input,
+            output: &out.text,
+            is_error: out.is_error,
+            change: out.change.as_ref(),
+            step: step.as_deref(),
+        });
+        if planning && !out.is_error {
+            r.shared.plan.read(|state| r.events.emit(Event::PlanChanged { state }));
+        }
+        (out, halt)
+    }
+
+    /// The nag, the results into the conversation, and whether another round follows.
+    fn close_round<H: Host, E: EventSink + ?Sized>(
+        &mut self,
+        messages: &mut Vec<Message>,
+        r: &Run<'_, H, E>,
+        mut results: Vec<Block>,
+        used_plan: bool,
+        stop: Option<FinishReason>,
+        text: String,
+    ) -> Next {
+        self.rounds_since_plan = if used_plan { 0 } else { self.rounds_since_plan + 1 };
+        let plan_done = r.shared.plan.read(|s| s.plan.all_completed());
+        if stop.is_none() && self.rounds_since_plan >= r.cfg.reminder_rounds && !plan_done {
+            results.push(Block::Text { text: REMINDER.into() });
+            r.events.emit(Event::Reminder { text: REMINDER });
+        }
+        messages.push(Message { role: Role::User, content: results });
+        r.events.checkpoint(messages);
+        if let Some(reason) = stop {
+            return self.end(reason, text, None);
+        }
+        self.cap(text, r.cfg.max_rounds)
+    }
+
+    /// The round cap: another round only below it.
+    pub fn cap(&self, text: String, max_rounds: u32) -> Next {
+        (self.round >= max_rounds).then(|| finish(FinishReason::MaxRounds, text, None, self.round, self.usage))
+    }
+}
+
+/// Before a request: the user's plan edit (once) and the lines they steered with, as text blocks of the
+/// user turn, verbatim. Returns whether the plan edit was among them.
+pub(super) fn tell_user_news<H: Host, E: EventSink + ?Sized>(messages: &mut Vec<Message>, r: &Run<'_, H, E>) -> bool {
+    let edit = r.shared.plan.take_unseen_edit();
+    let told = edit.is_some();
+    for text in edit.into_iter().chain(r.shared.inbox.take()) {
+        push_user_text(messages, text);
+    }
+    told
+}

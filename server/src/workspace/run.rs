@@ -1,0 +1,125 @@
+//! Runs: one at a time per workspace, each holding a ticket (the run slot, freed when the ticket goes,
+//! even by a panic), run to the end with the adapter's host and events, saved as they go.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::saving::Saving;
+use super::{Running, Workspace};
+use crate::agent::{self, AgentConfig, Run, Shared};
+use crate::events::EventSink;
+use crate::host::Host;
+use crate::llm::Llm;
+use crate::session::{panic_message, RunOutcome};
+
+/// The run slot, held for one run; dropping it frees the slot.
+pub struct RunTicket {
+    ws: Arc<Workspace>,
+    pub id: String,
+    pub cancel: CancellationToken,
+}
+
+impl Drop for RunTicket {
+    fn drop(&mut self) {
+        self.ws.run.send_if_modified(|slot| {
+            let mine = slot.as_ref().is_some_and(|r| r.id == self.id);
+            if mine {
+                *slot = None;
+            }
+            mine
+        });
+    }
+}
+
+/// A new run's id: unique in this process, and across restarts.
+fn next_run_id() -> String {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let n = RUNS.fetch_add(1, Ordering::Relaxed) + 1;
+    let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    format!("run-{millis:x}-{n}")
+}
+
+/// Runs `fut` on a task of its own; a panic in it becomes `Err` with its message (the run's ticket,
+/// moved into `fut`, is dropped on the way and frees the workspace).
+pub async fn guarded<F>(fut: F) -> Result<F::Output, String>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(fut).await.map_err(|e| match e.try_into_panic() {
+        Ok(payload) => format!("internal error: the run panicked: {}", panic_message(&*payload)),
+        Err(_) => "internal error: the run was aborted".to_string(),
+    })
+}
+
+impl Workspace {
+    /// Takes the run slot; `Err` (saying so) when a run goes on.
+    pub fn begin(self: &Arc<Self>) -> Result<RunTicket, String> {
+        let ticket = RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new() };
+        let taken = self.run.send_if_modified(|slot| {
+            if slot.is_some() {
+                return false;
+            }
+            *slot = Some(Running { id: ticket.id.clone(), cancel: ticket.cancel.clone() });
+            true
+        });
+        // A ticket that did not get the slot frees nothing when dropped: its id is its own.
+        match taken {
+            true => Ok(ticket),
+            false => Err(format!("a run is already in progress in {}", self.root.display())),
+        }
+    }
+
+    fn shared(&self) -> Shared<'_> {
+        Shared { plan: &self.plan, inbox: &self.inbox, approvals: &self.approvals }
+    }
+
+    /// Runs a prompt to the end of the model's turn with the adapter's host and events.
+    pub async fn prompt<H: Host, E: EventSink + ?Sized>(
+        &self,
+        ticket: &RunTicket,
+        prompt: &str,
+        llm: &Llm,
+        host: &H,
+        events: &E,
+        cfg: &AgentConfig,
+    ) -> RunOutcome {
+        // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guarded`).
+        #[cfg(debug_assertions)]
+        if prompt == "__stepwise_test_panic__" {
+            panic!("test panic requested");
+        }
+        let mut convo = self.conversation.lock().await;
+        let events = Saving { ws: self, inner: events };
+        let run = Run { llm, host, events: &events, cfg, cancel: &ticket.cancel, shared: self.shared() };
+        let outcome = agent::run(&mut convo, prompt, &run).await;
+        self.save_messages(&convo);
+        outcome
+    }
+
+    /// Takes the slot and runs `prompt` (for callers with nothing to do between the two: the demo, the
+    /// benchmarks, the engine's own tests).
+    pub async fn run_prompt<H: Host, E: EventSink + ?Sized>(
+        self: &Arc<Self>,
+        prompt: &str,
+        llm: &Llm,
+        host: &H,
+        events: &E,
+        cfg: &AgentConfig,
+    ) -> Result<RunOutcome, String> {
+        let ticket = self.begin()?;
+        Ok(self.prompt(&ticket, prompt, llm, host, events, cfg).await)
+    }
+
+    /// Compacts the conversation now, as a run of its own; the plan is kept.
+    pub async fn compact<E: EventSink + ?Sized>(&self, _ticket: &RunTicket, llm: &Llm, events: &E) -> RunOutcome {
+        let mut convo = self.conversation.lock().await;
+        let events = Saving { ws: self, inner: events };
+        let outcome = agent::compact(&mut convo, &self.plan, llm, &events).await;
+        self.save_messages(&convo);
+        outcome
+    }
+}
