@@ -97,6 +97,6 @@ export function documentPlanText(text: string): string {
 
 /** The message of a failed `stepwise.editPlan`: the rule's text, or what to do about a stale revision. */
 export function editErrorMessage(message: string): string {
-  if (/changed/i.test(message)) return `stepwise: the plan changed meanwhile; your edit was not applied (${message}).`;
+  if (/changed/i.test(message)) return `stepwise: your edit was not applied: ${message}`;
   return `stepwise: ${message}`;
 }

@@ -37,7 +37,8 @@ class PlanFiles implements vscode.FileSystemProvider {
   planChanged(workspace: string): void {
     const uri = PlanFiles.uri(workspace);
     if (!this.revisions.has(uri.toString())) return;
-    this.mtimes.set(uri.toString(), Date.now());
+    // Strictly later, so VS Code sees a new version even within one millisecond.
+    this.mtimes.set(uri.toString(), Math.max(Date.now(), (this.mtimes.get(uri.toString()) ?? 0) + 1));
     this.changed.fire([{ type: vscode.FileChangeType.Changed, uri }]);
   }
 
@@ -63,8 +64,12 @@ class PlanFiles implements vscode.FileSystemProvider {
       // The document stays as the user wrote it (dirty), with the reason in the save error.
       throw vscode.FileSystemError.Unavailable(editErrorMessage(errorText(error)));
     }
-    // Show the plan as the server keeps it (new items got their ids).
-    setTimeout(() => this.planChanged(uri.query), 0);
+  }
+
+  /** A plan document was saved: when the server keeps the plan otherwise (new items got ids), show that. */
+  saved(doc: vscode.TextDocument): void {
+    if (doc.uri.scheme !== PLAN_SCHEME || !doc.uri.query) return;
+    if (doc.getText() !== renderPlan(this.core.folders.plan(doc.uri.query))) this.planChanged(doc.uri.query);
   }
 
   watch(): vscode.Disposable {
@@ -102,7 +107,11 @@ export class PlanEditor {
   ) {
     this.files = new PlanFiles(core, (ws, edit, base) => this.send(ws, edit, base));
     const cmd = (id: string, fn: (...args: any[]) => unknown) => core.disposables.push(vscode.commands.registerCommand(id, fn));
-    core.disposables.push(vscode.workspace.registerFileSystemProvider(PLAN_SCHEME, this.files, { isCaseSensitive: true }));
+    core.disposables.push(
+      vscode.workspace.registerFileSystemProvider(PLAN_SCHEME, this.files, { isCaseSensitive: true }),
+      // After VS Code has taken the saved version's stat: a change event then makes it read the plan again.
+      vscode.workspace.onDidSaveTextDocument((doc) => this.files.saved(doc)),
+    );
     cmd(PLAN_COMMANDS.editText, (n?: PlanNode) => this.editText(n));
     cmd(PLAN_COMMANDS.addAfter, (n?: PlanNode) => this.addAfter(n));
     for (const [id, kind] of ITEM_EDITS) cmd(id, (n?: PlanNode) => this.editItem(n, kind));

@@ -73,7 +73,7 @@ function M.write(buf, folder)
       if err then
         local msg = tostring(err.message or err)
         if msg:find('changed', 1, true) then
-          msg = 'the plan changed meanwhile; your edit was not applied (' .. msg .. '). Reload it with :edit!'
+          msg = msg .. ' (:edit! shows the plan as it is now)'
         end
         -- The buffer keeps the user's text, still modified.
         util.notify('plan not changed: ' .. msg, vim.log.levels.ERROR)

@@ -56,10 +56,22 @@ useCodeServer(SCRIPT, {
 async function rowAction(label, action) {
   const row = page.locator(`.part.sidebar .monaco-list-row[aria-label="${label}"]`).first();
   await row.waitFor({ state: 'visible', timeout: SHORT });
-  await row.click({ button: 'right' });
-  const item = page.locator('.context-view .action-item', { hasText: action }).first();
-  await item.waitFor({ state: 'visible', timeout: SHORT });
-  await item.click();
+  const menu = page.locator('.context-view .monaco-menu');
+  for (let attempt = 1; ; attempt++) {
+    await row.click({ button: 'right' });
+    const item = page.locator('.context-view .action-item', { hasText: action }).first();
+    await item.waitFor({ state: 'visible', timeout: SHORT });
+    // The menu ignores a click that comes too soon after it opened.
+    await sleep(300);
+    await item.locator('.action-menu-item').click();
+    try {
+      await menu.waitFor({ state: 'hidden', timeout: 2000 });
+      return;
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      await page.keyboard.press('Escape');
+    }
+  }
 }
 
 /** Every string inside a recorded model request. */

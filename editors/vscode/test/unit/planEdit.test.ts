@@ -72,7 +72,10 @@ test('editPlan arguments carry the items or the text, and the base revision when
 
 test('edit errors: the rule as the server words it; a stale revision says what happened', () => {
   assert.equal(editErrorMessage('Error: Only one task can be in_progress at a time'), 'stepwise: Error: Only one task can be in_progress at a time');
-  assert.match(editErrorMessage('the plan changed (revision 5, yours 4)'), /^stepwise: the plan changed meanwhile; your edit was not applied/);
+  assert.equal(
+    editErrorMessage('The plan changed since revision 1 (it is at revision 2); reload it and edit again'),
+    'stepwise: your edit was not applied: The plan changed since revision 1 (it is at revision 2); reload it and edit again',
+  );
 });
 
 test('steer arguments and validation', () => {
