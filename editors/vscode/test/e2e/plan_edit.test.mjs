@@ -8,6 +8,7 @@ import {
   SHORT,
   answerInputBox,
   editorText,
+  log,
   page,
   planRows,
   recordPath,
@@ -15,12 +16,14 @@ import {
   screenshot,
   serverLog,
   sleep,
+  statusBarText,
   step,
   toastText,
   transcriptLog,
   useCodeServer,
   waitFor,
   waitStatus,
+  writeFolderSettings,
 } from './harness.mjs';
 
 const SCRIPT = [
@@ -43,6 +46,9 @@ const SCRIPT = [
   { type: 'turn', text: 'Planned.' },
   // The run after the user's edits: the request carries the <plan-edit> block.
   { type: 'turn', text: 'I see your changes.' },
+  // A run steered while it waits for the approval of its shell command.
+  { type: 'turn', tool_calls: [{ name: 'bash', input: { command: 'wc -l < greet.js' } }] },
+  { type: 'turn', text: 'Counted, and I will count the words too.' },
 ];
 
 useCodeServer(SCRIPT, {
@@ -159,4 +165,32 @@ step('the plan as a document: a broken rule is shown and the document kept; a go
   await waitFor('the id of the new item', editorText, (t) => /\[ \] #\d+: Write a test/.test(t), SHORT);
   await waitStatus(/stepwise: idle 2\/4/, SHORT);
   await screenshot('plan-document.png');
+});
+
+step('Run Task becomes Steer while a run goes on: the line reaches the model at its next request', async () => {
+  const before = serverLog().length;
+  writeFolderSettings({ 'stepwise.approval': 'ask' });
+  await waitFor('the server to pull approval "ask"', async () => serverLog().slice(before), (l) => /settings for .*"approval":"ask"/.test(l), LONG);
+  await page.locator('.part.editor .view-lines').first().click();
+  await page.keyboard.press('Control+W');
+  await runCommand('Stepwise: Run Task');
+  await answerInputBox('Stepwise: Run Task', 'Count the lines');
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'wants to run a shell command' });
+  await toast.waitFor({ state: 'visible', timeout: LONG });
+  await waitStatus(/stepwise: waiting/, SHORT);
+  const asked = requests().length;
+  await runCommand('Stepwise: Run Task');
+  await answerInputBox('Stepwise: Steer', 'Count the words too');
+  await waitFor('the steer in the transcript', async () => transcriptLog(), (t) => t.includes('» you: Count the words too'), SHORT);
+  // The command palette's Escape hid the toast; the request waits in the notification center.
+  await runCommand('Notifications: Show Notifications');
+  const request = page.locator('.notifications-center .notification-list-item', { hasText: 'wants to run a shell command' }).first();
+  await request.waitFor({ state: 'visible', timeout: SHORT });
+  await request.locator('.monaco-button', { hasText: /^Allow$/ }).click({ timeout: SHORT });
+  await waitFor('the next request', async () => requests().length, (n) => n > asked, LONG);
+  await waitStatus(/stepwise: idle/, LONG);
+  const all = requests();
+  assert.ok(!strings(all[asked - 1]).some((s) => s.includes('Count the words too')), 'not in the request before the steer');
+  assert.ok(strings(all[asked]).some((s) => s.includes('Count the words too')), `the steer in the next request: ${JSON.stringify(strings(all[asked])).slice(-1500)}`);
+  log('status bar:', await statusBarText());
 });
