@@ -42,8 +42,22 @@ if (scenario === "approve") {
   check(eq(calls.map((c) => c.kind), ["think", "edit", "read", "execute", "think"]), "tool call kinds");
   check(eq(calls.slice(1, 4).map((c) => c.title), ["Edit greeting.txt", "Read greeting.txt", "Run cat greeting.txt > shown.txt"]), "titles name the path or command");
   check(calls[1]?.locations?.[0]?.path === join(ws, "greeting.txt"), "the edit's location is the absolute path");
-  const done = of("tool_call_update");
+  // Updates that end a call; the shell command's also had one moving it from pending to in_progress.
+  const done = of("tool_call_update").filter((u) => u.status === "completed" || u.status === "failed");
   check(done.length === 5 && done.every((u) => u.status === "completed"), "every call completed");
+  const shell = calls[3]?.toolCallId;
+  const shellStates = updates.filter((u) => u.toolCallId === shell).map((u) => u.status ?? (u.sessionUpdate === "tool_call" ? "pending" : "-"));
+  check(eq(shellStates, ["pending", "in_progress", "completed"]), `the shell call: pending until allowed (${shellStates})`);
+  // acpx offers terminals: the command ran in one, and the call shows it.
+  const create = messages.find((m) => m.method === "terminal/create");
+  check(eq([create?.params.command, create?.params.args], ["bash", ["-c", "cat greeting.txt > shown.txt"]]), "terminal/create runs the command");
+  const termId = messages.find((m) => m.id === create?.id && m.result)?.result?.terminalId;
+  check(termId !== undefined && done[3]?.content?.[0]?.terminalId === termId, "the shell call shows its terminal");
+  const termCalls = messages.filter((m) => m.method?.startsWith("terminal/") && m.params?.terminalId === termId).map((m) => m.method);
+  check(eq(termCalls, ["terminal/wait_for_exit", "terminal/output", "terminal/release"]), `then wait, output, release (${termCalls})`);
+  check(toolResults.some((r) => r.content === "(no output)" && r.is_error !== true), "the model reads the terminal's result");
+  const commands = of("available_commands_update")[0]?.availableCommands?.map((c) => c.name);
+  check(eq(commands, ["compact"]), `the agent's own commands are advertised (${commands})`);
   const diff = done[1]?.content?.find((c) => c.type === "diff");
   check(diff?.oldText === "hello world\n" && diff?.newText === "hello there\n", "the edit carries its diff");
   // acpx offers fs: the agent read and wrote through it.

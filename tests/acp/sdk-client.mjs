@@ -1,5 +1,5 @@
 // The official TypeScript SDK's client against `stepwise acp`: cancel mid shell command, then load the
-// saved session in a second agent process and continue it.
+// saved session in a second agent process and continue it, /compact it, list it and close it.
 //
 //   node sdk-client.mjs STEPWISE_BIN WORKSPACE TRANSCRIPT
 //
@@ -93,6 +93,10 @@ let sessionId;
     const init = await ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     check(init.protocolVersion === 1 && init.agentCapabilities?.loadSession === true, "initialize: v1, loadSession");
     ({ sessionId } = await ctx.request("session/new", { cwd: ws, mcpServers: [] }));
+    check(
+      await waitFor(() => updates.some((u) => u.sessionUpdate === "available_commands_update")),
+      "session/new is followed by the agent's commands",
+    );
     const running = new Promise((resolve) => {
       onUpdate = (u) => u.sessionUpdate === "tool_call" && u.kind === "execute" && resolve();
     });
@@ -133,6 +137,23 @@ let sessionId;
     check(answer.stopReason === "end_turn", "the loaded session continues");
     const said = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text);
     check(said.join("").includes("Continued after loading."), "with the model's answer");
+
+    // Our own command: the agent compacts, the model is asked only for the summary.
+    updates.length = 0;
+    const compacted = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/compact" }] });
+    const told = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+    check(compacted.stopReason === "end_turn" && told.startsWith("Compacted to about"), `/compact is run by the agent (${told})`);
+
+    // The saved session is listed for its folder, titled by its first prompt; then closed.
+    const listed = await ctx.request("session/list", { cwd: ws });
+    const mine = listed.sessions.find((s) => s.sessionId === sessionId);
+    check(mine?.title === "wait for it" && typeof mine.updatedAt === "string", "session/list shows it");
+    await ctx.request("session/close", { sessionId });
+    const gone = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "x" }] }).then(
+      () => false,
+      (e) => e.code === -32002,
+    );
+    check(gone, "a closed session is gone");
   });
   agent.child.stdin.end();
   check((await agent.exited) === 0, "the second agent exits 0");

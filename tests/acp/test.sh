@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `stepwise acp` against ACP clients the project did not write, and the mock model:
-#   - acpx (npm) with --approve-all, --deny-all and its default policy without a terminal;
+#   - acpx (npm) with --approve-all (acpx offers terminals: the shell command runs in one of acpx's),
+#     --deny-all and its default policy without a terminal;
 #   - the official TypeScript SDK's client (sdk-client.mjs): cancel mid shell command, then session/load
-#     in a new agent process and a prompt that continues the session.
+#     in a new agent process, a prompt that continues the session, /compact, session/list and close.
 # Every message the agent sends is checked against the JSON schema in @agentclientprotocol/sdk
 # (validate.mjs; the validator is first shown to fail on a message missing a required field).
 # acpx, the SDK and ajv are installed with npm once, cached in ~/.cache/stepwise-tools/acp.
@@ -108,7 +109,7 @@ acpx_exec 5 --non-interactive-permissions deny exec "try a command"
 node "$WORK/expect.mjs" deny "$DIR/transcript.jsonl" "$DIR/model.jsonl" "$DIR/ws"
 node "$WORK/validate.mjs" "$DIR/transcript.jsonl"
 
-echo "-- TypeScript SDK client: cancel, then load in a new process"
+echo "-- TypeScript SDK client: cancel, then load in a new process, /compact, list, close"
 scenario sdk cancel-load.json
 agent_env node "$WORK/sdk-client.mjs" "$BIN" "$DIR/ws" "$DIR/transcript.jsonl"
 node "$WORK/validate.mjs" "$DIR/transcript.jsonl"

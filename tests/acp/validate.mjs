@@ -25,6 +25,11 @@ const AGENT_REQUESTS = {
   "session/request_permission": "RequestPermissionRequest",
   "fs/read_text_file": "ReadTextFileRequest",
   "fs/write_text_file": "WriteTextFileRequest",
+  "terminal/create": "CreateTerminalRequest",
+  "terminal/output": "TerminalOutputRequest",
+  "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+  "terminal/kill": "KillTerminalRequest",
+  "terminal/release": "ReleaseTerminalRequest",
 };
 const AGENT_NOTIFICATIONS = { "session/update": "SessionNotification" };
 const RESPONSES = {
@@ -32,6 +37,9 @@ const RESPONSES = {
   "session/new": "NewSessionResponse",
   "session/load": "LoadSessionResponse",
   "session/prompt": "PromptResponse",
+  "session/list": "ListSessionsResponse",
+  "session/resume": "ResumeSessionResponse",
+  "session/close": "CloseSessionResponse",
 };
 const envelope = ajv.compile({ $ref: "acp#/anyOf/0" });
 

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::mpsc;
+use tokio::process::Child;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::acp_terminals::Terminals;
 
 /// How long any one message may take to arrive before a test fails.
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -19,15 +21,26 @@ pub type Answer = Result<Value, (i64, String)>;
 /// Answers the agent's requests: method and params in, answer out.
 pub type OnRequest = Box<dyn FnMut(&str, &Value) -> Answer + Send>;
 
+/// What goes to the agent's stdin, in order, from the client or from a task answering late; a line
+/// or bytes may carry a sender told once they are written.
+pub enum Out {
+    Line(String),
+    Bytes(Vec<u8>, Option<oneshot::Sender<()>>),
+    Close,
+}
+
 pub struct AcpClient {
     pub child: Child,
-    stdin: Option<ChildStdin>,
+    out: mpsc::UnboundedSender<Out>,
+    closed: bool,
     rx: mpsc::UnboundedReceiver<Value>,
     next_id: i64,
     /// Every message the agent sent, in order.
     pub received: Vec<Value>,
     /// Answers the agent's requests (`fs/*`, `session/request_permission`); the default refuses.
     pub on_request: OnRequest,
+    /// Runs `terminal/*` for real once `initialize_with_terminal` offered terminals.
+    terminals: Option<Terminals>,
 }
 
 impl AcpClient {
@@ -46,7 +59,30 @@ impl AcpClient {
         cmd.current_dir(cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
         let mut child = cmd.spawn().expect("cannot start stepwise acp");
         let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().expect("stdin");
+        let (out, mut outgoing) = mpsc::unbounded_channel::<Out>();
+        tokio::spawn(async move {
+            let mut stdin = Some(stdin);
+            while let Some(next) = outgoing.recv().await {
+                let (bytes, written) = match next {
+                    Out::Line(line) => (format!("{line}\n").into_bytes(), None),
+                    Out::Bytes(bytes, written) => (bytes, written),
+                    Out::Close => {
+                        stdin = None;
+                        continue;
+                    }
+                };
+                // An agent that is gone is seen by the reader (its stdout closes), not here.
+                if let Some(s) = stdin.as_mut() {
+                    if s.write_all(&bytes).await.is_err() || s.flush().await.is_err() {
+                        stdin = None;
+                    }
+                }
+                if let Some(done) = written {
+                    let _ = done.send(());
+                }
+            }
+        });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
@@ -60,25 +96,27 @@ impl AcpClient {
         });
         AcpClient {
             child,
-            stdin,
+            out,
+            closed: false,
             rx,
             next_id: 0,
             received: Vec::new(),
             on_request: Box::new(|method, _| Err((-32601, format!("test client does not handle {method}")))),
+            terminals: None,
         }
     }
 
     pub async fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin already closed");
-        stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the agent");
-        stdin.flush().await.expect("flush");
+        self.send_bytes(format!("{line}\n").as_bytes()).await;
     }
 
-    /// Raw bytes, as they are (no newline added).
+    /// Raw bytes, as they are (no newline added); returns once they are written, so a test may block
+    /// its thread afterwards.
     pub async fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin already closed");
-        stdin.write_all(bytes).await.expect("write to the agent");
-        stdin.flush().await.expect("flush");
+        assert!(!self.closed, "stdin already closed");
+        let (done, written) = oneshot::channel();
+        self.out.send(Out::Bytes(bytes.to_vec(), Some(done))).expect("the writer to the agent is gone");
+        let _ = written.await;
     }
 
     pub async fn send(&mut self, msg: Value) {
@@ -99,7 +137,10 @@ impl AcpClient {
 
     /// Ends the client's side: the agent sees EOF on stdin.
     pub fn close_stdin(&mut self) {
-        self.stdin = None;
+        if !self.closed {
+            let _ = self.out.send(Out::Close);
+            self.closed = true;
+        }
     }
 
     /// The next message from the agent; `None` once its stdout is closed. Requests are not answered here.
@@ -122,7 +163,15 @@ impl AcpClient {
 
     pub async fn answer_if_request(&mut self, v: &Value) {
         let (Some(id), Some(method)) = (v.get("id"), v.get("method").and_then(Value::as_str)) else { return };
-        let answer = (self.on_request)(method, &v["params"]);
+        let answer = match self.terminals.as_mut() {
+            Some(terminals) if method.starts_with("terminal/") => {
+                match terminals.handle(id, method, &v["params"], &self.out) {
+                    Some(answer) => answer,
+                    None => return,
+                }
+            }
+            _ => (self.on_request)(method, &v["params"]),
+        };
         let msg = match answer {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
@@ -161,6 +210,17 @@ impl AcpClient {
         .await
     }
 
+    /// `initialize` offering terminals (no client file system): shell commands then run here, for real.
+    pub async fn initialize_with_terminal(&mut self) -> Value {
+        self.terminals = Some(Terminals::default());
+        self.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}})).await
+    }
+
+    /// From now on `terminal/create` is refused (terminals must have been offered).
+    pub fn refuse_terminals(&mut self) {
+        self.terminals.as_mut().expect("terminals were not offered").refuse = true;
+    }
+
     pub async fn new_session(&mut self, cwd: &Path) -> String {
         let r = self.call("session/new", json!({"cwd": cwd, "mcpServers": []})).await;
         r["sessionId"].as_str().expect("sessionId").to_string()
@@ -195,6 +255,28 @@ impl AcpClient {
 /// The updates of one kind (`agent_message_chunk`, `tool_call`, ...).
 pub fn of_kind<'a>(updates: &'a [Value], kind: &str) -> Vec<&'a Value> {
     updates.iter().filter(|u| u["sessionUpdate"] == kind).collect()
+}
+
+/// The `tool_call_update`s that end a call (`completed` or `failed`), leaving out those that start one.
+pub fn finished(updates: &[Value]) -> Vec<&Value> {
+    of_kind(updates, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == "completed" || u["status"] == "failed")
+        .collect()
+}
+
+/// The statuses one call went through, in order: its `tool_call`'s (absent is `pending`, the protocol's
+/// default), then each update's that has one.
+pub fn statuses<'a>(updates: &'a [Value], call: &str) -> Vec<&'a str> {
+    updates
+        .iter()
+        .filter(|u| u["toolCallId"] == call)
+        .filter_map(|u| match u["sessionUpdate"].as_str() {
+            Some("tool_call") => Some(u["status"].as_str().unwrap_or("pending")),
+            Some("tool_call_update") => u["status"].as_str(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text of the chunks of one kind, joined.

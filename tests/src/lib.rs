@@ -9,3 +9,4 @@ pub mod temp;
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};
 pub use temp::TempDir;
 pub mod acp_client;
+pub mod acp_terminals;

@@ -5,7 +5,7 @@ mod common;
 
 use common::{call, messages, read_pid, wait_gone};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, of_kind, AcpClient};
+use stepwise_tests::acp_client::{agent_env, chunks, finished, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
 
@@ -46,7 +46,7 @@ async fn cancel_answers_cancelled_kills_the_command_and_keeps_the_conversation()
     assert!(cancelled_at.elapsed() < std::time::Duration::from_secs(1), "took {:?}", cancelled_at.elapsed());
     assert_eq!(resp["result"]["stopReason"], "cancelled", "{resp}");
     let updates = client.updates_since(from);
-    let done = of_kind(&updates, "tool_call_update");
+    let done = finished(&updates);
     assert_eq!(done.len(), 1, "{updates:#?}");
     assert_eq!(done[0]["status"], "failed");
     assert!(wait_gone(shell), "the shell {shell} outlived the cancel");
@@ -114,6 +114,9 @@ async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
     let loaded = second.call("session/load", json!({"sessionId": sid, "cwd": ws.path(), "mcpServers": []})).await;
     assert_eq!(loaded, json!({}));
     let replay = second.updates_since(from);
+    // After the answer, the agent's own commands, as for a new session.
+    let commands = second.until(|m| m["method"] == "session/update").await;
+    assert_eq!(commands["params"]["update"]["sessionUpdate"], "available_commands_update", "{commands}");
     let kinds: Vec<&str> = replay.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{call, result_texts};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, of_kind, AcpClient};
+use stepwise_tests::acp_client::{agent_env, chunks, finished, of_kind, statuses, AcpClient};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
 
@@ -85,7 +85,7 @@ async fn a_prompt_reports_plan_tool_calls_diff_and_usage() {
     assert_eq!(calls[1]["locations"][0]["path"], src);
     assert_eq!(calls[1]["rawInput"]["old_text"], "world");
     assert_eq!(calls[1]["status"], "in_progress");
-    let finished = of_kind(&updates, "tool_call_update");
+    let finished = finished(&updates);
     assert_eq!(finished.len(), 5);
     for (start, end) in calls.iter().zip(&finished) {
         assert_eq!(start["toolCallId"], end["toolCallId"]);
@@ -106,6 +106,23 @@ async fn a_prompt_reports_plan_tool_calls_diff_and_usage() {
     let options: Vec<&str> =
         asked[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
     assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+
+    // The shell command waited for its permission as `pending`, and ran once allowed.
+    let bash = calls[3]["toolCallId"].as_str().unwrap();
+    assert_eq!(statuses(&updates, bash), ["pending", "in_progress", "completed"]);
+    let order: Vec<&str> = client
+        .received
+        .iter()
+        .filter_map(|m| match m["method"].as_str() {
+            Some("session/request_permission") => Some("asked"),
+            // The announcing `tool_call` carries no status: `pending` is the protocol's default.
+            Some("session/update") if m["params"]["update"]["toolCallId"] == bash => {
+                Some(m["params"]["update"]["status"].as_str().unwrap_or("pending"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["pending", "asked", "in_progress", "completed"]);
 
     let usage = of_kind(&updates, "usage_update");
     assert_eq!(usage.len(), 6);
@@ -142,9 +159,13 @@ async fn permissions_reject_cancel_and_allow_always() {
         results,
         ["Error: Command denied by the user", "Error: Command denied by the user", "two", "three", "Wrote 4 bytes"]
     );
-    let finished = of_kind(&updates, "tool_call_update");
-    let statuses: Vec<&str> = finished.iter().map(|u| u["status"].as_str().unwrap()).collect();
-    assert_eq!(statuses, ["failed", "failed", "completed", "completed", "completed"]);
+    let ended: Vec<&str> = finished(&updates).iter().map(|u| u["status"].as_str().unwrap()).collect();
+    assert_eq!(ended, ["failed", "failed", "completed", "completed", "completed"]);
+    // Each call was `pending` until allowed; the refused ones never ran, the protected write did.
+    let calls = of_kind(&updates, "tool_call");
+    let seen: Vec<Vec<&str>> = calls.iter().map(|c| statuses(&updates, c["toolCallId"].as_str().unwrap())).collect();
+    let ran = ["pending", "in_progress", "completed"];
+    assert_eq!(seen, [vec!["pending", "failed"], vec!["pending", "failed"], ran.to_vec(), ran.to_vec(), ran.to_vec()]);
     assert_eq!(ws.read(".env"), "X=1\n");
 }
 

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, TextContent, ToolCallUpdate, ToolCallUpdateFields,
-    UsageUpdate,
+    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, Terminal, TextContent, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 
 use super::sessions::AcpSession;
@@ -14,6 +14,45 @@ use super::tool_calls;
 use super::Conn;
 use crate::events::{Event, EventSink};
 use crate::locks::lock;
+
+/// What the host and the events share during one run, for how the client shows a call: the call in
+/// flight, whether it was announced `pending` (it asks first), and the client terminal it runs in. (The
+/// file change and the call's id reach the events and the host with the engine's own calls.)
+#[derive(Default)]
+pub(crate) struct RunState {
+    current: Mutex<Option<String>>,
+    /// Calls announced with `tool_call`; a call finished without one (cut by the output limit) is
+    /// announced when it finishes.
+    started: Mutex<HashSet<String>>,
+    /// The call in flight was announced `pending` (it asks first) and has not started yet.
+    pending: Mutex<bool>,
+    /// The client terminal the call in flight runs in, shown as its content to the end.
+    terminal: Mutex<Option<String>>,
+}
+
+impl RunState {
+    pub fn current_call(&self) -> Option<String> {
+        lock(&self.current).clone()
+    }
+
+    /// The call in flight starts its work (it was allowed): `in_progress` if it was announced `pending`,
+    /// and the client terminal it runs in, if any, as its content.
+    pub fn running(&self, conn: &Conn, session_id: &str, terminal: Option<String>) {
+        let Some(id) = self.current_call() else { return };
+        let was_pending = std::mem::take(&mut *lock(&self.pending));
+        let mut fields = ToolCallUpdateFields::new();
+        if was_pending {
+            fields = fields.status(ToolCallStatus::InProgress);
+        }
+        if let Some(t) = &terminal {
+            fields = fields.content(vec![ToolCallContent::Terminal(Terminal::new(t.clone()))]);
+        }
+        if was_pending || terminal.is_some() {
+            *lock(&self.terminal) = terminal;
+            send(conn, session_id, SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields)));
+        }
+    }
+}
 
 /// Sends one update; a client that is gone is noticed by the connection, not here.
 pub(crate) fn send(conn: &Conn, session_id: &str, update: SessionUpdate) {
@@ -27,18 +66,12 @@ pub(crate) fn text_block(text: impl Into<String>) -> ContentChunk {
 }
 
 pub(crate) struct AcpEvents {
-    session: Arc<AcpSession>,
-    conn: Conn,
-    /// Calls announced with `tool_call`; a call finished without one (cut by the output limit) is
-    /// announced when it finishes.
-    started: Mutex<HashSet<String>>,
+    pub session: Arc<AcpSession>,
+    pub conn: Conn,
+    pub state: Arc<RunState>,
 }
 
 impl AcpEvents {
-    pub fn new(session: Arc<AcpSession>, conn: Conn) -> AcpEvents {
-        AcpEvents { session, conn, started: Mutex::new(HashSet::new()) }
-    }
-
     fn send(&self, update: SessionUpdate) {
         send(&self.conn, &self.session.id, update);
     }
@@ -50,14 +83,27 @@ impl EventSink for AcpEvents {
             Event::Thinking { .. } | Event::RunFinished { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input } => {
-                lock(&self.started).insert(id.to_string());
-                let call = tool_calls::started(id, name, input, self.session.root());
+                *lock(&self.state.current) = Some(id.to_string());
+                lock(&self.state.started).insert(id.to_string());
+                *lock(&self.state.terminal) = None;
+                let mut call = tool_calls::started(id, name, input, self.session.root());
+                let asks = tool_calls::asks_first(name, input, self.session.root());
+                *lock(&self.state.pending) = asks;
+                if asks {
+                    call = call.status(ToolCallStatus::Pending);
+                }
                 self.send(SessionUpdate::ToolCall(call));
             }
             Event::ToolFinished { id, name, input, output, is_error, change, .. } => {
+                *lock(&self.state.current) = None;
+                *lock(&self.state.pending) = false;
                 let change = change.filter(|_| !is_error);
-                let content = tool_calls::content(name, output, change);
-                let announced = lock(&self.started).remove(id);
+                // A command run in the client's terminal keeps showing it: the client has its output.
+                let content = match lock(&self.state.terminal).take() {
+                    Some(t) => vec![ToolCallContent::Terminal(Terminal::new(t))],
+                    None => tool_calls::content(name, output, change),
+                };
+                let announced = lock(&self.state.started).remove(id);
                 if !announced {
                     let call = tool_calls::started(id, name, input, self.session.root())
                         .status(tool_calls::status(is_error))

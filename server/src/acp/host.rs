@@ -11,6 +11,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 
+use super::events::RunState;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
 use crate::host::disk::{preview_disk, read_disk, write_disk};
@@ -26,6 +27,7 @@ pub(crate) struct AcpHost {
     pub session: Arc<AcpSession>,
     pub conn: Conn,
     pub fs: ClientFs,
+    pub state: Arc<RunState>,
 }
 
 impl AcpHost {
@@ -74,6 +76,7 @@ impl Host for AcpHost {
     }
 
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, _ctx: &EditContext) -> Result<(), String> {
+        self.state.running(&self.conn, &self.session.id, None);
         self.put(path, &change.new_text).await
     }
 
@@ -102,6 +105,10 @@ impl Host for AcpHost {
     }
 
     async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
+        if self.fs.terminal {
+            return super::terminal::run(&self.conn, &self.session, &self.state, command, timeout).await;
+        }
+        self.state.running(&self.conn, &self.session.id, None);
         run_shell(self.session.root(), command, timeout).await
     }
 }

@@ -6,12 +6,15 @@
 //! Handlers run inside its dispatch loop, so anything that waits on the client (a prompt's run asks for
 //! permissions and files) is spawned on the connection and answers its request when done.
 
+mod commands;
 mod events;
 mod host;
 mod prompt;
 mod replay;
+mod session_list;
 mod sessions;
 mod stdio;
+mod terminal;
 mod tool_calls;
 
 use std::path::{Path, PathBuf};
@@ -19,8 +22,11 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities,
 };
 use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
 use serde_json::json;
@@ -34,6 +40,8 @@ use sessions::Sessions;
 pub(crate) struct ClientFs {
     pub read: bool,
     pub write: bool,
+    /// `terminal/*`: shell commands run in the client's terminals (acp/terminal.rs).
+    pub terminal: bool,
 }
 
 pub(crate) struct Acp {
@@ -63,32 +71,43 @@ pub async fn serve_stdio() -> i32 {
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Error> {
     let acp = Arc::new(Acp { sessions: Sessions::new(crate::store::state_dir()), fs: Default::default() });
     let (a1, a2, a3, a4, a5) = (acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone());
+    let (a6, a7, a8) = (acp.clone(), acp.clone(), acp.clone());
     let served = Agent
         .v1()
         .name("stepwise")
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
                 let fs = &req.client_capabilities.fs;
-                *locks::write(&a1.fs) = ClientFs { read: fs.read_text_file, write: fs.write_text_file };
+                let terminal = req.client_capabilities.terminal;
+                *locks::write(&a1.fs) = ClientFs { read: fs.read_text_file, write: fs.write_text_file, terminal };
                 // We speak v1 only; a client asking for a newer version gets ours and decides.
                 let info = Implementation::new("stepwise", env!("CARGO_PKG_VERSION")).title("stepwise".to_string());
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new().load_session(true))
+                        .agent_capabilities(
+                            AgentCapabilities::new().load_session(true).session_capabilities(
+                                SessionCapabilities::new()
+                                    .list(SessionListCapabilities::new())
+                                    .resume(SessionResumeCapabilities::new())
+                                    .close(SessionCloseCapabilities::new()),
+                            ),
+                        )
                         .agent_info(info),
                 )
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: NewSessionRequest, responder, _cx| {
+            async move |req: NewSessionRequest, responder, cx| {
                 let root = match session_folder(&req.cwd) {
                     Ok(r) => r,
                     Err(e) => return responder.respond_with_error(e),
                 };
                 let session = a2.sessions.create(root);
                 tracing::info!("session {} in {}", session.id, session.root().display());
-                responder.respond(NewSessionResponse::new(session.id.clone()))
+                responder.respond(NewSessionResponse::new(session.id.clone()))?;
+                commands::advertise(&cx, &session.id);
+                Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -104,7 +123,44 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 };
                 // The history goes out before the answer: the client shows it, then continues.
                 replay::send_history(&session, &cx).await;
-                responder.respond(LoadSessionResponse::new())
+                responder.respond(LoadSessionResponse::new())?;
+                commands::advertise(&cx, &session.id);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ResumeSessionRequest, responder, cx| {
+                // As session/load, without telling the history again.
+                let loaded = session_folder(&req.cwd).and_then(|root| a6.sessions.load(&req.session_id.0, &root));
+                let session = match loaded {
+                    Ok(s) => s,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                responder.respond(ResumeSessionResponse::new())?;
+                commands::advertise(&cx, &session.id);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest, responder, cx| {
+                // Reading the files must not hold up the dispatch loop (a cancel may be waiting).
+                let (dir, cwd) = (a7.sessions.dir().map(Path::to_path_buf), req.cwd);
+                cx.spawn(async move {
+                    let listed =
+                        tokio::task::spawn_blocking(move || session_list::list(dir.as_deref(), cwd.as_deref()));
+                    responder.respond(ListSessionsResponse::new(listed.await.unwrap_or_default()))
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: CloseSessionRequest, responder, _cx| {
+                if !a8.sessions.close(&req.session_id.0) {
+                    return responder.respond_with_error(unknown_session(&req.session_id.0));
+                }
+                responder.respond(CloseSessionResponse::new())
             },
             agent_client_protocol::on_receive_request!(),
         )

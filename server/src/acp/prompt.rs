@@ -7,7 +7,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Error, ErrorCode};
 
-use super::events::{self, AcpEvents};
+use super::events::{self, AcpEvents, RunState};
 use super::host::AcpHost;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
@@ -45,6 +45,10 @@ pub(crate) async fn run(
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
     }
     let conn = &conn;
+    // Our own slash commands (`/compact`, `/plan`) run here and never reach the model.
+    if let Some((command, args)) = super::commands::parse(&prompt) {
+        return super::commands::run(command, args, &session, conn, &ticket).await;
+    }
     let say =
         |text: String| events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
     // The environment and `.env` files of the session's folder, as the command line reads them.
@@ -61,8 +65,9 @@ pub(crate) async fn run(
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
-    let host = AcpHost { session: session.clone(), conn: conn.clone(), fs };
-    let sink = AcpEvents::new(session.clone(), conn.clone());
+    let state = Arc::new(RunState::default());
+    let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
     let outcome = session.ws.prompt(&ticket, &prompt, &llm, &host, &sink, &cfg).await;
     let stop = match outcome.reason {
         FinishReason::EndTurn => StopReason::EndTurn,

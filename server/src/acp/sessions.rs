@@ -93,6 +93,20 @@ impl Sessions {
         Ok(loaded)
     }
 
+    /// `session/close`: its run cancelled, its state written, and the session forgotten by this connection
+    /// (it stays saved, for `session/load` or `session/resume`). False for a session not open here.
+    pub fn close(&self, id: &str) -> bool {
+        let Some(s) = lock(&self.live).remove(id) else { return false };
+        s.ws.cancel();
+        s.ws.flush();
+        true
+    }
+
+    /// The state directory sessions are saved in, if any.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_deref()
+    }
+
     /// The client is gone: cancel every run, give each a bounded moment to reach its checkpoint, and
     /// write every session's latest state.
     pub async fn wrap_up(&self) {

@@ -66,6 +66,19 @@ pub(crate) fn started(id: &str, name: &str, input: &Value, root: &Path) -> ToolC
         .raw_input(input.clone())
 }
 
+/// Whether a call asks the user before it runs (a shell command, a write to a protected file): such a
+/// call is announced `pending` and moves to `in_progress` once allowed.
+pub(crate) fn asks_first(name: &str, input: &Value, root: &Path) -> bool {
+    let arg = |key: &str| input.get(key).and_then(Value::as_str);
+    match name {
+        "bash" => arg("command").is_some_and(|c| crate::host::is_dangerous(c).is_none()),
+        "write_file" | "edit_file" => arg("path")
+            .and_then(|p| crate::host::resolve(root, p).ok())
+            .is_some_and(|p| crate::host::protected(&p.rel).is_some()),
+        _ => false,
+    }
+}
+
 pub(crate) fn status(is_error: bool) -> ToolCallStatus {
     if is_error {
         ToolCallStatus::Failed
@@ -126,6 +139,19 @@ mod tests {
         assert_eq!(kind("todo"), ToolKind::Think);
         assert_eq!(kind("bash"), ToolKind::Execute);
         assert_eq!(kind("nope"), ToolKind::Other);
+    }
+
+    #[test]
+    fn commands_and_protected_writes_ask_first() {
+        let dir = std::env::temp_dir().canonicalize().unwrap();
+        let root = dir.as_path();
+        let git = root.join(".git/config").display().to_string();
+        assert!(asks_first("bash", &json!({"command": "ls"}), root));
+        assert!(!asks_first("bash", &json!({"command": "sudo ls"}), root), "blocked, never asked");
+        assert!(asks_first("write_file", &json!({"path": ".env"}), root));
+        assert!(asks_first("edit_file", &json!({"path": git}), root));
+        assert!(!asks_first("write_file", &json!({"path": "src/a.rs"}), root));
+        assert!(!asks_first("read_file", &json!({"path": ".env"}), root));
     }
 
     #[test]

@@ -168,21 +168,27 @@ pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<
     let status = status.map_err(|e| format!("bash failed: {e}"))?;
     let mut text = out.into_text();
     text.push_str(&err.into_text());
-    let mut text = truncate_middle(text.trim(), OUTPUT_CAP);
     let failure = if overflowed {
         Some(format!("[output passed {} MB: the command was stopped]", OUTPUT_CEILING / (1024 * 1024)))
     } else {
         exit_note(status)
     };
+    Ok(verdict(&text, failure))
+}
+
+/// What the model reads of a finished command, wherever it ran: its output (trimmed, at most
+/// `OUTPUT_CAP` characters, head and tail) and, when it failed, the note saying how on a line of its own.
+pub fn verdict(output: &str, failure: Option<String>) -> ShellOutput {
+    let mut text = truncate_middle(output.trim(), OUTPUT_CAP);
     match failure {
-        None if text.is_empty() => Ok(ShellOutput { text: "(no output)".into(), is_error: false }),
-        None => Ok(ShellOutput { text, is_error: false }),
+        None if text.is_empty() => ShellOutput { text: "(no output)".into(), is_error: false },
+        None => ShellOutput { text, is_error: false },
         Some(note) => {
             if !text.is_empty() {
                 text.push('\n');
             }
             text.push_str(&note);
-            Ok(ShellOutput { text, is_error: true })
+            ShellOutput { text, is_error: true }
         }
     }
 }

@@ -1,0 +1,145 @@
+//! Slash commands the agent handles itself: advertised with `available_commands_update` once a session
+//! is ready (`session/new`, `session/load`, `session/resume`), and a prompt that is one of them
+//! (`/compact`) is run here and never reaches the model. Any other text starting with `/` is a prompt.
+//!
+//! Adding a command: a row in `COMMANDS` and an arm in `run`. Only commands that work are listed; the
+//! plan, checkpoint and rewind commands join once the engine offers their operations (docs/acp.md).
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, PromptResponse, SessionUpdate, StopReason,
+    UnstructuredCommandInput,
+};
+use agent_client_protocol::{Error, ErrorCode};
+
+use super::events::{self, AcpEvents, RunState};
+use super::sessions::AcpSession;
+use super::Conn;
+use crate::config::{self, Env, Overrides};
+use crate::workspace::RunTicket;
+
+/// One command as the client lists it.
+pub(crate) struct SlashCommand {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// What to type after the name, for commands that take text.
+    pub hint: Option<&'static str>,
+}
+
+const COMMANDS: &[SlashCommand] = &[
+    SlashCommand {
+        name: "compact",
+        description: "Summarise the conversation now to free context; the plan is kept",
+        hint: None,
+    },
+    SlashCommand {
+        name: "plan",
+        description: "Show the plan, or replace it: one line per step, [ ] #1: text, [>] in progress, [x] done",
+        hint: Some("the plan in its render form (empty: show it)"),
+    },
+];
+
+/// Sends the session's commands; the client offers them when the user types `/`.
+pub(crate) fn advertise(conn: &Conn, session_id: &str) {
+    let commands = COMMANDS
+        .iter()
+        .map(|c| {
+            let input = c.hint.map(|h| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(h)));
+            AvailableCommand::new(c.name, c.description).input(input)
+        })
+        .collect();
+    events::send(conn, session_id, SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)));
+}
+
+/// The command a prompt invokes and the text after its name: `/name` alone or followed by whitespace.
+pub(crate) fn parse(prompt: &str) -> Option<(&'static SlashCommand, &str)> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let command = COMMANDS.iter().find(|c| c.name == &rest[..end])?;
+    Some((command, rest[end..].trim()))
+}
+
+/// Runs a command in place of a model turn; the prompt answers as a turn would.
+pub(crate) async fn run(
+    command: &SlashCommand,
+    args: &str,
+    session: &Arc<AcpSession>,
+    conn: &Conn,
+    ticket: &RunTicket,
+) -> Result<PromptResponse, Error> {
+    match command.name {
+        "compact" => compact(session, conn, ticket).await,
+        "plan" => plan(session, conn, args),
+        other => Err(Error::new(ErrorCode::INTERNAL_ERROR, format!("/{other} is listed but not handled"))),
+    }
+}
+
+fn say(conn: &Conn, session: &AcpSession, text: String) {
+    events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
+}
+
+/// `/plan` shows the plan; `/plan <render text>` replaces it as the user's edit (the protocol's plan is
+/// one-way: this is how an ACP client edits it). The model is told at its next request.
+fn plan(session: &Arc<AcpSession>, conn: &Conn, text: &str) -> Result<PromptResponse, Error> {
+    if text.trim().is_empty() {
+        say(conn, session, session.ws.plan().plan.render());
+        return Ok(PromptResponse::new(StopReason::EndTurn));
+    }
+    match session.ws.edit_plan_text(text, None) {
+        Ok(state) => {
+            events::send(conn, &session.id, SessionUpdate::Plan(super::tool_calls::plan(&state.plan)));
+            say(conn, session, state.plan.render());
+            Ok(PromptResponse::new(StopReason::EndTurn))
+        }
+        Err(e) => {
+            say(conn, session, e.clone());
+            Err(Error::new(ErrorCode::INVALID_PARAMS, e))
+        }
+    }
+}
+
+/// `/compact`: the conversation summarised now (`agent::compact`), reported as the loop reports it.
+async fn compact(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket) -> Result<PromptResponse, Error> {
+    let cancel = &ticket.cancel;
+    let (env, overrides) = (Env::for_workspace(session.root()), Overrides::default());
+    let configured = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
+        c = config::agent_and_model(&env, &overrides) => c,
+    };
+    let llm = match configured {
+        Ok((_, llm)) => llm,
+        Err(e) => {
+            say(conn, session, format!("stepwise: {e}"));
+            return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
+        }
+    };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state: Arc::new(RunState::default()) };
+    let outcome = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        o = session.ws.compact(ticket, &llm, &sink) => Some(o),
+    };
+    match outcome {
+        Some(o) => {
+            say(conn, session, o.final_text);
+            Ok(PromptResponse::new(StopReason::EndTurn))
+        }
+        None => Ok(PromptResponse::new(StopReason::Cancelled)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn only_our_commands_are_commands() {
+        assert_eq!(parse("/compact").map(|(c, a)| (c.name, a)), Some(("compact", "")));
+        assert_eq!(parse("  /compact  now\n").map(|(c, a)| (c.name, a)), Some(("compact", "now")));
+        for prompt in ["/compacted", "compact", "/usr/bin is odd", "please /compact", "/", ""] {
+            assert!(parse(prompt).is_none(), "{prompt:?}");
+        }
+    }
+}
