@@ -25,6 +25,8 @@ pub enum Event<'a> {
         id: &'a str,
         name: &'a str,
         input: &'a Value,
+        /// The plan step in progress as the call starts.
+        step: Option<&'a str>,
     },
     ToolFinished {
         id: &'a str,

@@ -450,3 +450,48 @@ async fn lsp_an_editor_that_vanishes_mid_run_loses_at_most_the_round_in_flight()
     assert_eq!(plan["items"][0]["text"], "Survive a crash");
     second.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_an_editor_that_vanishes_while_a_command_runs_keeps_the_plan_it_was_shown() {
+    let (dir, state) = folder_and_state("vanish-command");
+    let items = json!([
+        {"id": "1", "text": "Start the build", "status": "in_progress"},
+        {"id": "2", "text": "Read its output", "status": "pending"},
+    ]);
+    // One answer: the plan, then a command that outlives the editor.
+    let mock = MockModel::start(vec![Step::Turn(
+        Turn::default().with_tool("todo", json!({"items": items})).with_tool("bash", json!({"command": "sleep 30"})),
+    )])
+    .await;
+    let first = editor(ClientPreset::Neovim, &dir, &state, &mock)
+        .binary()
+        .settings(json!({"approval": "auto"}))
+        .ignore(&["$/progress", "stepwise/usage", "stepwise/assistantText"])
+        .start()
+        .await;
+    let ws = first.folder_uri(0);
+    first.start_run(&ws, "build it").await;
+    let shown = first.await_notification("stepwise/plan").await;
+    assert_eq!(shown["items"], items);
+    // The command of the round is running when the editor goes.
+    first.await_notification_matching("stepwise/toolCall", |c| c["name"] == "bash" && c["phase"] == "started", T).await;
+    let status = first.vanish().await;
+    assert!(status.success(), "the server ends cleanly when its editor is gone: {status}");
+
+    let second = editor(ClientPreset::Neovim, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let restored = second.await_notification("stepwise/plan").await;
+    assert_eq!(restored["items"], items, "the editor is shown the same plan after the restart");
+    // The cancelled round reached its checkpoint: the command's call has its result in the conversation.
+    let saved = std::fs::read_dir(state.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("a saved session");
+    let saved: Value = serde_json::from_str(&saved).unwrap();
+    let messages = saved["session"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "prompt, the answer, its results: {saved}");
+    let results = messages[2]["content"].as_array().unwrap();
+    assert_eq!(results[1]["content"], "Error: Cancelled by the user");
+    second.finish().await;
+}

@@ -82,7 +82,7 @@ impl EventSink for AcpEvents {
         match event {
             Event::Thinking { .. } | Event::RunFinished { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
-            Event::ToolStarted { id, name, input } => {
+            Event::ToolStarted { id, name, input, .. } => {
                 *lock(&self.state.current) = Some(id.to_string());
                 lock(&self.state.started).insert(id.to_string());
                 *lock(&self.state.terminal) = None;

@@ -182,8 +182,8 @@ impl Turn {
             let text = format!("Warning: Duplicate tool call detected ({name}). Task may be stuck in a loop.");
             return (ToolOutput::failed(text), Some(FinishReason::LoopDetected));
         }
-        r.events.emit(Event::ToolStarted { id, name, input });
         let step = r.shared.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
+        r.events.emit(Event::ToolStarted { id, name, input, step: step.as_deref() });
         let mut cx = ToolContext {
             host: r.host,
             plan: r.shared.plan,

@@ -15,16 +15,6 @@ use crate::locks;
 use crate::plan::EditItem;
 use crate::workspace::Steered;
 
-pub const COMMANDS: [&str; 7] = [
-    "stepwise.run",
-    "stepwise.cancel",
-    "stepwise.reset",
-    "stepwise.plan",
-    "stepwise.compact",
-    "stepwise.editPlan",
-    "stepwise.steer",
-];
-
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct CommandArgs {

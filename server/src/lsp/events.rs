@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tower_lsp_server::ls_types::{MessageType, WorkDoneProgressReport};
 
+use super::ext;
 use super::folder::{plan_payload, Folder};
 use super::notify::{Notifier, Outgoing};
 use super::progress::Progress;
@@ -29,17 +29,32 @@ impl EventSink for EditorEvents {
         let out = match event {
             Event::Thinking { .. } => return,
             Event::AssistantText { text } => {
-                Outgoing::AssistantText(json!({"workspace": ws, "runId": run, "text": text}))
+                Outgoing::AssistantText(ext::value(ext::AssistantText { workspace: ws, run_id: run, text }))
             }
-            Event::ToolStarted { id, name, input } => Outgoing::ToolCall(json!({
-                "workspace": ws, "runId": run, "id": id, "name": name, "phase": "started",
-                "summary": tools::summary(name, input),
+            Event::ToolStarted { id, name, input, step } => Outgoing::ToolCall(ext::value(ext::ToolCall {
+                workspace: ws,
+                run_id: run,
+                id,
+                name,
+                phase: ext::Phase::Started,
+                summary: tools::summary(name, input),
+                output: None,
+                is_error: None,
+                step,
             })),
-            Event::ToolFinished { id, name, input, output, is_error, step, .. } => Outgoing::ToolCall(json!({
-                "workspace": ws, "runId": run, "id": id, "name": name, "phase": "finished",
-                "summary": tools::summary(name, input), "output": crate::host::output::truncate_chars(output, SHORT_OUTPUT), "isError": is_error,
-                "step": step,
-            })),
+            Event::ToolFinished { id, name, input, output, is_error, step, .. } => {
+                Outgoing::ToolCall(ext::value(ext::ToolCall {
+                    workspace: ws,
+                    run_id: run,
+                    id,
+                    name,
+                    phase: ext::Phase::Finished,
+                    summary: tools::summary(name, input),
+                    output: Some(crate::host::output::truncate_chars(output, SHORT_OUTPUT)),
+                    is_error: Some(is_error),
+                    step,
+                }))
+            }
             Event::PlanChanged { state } => {
                 let plan = &state.plan;
                 let total = plan.items.len();
@@ -57,22 +72,28 @@ impl EventSink for EditorEvents {
             Event::Reminder { text } => {
                 let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
-                Outgoing::Reminder(json!({"workspace": ws, "text": text}))
+                Outgoing::Reminder(ext::value(ext::Reminder { workspace: ws, text }))
             }
             Event::Compacted { tokens_before, tokens_after, error } => {
-                let mut v =
-                    json!({"workspace": ws, "runId": run, "tokensBefore": tokens_before, "tokensAfter": tokens_after});
-                if let Some(e) = error {
-                    v["summaryError"] = json!(e);
-                }
-                Outgoing::Compacted(v)
+                Outgoing::Compacted(ext::value(ext::Compacted {
+                    workspace: ws,
+                    run_id: run,
+                    tokens_before,
+                    tokens_after,
+                    summary_error: error,
+                }))
             }
-            Event::Usage { round, run: total, context_window } => Outgoing::Usage(json!({
-                "workspace": ws, "runId": run,
-                "inputTokens": round.input_tokens, "outputTokens": round.output_tokens,
-                "runInputTokens": total.input_tokens, "runOutputTokens": total.output_tokens,
-                "cacheReadTokens": round.cache_read_tokens, "cacheWriteTokens": round.cache_write_tokens,
-                "contextTokens": round.input_tokens, "contextWindow": context_window,
+            Event::Usage { round, run: total, context_window } => Outgoing::Usage(ext::value(ext::Usage {
+                workspace: ws,
+                run_id: run,
+                input_tokens: round.input_tokens,
+                output_tokens: round.output_tokens,
+                run_input_tokens: total.input_tokens,
+                run_output_tokens: total.output_tokens,
+                cache_read_tokens: round.cache_read_tokens,
+                cache_write_tokens: round.cache_write_tokens,
+                context_tokens: round.input_tokens,
+                context_window,
             })),
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,

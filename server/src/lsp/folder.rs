@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use dashmap::DashMap;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::reconcile::{follow, LineChange};
 use crate::config::Overrides;
@@ -101,15 +101,7 @@ impl Folder {
 }
 
 pub fn plan_payload(workspace: &str, state: &PlanState) -> Value {
-    let plan = &state.plan;
-    json!({
-        "workspace": workspace,
-        "items": plan.items,
-        "completed": plan.completed(),
-        "total": plan.items.len(),
-        "revision": state.revision,
-        "by": state.by,
-    })
+    super::ext::value(super::ext::Plan::of(workspace, state))
 }
 
 /// The line-0 lens title: progress and the step in hand.

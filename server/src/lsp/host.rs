@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use serde_json::json;
 use tower_lsp_server::ls_types::{
-    request::{ApplyWorkspaceEdit, Request},
-    ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation, DocumentChanges,
-    MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, ResourceOp, TextDocumentEdit,
-    TextEdit, Uri, WorkspaceEdit,
+    request::ApplyWorkspaceEdit, ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
+    DocumentChanges, MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, ResourceOp,
+    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
+use super::ext::{self, SaveDocuments};
 use super::folder::{EditMark, Folder};
 use super::notify::Outgoing;
 use super::positions::range_of;
@@ -61,14 +61,6 @@ struct Current {
     version: Option<i32>,
 }
 
-/// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
-pub enum SaveDocuments {}
-impl Request for SaveDocuments {
-    type Params = serde_json::Value;
-    type Result = Option<serde_json::Value>;
-    const METHOD: &'static str = "stepwise/saveDocuments";
-}
-
 impl EditorHost {
     /// What the agent should see: the open buffer, else text it wrote that is not on disk yet, else disk.
     async fn current_text(&self, path: &ResolvedPath) -> Result<Current, String> {
@@ -81,10 +73,12 @@ impl EditorHost {
         read_disk(path).await.map(|text| Current { text, open: false, version: None })
     }
 
-    fn status(&self, state: &str) {
-        self.shared.notifier.send(Outgoing::Status(json!({
-            "workspace": self.folder.uri, "state": state, "runId": self.run_id
-        })));
+    fn status(&self, state: ext::RunState) {
+        self.shared.notifier.send(Outgoing::Status(ext::value(ext::Status::new(
+            &self.folder.uri,
+            &self.run_id,
+            state,
+        ))));
     }
 
     fn label(&self, ctx: &EditContext, path: &ResolvedPath) -> String {
@@ -321,7 +315,7 @@ impl Host for EditorHost {
             ApprovalMode::Deny => return Approval::Deny,
             ApprovalMode::Ask => {}
         }
-        self.status("waiting");
+        self.status(ext::RunState::Waiting);
         let message = ask.question(&self.folder.name());
         self.shared.notifier.flush().await;
         let actions =
@@ -331,7 +325,7 @@ impl Host for EditorHost {
             self.shared.client.show_message_request(MessageType::WARNING, message, Some(actions.to_vec())),
         )
         .await;
-        self.status("running");
+        self.status(ext::RunState::Running);
         match answer {
             Ok(Ok(Some(item))) if item.title == ALLOW => Approval::Allow,
             Ok(Ok(Some(item))) if item.title == ALLOW_SESSION => Approval::AllowForSession,

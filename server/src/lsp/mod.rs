@@ -5,6 +5,7 @@ mod caps;
 mod commands;
 mod documents;
 mod events;
+pub mod ext;
 mod folder;
 mod frames;
 mod host;
@@ -17,7 +18,7 @@ mod server;
 mod settings;
 mod shared;
 
-pub use commands::COMMANDS;
+pub use ext::COMMANDS;
 pub use positions::{offset_of, position_of, Encoding};
 pub use server::Backend;
 

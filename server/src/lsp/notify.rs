@@ -1,30 +1,16 @@
 //! Everything the server tells the editor unprompted goes through one queue, so it arrives in order.
 
 use serde_json::Value;
-use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::{
     LogMessageParams, MessageType, ProgressParams, ProgressParamsValue, ProgressToken, ShowMessageParams,
     WorkDoneProgress,
 };
 use tower_lsp_server::Client;
 
-macro_rules! custom_notification {
-    ($ty:ident, $method:literal) => {
-        pub enum $ty {}
-        impl Notification for $ty {
-            type Params = Value;
-            const METHOD: &'static str = $method;
-        }
-    };
-}
-
-custom_notification!(PlanNotification, "stepwise/plan");
-custom_notification!(ReminderNotification, "stepwise/reminder");
-custom_notification!(StatusNotification, "stepwise/status");
-custom_notification!(AssistantTextNotification, "stepwise/assistantText");
-custom_notification!(ToolCallNotification, "stepwise/toolCall");
-custom_notification!(UsageNotification, "stepwise/usage");
-custom_notification!(CompactedNotification, "stepwise/compacted");
+use super::ext::{
+    AssistantTextNotification, CompactedNotification, PlanNotification, ReminderNotification, StatusNotification,
+    ToolCallNotification, UsageNotification,
+};
 
 pub enum Outgoing {
     Plan(Value),

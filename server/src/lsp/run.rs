@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgressBegin};
 
 use super::events::EditorEvents;
+use super::ext;
 use super::folder::Folder;
 use super::host::{ApprovalMode, EditorHost};
 use super::notify::Outgoing;
@@ -44,9 +44,8 @@ pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<Stri
         let n = &shared.notifier;
         progress.end(n, "error");
         n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
-        n.send(Outgoing::Status(
-            json!({"workspace": folder.uri, "state": "idle", "runId": run_id, "reason": "error", "message": why}),
-        ));
+        let idle = ext::Status::idle(&folder.uri, &run_id, FinishReason::Error, Some(&why));
+        n.send(Outgoing::Status(ext::value(ext::Status { error_kind: Some(ext::ErrorKind::Internal), ..idle })));
     });
     Ok(id)
 }
@@ -58,24 +57,14 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
         Job::Compact => "Compacting the conversation".to_string(),
     };
     let n = &shared.notifier;
-    let status = |state: &str, reason: Option<&str>, message: Option<&str>| {
-        let mut v = json!({"workspace": folder.uri, "state": state, "runId": run_id});
-        if let Some(r) = reason {
-            v["reason"] = json!(r);
-        }
-        if let Some(m) = message {
-            v["message"] = json!(m);
-        }
-        n.send(Outgoing::Status(v));
-    };
-    status("running", None, None);
+    n.send(Outgoing::Status(ext::value(ext::Status::new(&folder.uri, &run_id, ext::RunState::Running))));
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
     let env = Env::for_workspace(&folder.root);
     drop(shared.config_pending.read().await);
     let settings = shared.settings_for(&folder);
-    let (reason, error) = match config::agent_and_model(&env, &settings).await {
-        Err(msg) => (FinishReason::Error, Some(msg)),
+    let (reason, error, kind) = match config::agent_and_model(&env, &settings).await {
+        Err(msg) => (FinishReason::Error, Some(msg), Some(ext::ErrorKind::Setup)),
         Ok((cfg, llm)) => {
             let host = EditorHost {
                 shared: shared.clone(),
@@ -96,7 +85,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
                 Job::Prompt(_) => folder.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
                 Job::Compact => folder.ws.compact(&ticket, &llm, &events).await,
             };
-            (outcome.reason, outcome.error)
+            let kind = (outcome.reason == FinishReason::Error).then_some(ext::ErrorKind::Model);
+            (outcome.reason, outcome.error, kind)
         }
     };
     if let Some(msg) = &error {
@@ -106,7 +96,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     begin.abort();
     progress.end(n, reason.as_str());
     drop(ticket);
-    status("idle", Some(reason.as_str()), error.as_deref());
+    let idle = ext::Status::idle(&folder.uri, &run_id, reason, error.as_deref());
+    n.send(Outgoing::Status(ext::value(ext::Status { error_kind: kind, ..idle })));
 }
 
 /// A work-done progress for the run, when the client offers them and agrees to this one in time.

@@ -8,7 +8,8 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use super::caps::Caps;
-use super::commands::{self, COMMANDS};
+use super::commands;
+use super::ext::COMMANDS;
 use super::folder::{lens_title, Folder};
 use super::frames::InvalidMessage;
 use super::notify::Outgoing;

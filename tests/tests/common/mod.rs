@@ -86,7 +86,7 @@ impl EventSink for Collect {
         let ev = match event {
             Event::Thinking { round } => Ev::Thinking(round),
             Event::AssistantText { text } => Ev::Text(text.to_string()),
-            Event::ToolStarted { id, name, input } => {
+            Event::ToolStarted { id, name, input, .. } => {
                 Ev::ToolStarted { id: id.into(), name: name.into(), input: input.clone() }
             }
             Event::ToolFinished { id, name, output, is_error, .. } => {

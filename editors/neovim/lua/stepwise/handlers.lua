@@ -179,7 +179,11 @@ local function on_tool_call(_, params)
   if not params then
     return
   end
-  folder_of(params)
+  local folder = folder_of(params)
+  if folder and params.phase == 'started' then
+    -- the plan step the call's edits belong to (they follow this notification)
+    folder.step = type(params.step) == 'string' and params.step or nil
+  end
   log.tool_call(params)
   if params.phase == 'finished' and params.name == 'bash' then
     -- a shell command may have changed files on disk: reload the unmodified buffers ('autoread')
@@ -315,7 +319,6 @@ local function on_apply_edit(_, params, ctx)
   end
 
   local label = type(params.label) == 'string' and params.label or nil
-  local step = label and label:match(' — (.+)$') or nil
   -- one entry per file (a CreateFile and the TextDocumentEdit that fills it name the same file)
   local files, by_name = {}, {}
   for _, t in ipairs(targets) do
@@ -349,7 +352,7 @@ local function on_apply_edit(_, params, ctx)
       if line and not marked then
         local folder = state.containing(util.normalize(t.fname)) or folder_of(nil)
         if folder then
-          marks.edited(folder, buf, line, step)
+          marks.edited(folder, buf, line, folder.step)
           marked = true
         end
       end

@@ -11,6 +11,7 @@ local M = {}
 ---@field reason string? reason of the last idle
 ---@field prompt string? prompt of the current or last run
 ---@field mark table? {buf, id} extmark of the step virtual text
+---@field step string? the plan step of the tool call in flight (from stepwise/toolCall)
 
 ---@type table<string, stepwise.Folder>
 M.folders = {}
