@@ -5,7 +5,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 import { Core, folderName } from './core';
 import type { PlanParams } from './plan';
 import type { Setup } from './setup';
-import { compactedLine, type CompactedParams, type StatusParams, type UsageParams } from './status';
+import { compactedLine, isSetupError, type CompactedParams, type StatusParams, type UsageParams } from './status';
 import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
 import type { Ui } from './ui';
 
@@ -84,7 +84,7 @@ export class Events {
     } else if (p.state === 'idle' && prev && prev.state !== 'idle') {
       this.transcriptFolder(p.workspace);
       writer.line(runEndLine(p.reason, p.message, f.usage, f.plan));
-      if (p.reason === 'error') this.showRunError(p.message);
+      if (p.reason === 'error') this.showRunError(p.message, isSetupError(p));
       else if (p.reason === 'loop_detected' || p.reason === 'max_rounds')
         void vscode.window
           .showWarningMessage(`stepwise: the run stopped (${p.reason.replace('_', ' ')}).`, 'Show Transcript')
@@ -93,10 +93,9 @@ export class Events {
     this.ui.update();
   }
 
-  private showRunError(message: string | undefined): void {
+  private showRunError(message: string | undefined, setup: boolean): void {
     const text = `stepwise: the run failed${message ? `: ${message}` : ''}`;
-    const looksLikeConfig = /model|api[ _-]?key|unauthori[sz]ed|401|403|base ?url|not configured/i.test(message ?? '');
-    const actions = looksLikeConfig ? ['Open Settings', 'Set API Key', 'Show Transcript'] : ['Show Transcript', 'Show Server Log'];
+    const actions = setup ? ['Open Settings', 'Set API Key', 'Show Transcript'] : ['Show Transcript', 'Show Server Log'];
     void vscode.window.showErrorMessage(text, ...actions).then((pick) => {
       if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'stepwise');
       else if (pick === 'Set API Key') void this.setup.setApiKey();
