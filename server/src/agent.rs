@@ -35,6 +35,8 @@ pub struct AgentConfig {
     pub bash_timeout: Duration,
     /// Compact the conversation when the prompt passes this share of the context window (percent).
     pub compact_at_percent: u32,
+    /// The session's MCP servers (their tools are offered from a run's first request) and time limits.
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl Default for AgentConfig {
@@ -45,6 +47,7 @@ impl Default for AgentConfig {
             planning: PlanningStyle::Todo,
             bash_timeout: Duration::from_secs(120),
             compact_at_percent: 85,
+            mcp: crate::mcp::McpConfig::default(),
         }
     }
 }
@@ -79,7 +82,12 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
     round::tell_user_news(messages, r);
     push_prompt(messages, prompt);
     r.events.checkpoint(messages);
-    let mut turn = round::Turn::new(messages, r);
+    // The MCP servers are waited for once per run: their tools are in its first request.
+    let mcp = match &r.cfg.mcp.set {
+        Some(set) => tokio::select! { biased; _ = r.cancel.cancelled() => None, t = set.ready() => Some(t) },
+        None => None,
+    };
+    let mut turn = round::Turn::new(messages, r, mcp);
     let outcome = loop {
         if let Some(outcome) = turn.round(messages, r).await {
             break outcome;

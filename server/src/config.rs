@@ -132,6 +132,7 @@ pub struct Overrides {
     pub context_window: Option<u64>,
     pub compact_threshold: Option<u32>,
     pub prompt_cache: Option<bool>,
+    pub mcp_servers: Option<crate::mcp::config::Setting>,
 }
 
 impl Overrides {
@@ -156,7 +157,8 @@ impl Overrides {
             model_timeout_secs,
             context_window,
             compact_threshold,
-            prompt_cache
+            prompt_cache,
+            mcp_servers
         )
     }
 }
@@ -331,6 +333,7 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
         max_rounds: num(o.max_rounds, "STEPWISE_MAX_ROUNDS", 50)?.max(1),
         planning,
         bash_timeout: Duration::from_secs(bash.max(1)),
+        mcp: crate::mcp::McpConfig::read(|var, default| number(env, var, default))?,
     })
 }
 

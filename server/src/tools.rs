@@ -1,5 +1,6 @@
 //! The tools the model is given, their schemas (the seed's s03) and their dispatch.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -9,6 +10,7 @@ mod files;
 use crate::host::output::truncate_chars;
 use crate::host::{is_dangerous, resolve, Approvals, Ask, FileChange, Host};
 use crate::llm::ToolSpec;
+use crate::mcp::McpTools;
 use crate::plan::{PlanBoard, PlanningStyle};
 
 /// The result of one tool call, as the model will read it, and the file change it made.
@@ -33,33 +35,34 @@ impl ToolOutput {
     }
 }
 
-pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
+/// The built-in tools, then the MCP servers' (`mcp__<server>__<tool>`).
+pub fn specs(style: PlanningStyle, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
     let mut tools = vec![
         ToolSpec {
-            name: "bash",
-            description: "Run a shell command.",
+            name: Cow::Borrowed("bash"),
+            description: Cow::Borrowed("Run a shell command."),
             input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
         },
         ToolSpec {
-            name: "read_file",
-            description: "Read file contents.",
+            name: Cow::Borrowed("read_file"),
+            description: Cow::Borrowed("Read file contents."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
         },
         ToolSpec {
-            name: "write_file",
-            description: "Write content to file.",
+            name: Cow::Borrowed("write_file"),
+            description: Cow::Borrowed("Write content to file."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
         },
         ToolSpec {
-            name: "edit_file",
-            description: "Replace exact text in file.",
+            name: Cow::Borrowed("edit_file"),
+            description: Cow::Borrowed("Replace exact text in file."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
         },
     ];
     match style {
         PlanningStyle::Todo => tools.push(ToolSpec {
-            name: "todo",
-            description: "Update task list. Track progress on multi-step tasks.",
+            name: Cow::Borrowed("todo"),
+            description: Cow::Borrowed("Update task list. Track progress on multi-step tasks."),
             input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
@@ -72,17 +75,18 @@ pub fn specs(style: PlanningStyle) -> Vec<ToolSpec> {
         }),
         PlanningStyle::Tasks => {
             tools.push(ToolSpec {
-                name: "create_todos",
-                description: "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
+                name: Cow::Borrowed("create_todos"),
+                description: Cow::Borrowed("Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending."),
                 input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
             });
             tools.push(ToolSpec {
-                name: "update_todo",
-                description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
+                name: Cow::Borrowed("update_todo"),
+                description: Cow::Borrowed("Update a step's status: running when you start it, completed when done, failed when it failed."),
                 input_schema: json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
             });
         }
     }
+    tools.extend(mcp.into_iter().flat_map(McpTools::specs));
     tools
 }
 
@@ -107,6 +111,8 @@ pub struct ToolContext<'a, H: Host> {
     pub bash_timeout: Duration,
     /// The call's id, for the host's questions and edits.
     pub call_id: &'a str,
+    /// The session's MCP tools, started.
+    pub mcp: Option<&'a McpTools>,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -119,7 +125,10 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
-    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file") || cx.style.is_planning_tool(name);
+    let mcp = cx.mcp.and_then(|m| m.find(name).map(|t| (m, t)));
+    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file")
+        || cx.style.is_planning_tool(name)
+        || mcp.is_some();
     if !known {
         return ToolOutput::failed(format!("Unknown tool: {name}"));
     }
@@ -129,6 +138,14 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
             other => other.to_string(),
         };
         return ToolOutput::error(format!("{name}: arguments must be a JSON object, got: {shown}"));
+    }
+    if let Some((set, tool)) = mcp {
+        // Like a shell command: the server runs code of its own, with the arguments the model chose.
+        if !files::approve(cx, &Ask::Tool { server: &tool.server, tool: &tool.tool }).await {
+            return ToolOutput::error(format!("MCP tool {} of {} denied by the user", tool.tool, tool.server));
+        }
+        let answer = set.call(tool, input).await;
+        return ToolOutput { text: answer.text, is_error: answer.is_error, change: None };
     }
     match run(name, input, cx).await {
         Ok(out) => out,

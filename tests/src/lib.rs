@@ -2,6 +2,7 @@
 //! and a fake editor driving the LSP sidecar (`lsp_client`).
 
 pub mod lsp_client;
+pub mod mcp_servers;
 pub mod mock;
 pub mod mock_cache;
 pub mod temp;

@@ -565,3 +565,48 @@ async fn every_setting_reaches_the_run_from_a_dotenv_file() {
         assert!(text(&o.stderr).contains("of 1000]"), "the window is the configured one: {}", show(&o));
     }
 }
+
+/// `/plan` shows the plan; `/plan edit` opens `$EDITOR` on its render form and applies what was saved: a
+/// broken rule is said and the text offered again; the next task's request carries the edit.
+#[tokio::test]
+async fn chat_plan_edit_opens_the_editor_and_the_model_is_told() {
+    let mock = MockModel::start(vec![Step::text("Seen.")]).await;
+    let tools = TempDir::new("cli-editor");
+    // First save: two steps in progress (refused); second save: a valid plan.
+    tools.write(
+        "edit.sh",
+        &format!(
+            "#!/bin/sh\nc={dir}/count\nn=$(cat \"$c\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$c\"\n\
+             if [ $n = 1 ]; then printf '[>] a\\n[>] b\\n' > \"$1\"; else printf '[x] Read the code\\n[>] Write the test\\n' > \"$1\"; fi\n",
+            dir = tools.path().display()
+        ),
+    );
+    let ws = TempDir::new("cli-ws");
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.env("STEPWISE_PROMPT_CACHE", "off").env("EDITOR", format!("sh {}", tools.join("edit.sh").display()));
+    cmd.env_remove("VISUAL");
+    cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"/plan\n/plan edit\ny\n/plan\ngo\n").await.unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("No todos."), "{out}");
+    assert_eq!(out.matches("[x] #1: Read the code\n[>] #2: Write the test\n\n(1/2 completed)").count(), 2, "{out}");
+    assert!(text(&o.stderr).contains("Error: Only one task can be in_progress at a time"), "{}", show(&o));
+    assert_eq!(tools.read("count").trim(), "2", "the editor was opened again after the refusal");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1, "/plan never reaches the model");
+    let texts: Vec<&str> =
+        reqs[0].body["messages"][0]["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "<plan-edit>The user changed the plan. It is now:\n[x] #1: Read the code\n[>] #2: Write the test\n\n(1/2 completed)</plan-edit>",
+            "go"
+        ]
+    );
+}

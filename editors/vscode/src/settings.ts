@@ -16,6 +16,7 @@ export const SERVER_KEYS = [
   'apiKeyEnv',
   'bashTimeoutSecs',
   'requestTimeoutSecs',
+  'mcpServers',
 ] as const;
 
 const ENUMS: Record<string, readonly string[]> = {
@@ -30,8 +31,10 @@ const POSITIVE_INTS = new Set(['reminderRounds', 'maxRounds', 'bashTimeoutSecs',
  * WorkspaceConfiguration). Unset values (undefined, null, '') are left out so the server falls back to
  * its environment (MODEL_ID, ANTHROPIC_BASE_URL, ...); invalid values are left out too.
  */
-export function serverSettings(raw: unknown): Record<string, string | number> {
-  const out: Record<string, string | number> = {};
+export type SettingValue = string | number | Record<string, unknown>;
+
+export function serverSettings(raw: unknown): Record<string, SettingValue> {
+  const out: Record<string, SettingValue> = {};
   if (!raw || typeof raw !== 'object') return out;
   const src = raw as Record<string, unknown>;
   for (const key of SERVER_KEYS) {
@@ -41,7 +44,12 @@ export function serverSettings(raw: unknown): Record<string, string | number> {
       value = value.trim();
       if (value === '') continue;
     }
-    if (ENUMS[key]) {
+    if (key === 'mcpServers') {
+      // Passed whole: the server checks each entry and reports a bad one by name.
+      if (typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length > 0) {
+        out[key] = JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+      }
+    } else if (ENUMS[key]) {
       const v = String(value).toLowerCase();
       if (!ENUMS[key].includes(v)) continue;
       out[key] = v;
@@ -57,7 +65,7 @@ export function serverSettings(raw: unknown): Record<string, string | number> {
 }
 
 /** initializationOptions for `initialize`: the server settings as a flat object. */
-export function initializationOptions(raw: unknown): Record<string, string | number> {
+export function initializationOptions(raw: unknown): Record<string, SettingValue> {
   return serverSettings(raw);
 }
 
@@ -110,6 +118,11 @@ export interface DoctorReport {
   missing: ('model' | 'apiKey')[];
   problems: string[];
   ok: boolean;
+  /** Instruction files (AGENTS.md / CLAUDE.md) added to the system prompt. */
+  instructions?: { path: string; scope: 'user' | 'workspace'; bytes: number; used: number; cut: boolean; error?: string | null }[];
+  /** MCP servers found (none is started by doctor). */
+  mcpServers?: { name: string; origin: string; transport: 'stdio' | 'http'; state: 'configured' | 'untrusted'; command?: string; args?: string[]; url?: string }[];
+  mcpProblems?: string[];
 }
 
 /** The arguments of `stepwise doctor` for a folder, with the settings the server would get. */
@@ -152,6 +165,16 @@ export function doctorReportLines(r: DoctorReport): string[] {
     `  ${'state dir'.padEnd(10)} ${r.stateDir ?? 'none'}`,
     `  ${'session'.padEnd(10)} ${r.session ?? 'none saved'}`,
   ];
+  for (const f of r.instructions ?? []) {
+    const what = f.error ? `unreadable: ${f.error}` : f.cut ? `${f.used} of ${f.bytes} bytes: cut at 32 KiB` : `${f.bytes} bytes`;
+    lines.push(`  ${'instructions'.padEnd(10)} ${f.path} (${what})`);
+  }
+  for (const s of r.mcpServers ?? []) {
+    const what = s.transport === 'http' ? s.url : [s.command, ...(s.args ?? [])].join(' ');
+    const state = s.state === 'untrusted' ? 'not trusted yet: starts once you trust the workspace .mcp.json' : s.state;
+    lines.push(`  ${'MCP server'.padEnd(10)} ${s.name} (${s.transport}, ${s.origin}): ${what} [${state}]`);
+  }
+  for (const p of r.mcpProblems ?? []) lines.push(`  MCP problem: ${p}`);
   if (r.ok) lines.push('  ready: a run can reach the model');
   else for (const p of r.problems) lines.push(`  problem: ${p}`);
   return lines;

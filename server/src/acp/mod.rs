@@ -9,6 +9,7 @@
 mod commands;
 mod events;
 mod host;
+mod mcp;
 mod prompt;
 mod replay;
 mod session_list;
@@ -24,7 +25,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, ResumeSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest, ResumeSessionRequest,
     ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
     SessionResumeCapabilities,
 };
@@ -85,12 +86,15 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(
-                            AgentCapabilities::new().load_session(true).session_capabilities(
-                                SessionCapabilities::new()
-                                    .list(SessionListCapabilities::new())
-                                    .resume(SessionResumeCapabilities::new())
-                                    .close(SessionCloseCapabilities::new()),
-                            ),
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .mcp_capabilities(McpCapabilities::new().http(true))
+                                .session_capabilities(
+                                    SessionCapabilities::new()
+                                        .list(SessionListCapabilities::new())
+                                        .resume(SessionResumeCapabilities::new())
+                                        .close(SessionCloseCapabilities::new()),
+                                ),
                         )
                         .agent_info(info),
                 )
@@ -104,6 +108,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Err(e) => return responder.respond_with_error(e),
                 };
                 let session = a2.sessions.create(root);
+                for problem in session.mcp.take(&req.mcp_servers) {
+                    tracing::warn!("session/new: {problem}");
+                }
                 tracing::info!("session {} in {}", session.id, session.root().display());
                 responder.respond(NewSessionResponse::new(session.id.clone()))?;
                 commands::advertise(&cx, &session.id);
@@ -121,6 +128,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Ok(s) => s,
                     Err(e) => return responder.respond_with_error(e),
                 };
+                for problem in session.mcp.take(&req.mcp_servers) {
+                    tracing::warn!("session/load: {problem}");
+                }
                 // The history goes out before the answer: the client shows it, then continues.
                 replay::send_history(&session, &cx).await;
                 responder.respond(LoadSessionResponse::new())?;

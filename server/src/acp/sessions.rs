@@ -17,11 +17,13 @@ pub(crate) struct AcpSession {
     pub id: String,
     /// The engine's workspace: the conversation, plan, run and approvals of this session.
     pub ws: Arc<Workspace>,
+    /// The session's MCP servers (acp/mcp.rs).
+    pub mcp: super::mcp::SessionMcp,
 }
 
 impl AcpSession {
     fn new(id: String, root: PathBuf, session: Session, file: Option<PathBuf>) -> AcpSession {
-        AcpSession { id, ws: Workspace::new(root, session, file) }
+        AcpSession { id, ws: Workspace::new(root, session, file), mcp: Default::default() }
     }
 
     /// Canonical: the agent's workspace.

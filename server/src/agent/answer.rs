@@ -2,12 +2,11 @@
 
 use serde_json::Value;
 
-use super::round::Turn;
 use super::{push_user_text, Run, CANCELLED, CONTINUE, CUT_CALL};
 use crate::events::{Event, EventSink};
 use crate::host::Host;
 use crate::llm::{Block, Message, ModelResponse, Role};
-use crate::session::{FinishReason, RunOutcome};
+use crate::session::FinishReason;
 
 /// How many times a cut text reply is continued before the run ends with `max_tokens`.
 const MAX_CONTINUATIONS: u32 = 2;
@@ -17,12 +16,15 @@ const KNOWN_STOPS: [&str; 4] = ["end_turn", "tool_use", "stop_sequence", "max_to
 pub(super) enum Answer {
     /// Tool calls to run, in order (id, name, input), and the answer's text.
     Calls { calls: Vec<(String, String, Value)>, text: String },
-    /// Nothing to run: the run ends (`Some`) or another round follows (`None`).
-    Done(Option<RunOutcome>),
+    /// Nothing to run; another round follows (below the round cap).
+    Again { text: String },
+    /// The run ends.
+    End { reason: FinishReason, text: String, error: Option<String> },
 }
 
+/// Reads an answer into the conversation; `continuations` counts cut text replies in a row.
 pub(super) fn read<H: Host, E: EventSink + ?Sized>(
-    turn: &mut Turn,
+    continuations: &mut u32,
     messages: &mut Vec<Message>,
     r: &Run<'_, H, E>,
     resp: ModelResponse,
@@ -41,13 +43,12 @@ pub(super) fn read<H: Host, E: EventSink + ?Sized>(
         messages.push(Message { role: Role::Assistant, content: resp.content });
     }
     let cut = stop_reason == "max_tokens";
-    let max_rounds = r.cfg.max_rounds;
     if !cut && !KNOWN_STOPS.contains(&stop_reason.as_str()) {
         // Nothing of an answer we do not understand is run; each call still gets its one result.
         let why = format!("the model stopped for a reason stepwise does not know: '{stop_reason}'");
         answer_unrun(messages, &calls, &format!("Error: Not run: {why}"));
         r.events.checkpoint(messages);
-        return Answer::Done(turn.end(FinishReason::Error, text, Some(why)));
+        return Answer::End { reason: FinishReason::Error, text, error: Some(why) };
     }
     if cut && !calls.is_empty() {
         // A cut call may carry cut input (half a file): never run it; the model retries smaller.
@@ -64,21 +65,21 @@ pub(super) fn read<H: Host, E: EventSink + ?Sized>(
         }
         answer_unrun(messages, &calls, CUT_CALL);
         r.events.checkpoint(messages);
-        return Answer::Done(turn.cap(text, max_rounds));
+        return Answer::Again { text };
     }
     if cut {
-        if turn.continuations >= MAX_CONTINUATIONS {
+        if *continuations >= MAX_CONTINUATIONS {
             r.events.checkpoint(messages);
             let why = format!(
                 "the model's reply hit the output limit ({} times in a row); raise STEPWISE_MAX_TOKENS or ask for less",
-                turn.continuations + 1
+                *continuations + 1
             );
-            return Answer::Done(turn.end(FinishReason::MaxTokens, text, Some(why)));
+            return Answer::End { reason: FinishReason::MaxTokens, text, error: Some(why) };
         }
-        turn.continuations += 1;
+        *continuations += 1;
         push_user_text(messages, CONTINUE.into());
         r.events.checkpoint(messages);
-        return Answer::Done(turn.cap(text, max_rounds));
+        return Answer::Again { text };
     }
     if calls.is_empty() {
         // Also a `tool_use` stop with no calls: the turn ends, no empty results message is sent; unless
@@ -88,10 +89,10 @@ pub(super) fn read<H: Host, E: EventSink + ?Sized>(
                 push_user_text(messages, line);
             }
             r.events.checkpoint(messages);
-            return Answer::Done(turn.cap(text, max_rounds));
+            return Answer::Again { text };
         }
         r.events.checkpoint(messages);
-        return Answer::Done(turn.end(FinishReason::EndTurn, text, None));
+        return Answer::End { reason: FinishReason::EndTurn, text, error: None };
     }
     Answer::Calls { calls, text }
 }

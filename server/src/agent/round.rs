@@ -1,5 +1,7 @@
 //! One round of the loop, phase by phase, over the state a run carries from round to round.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::answer::{self, Answer};
@@ -7,7 +9,9 @@ use super::{finish, push_user_text, Run, CANCELLED, REMINDER};
 use crate::context::estimate_tokens;
 use crate::events::{Event, EventSink};
 use crate::host::Host;
+use crate::instructions;
 use crate::llm::{Block, Message, ModelRequest, Role, ToolSpec, Usage};
+use crate::mcp::McpTools;
 use crate::session::{FinishReason, RunOutcome};
 use crate::tools::{self, ToolContext, ToolOutput};
 
@@ -15,12 +19,14 @@ use crate::tools::{self, ToolContext, ToolOutput};
 pub(super) struct Turn {
     system: String,
     specs: Vec<ToolSpec>,
+    /// The session's MCP tools, as started when the run began.
+    mcp: Option<Arc<McpTools>>,
     pub round: u32,
     pub usage: Usage,
     rounds_since_plan: u32,
     /// The previous call, for the seed's duplicate-call guard.
     last_call: Option<(String, Value)>,
-    pub continuations: u32,
+    continuations: u32,
     /// The latest prompt's size: the provider's count once it has answered, an estimate before.
     prompt_tokens: u64,
     overflow_retried: bool,
@@ -34,10 +40,16 @@ pub(super) struct Turn {
 type Next = Option<RunOutcome>;
 
 impl Turn {
-    pub fn new<H: Host, E: EventSink + ?Sized>(messages: &[Message], r: &Run<'_, H, E>) -> Turn {
+    pub fn new<H: Host, E: EventSink + ?Sized>(
+        messages: &[Message],
+        r: &Run<'_, H, E>,
+        mcp: Option<Arc<McpTools>>,
+    ) -> Turn {
         Turn {
-            system: tools::system_prompt(r.host.root(), r.cfg.planning),
-            specs: tools::specs(r.cfg.planning),
+            // Instruction files are read once per run: the prompt's prefix stays byte-stable.
+            system: tools::system_prompt(r.host.root(), r.cfg.planning) + &instructions::load(r.host.root()).prompt,
+            specs: tools::specs(r.cfg.planning, mcp.as_deref()),
+            mcp,
             round: 0,
             usage: Usage::default(),
             rounds_since_plan: 0,
@@ -90,9 +102,10 @@ impl Turn {
         }
         self.usage.add(resp.usage);
         r.events.emit(Event::Usage { round: resp.usage, run: self.usage, context_window: r.llm.context_window() });
-        match answer::read(self, messages, r, resp) {
+        match answer::read(&mut self.continuations, messages, r, resp) {
             Answer::Calls { calls, text } => self.run_tools(messages, r, calls, text).await,
-            Answer::Done(next) => next,
+            Answer::Again { text } => self.cap(text, r.cfg.max_rounds),
+            Answer::End { reason, text, error } => self.end(reason, text, error),
         }
     }
 
@@ -191,6 +204,7 @@ impl Turn {
             style: r.cfg.planning,
             bash_timeout: r.cfg.bash_timeout,
             call_id: id,
+            mcp: self.mcp.as_deref(),
         };
         let out = tokio::select! {
             biased;

@@ -78,6 +78,8 @@ pub struct Report {
     problems: Vec<String>,
     state_dir: Option<PathBuf>,
     session: Option<PathBuf>,
+    instructions: crate::instructions::Instructions,
+    mcp: crate::mcp::report::McpReport,
 }
 
 fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {
@@ -143,7 +145,22 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
     let state_dir = crate::trust::state_dir();
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
-    Report { workspace: root, env_files, provider, model, base_url, key, missing, problems, state_dir, session }
+    let instructions = crate::instructions::load(&root);
+    let mcp = crate::mcp::report::report(&root, o.mcp_servers.as_ref().map(|s| &s.0));
+    Report {
+        workspace: root,
+        env_files,
+        provider,
+        model,
+        base_url,
+        key,
+        missing,
+        problems,
+        state_dir,
+        session,
+        instructions,
+        mcp,
+    }
 }
 
 impl Report {
@@ -169,6 +186,12 @@ impl Report {
             "session": self.session,
             "missing": self.missing,
             "problems": self.problems,
+            "instructions": self.instructions.files.iter().map(|f| json!({
+                "path": f.path, "scope": f.scope, "bytes": f.bytes, "used": f.used,
+                "cut": (f.used as u64) < f.bytes && f.error.is_none(), "error": f.error,
+            })).collect::<Vec<_>>(),
+            "mcpServers": self.mcp.servers,
+            "mcpProblems": self.mcp.problems,
             "ok": self.ok(),
         })
     }
@@ -196,6 +219,28 @@ impl Report {
             self.state_dir.as_ref().map_or("none (set STEPWISE_STATE_DIR or HOME)".into(), |d| d.display().to_string()),
         );
         line("session", self.session.as_ref().map_or("none saved".into(), |f| f.display().to_string()));
+        let files: Vec<String> = self
+            .instructions
+            .files
+            .iter()
+            .map(|f| match &f.error {
+                Some(e) => format!("{} (unreadable: {e})", f.path.display()),
+                None if (f.used as u64) < f.bytes => {
+                    format!("{} ({} of {} bytes: cut at 32 KiB)", f.path.display(), f.used, f.bytes)
+                }
+                None => format!("{} ({} bytes)", f.path.display(), f.bytes),
+            })
+            .collect();
+        line("instructions", if files.is_empty() { "none (AGENTS.md or CLAUDE.md)".into() } else { files.join(", ") });
+        if self.mcp.servers.is_empty() {
+            line("MCP servers", "none".into());
+        }
+        for (i, s) in self.mcp.servers.iter().enumerate() {
+            line(if i == 0 { "MCP servers" } else { "" }, crate::mcp::report::line(s));
+        }
+        for p in &self.mcp.problems {
+            line("MCP problem", p.clone());
+        }
         if self.ok() {
             out.push_str("\nready: a run can reach the model\n");
         } else {

@@ -6,7 +6,6 @@
 //! answer to a question nobody asks any more. The reading thread is a plain thread, so an unanswered
 //! prompt never holds up the process's exit.
 
-use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -42,25 +41,40 @@ impl Input {
         let paused = Arc::new(AtomicBool::new(false));
         let pause = paused.clone();
         std::thread::spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut line = String::new();
+            // Bytes are read here, not through a buffered reader: lines it had buffered would wait unseen
+            // while `poll` says the descriptor is empty.
+            let mut pending: Vec<u8> = Vec::new();
+            let mut chunk = [0u8; 4096];
             loop {
-                // Polled rather than read blindly, so a paused reader takes nothing from the terminal.
-                if pause.load(Ordering::SeqCst) || !readable(100) {
-                    if pause.load(Ordering::SeqCst) {
-                        std::thread::sleep(std::time::Duration::from_millis(20));
+                if let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    let text = String::from_utf8_lossy(&line[..end]).trim_end_matches('\r').to_string();
+                    if tx.send(text).is_err() {
+                        return;
                     }
                     continue;
                 }
-                line.clear();
-                match stdin.read_line(&mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
+                // Polled rather than read blindly, so a paused reader takes nothing from the terminal.
+                if pause.load(Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    continue;
                 }
-                let text = line.trim_end_matches('\n').trim_end_matches('\r').to_string();
-                if tx.send(text).is_err() {
+                if !readable(100) {
+                    continue;
+                }
+                // SAFETY: reads into a buffer we own, at most its length.
+                let n = unsafe { libc::read(0, chunk.as_mut_ptr().cast(), chunk.len()) };
+                if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                let Ok(got @ 1..) = usize::try_from(n) else {
+                    // End of input (or a read error): a last line without its newline still counts.
+                    if !pending.is_empty() {
+                        let _ = tx.send(String::from_utf8_lossy(&pending).trim_end_matches('\r').to_string());
+                    }
                     return;
-                }
+                };
+                pending.extend_from_slice(&chunk[..got]);
             }
         });
         Input { lines: Arc::new(Mutex::new(rx)), paused }

@@ -3,6 +3,7 @@
 mod demo;
 pub mod doctor;
 mod input;
+mod mcp;
 mod render;
 mod slash;
 
@@ -55,7 +56,7 @@ async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
     }
     let env = Env::for_workspace(ws);
     let overrides = Overrides::default();
-    let cfg = config::agent(&env, &overrides)?;
+    let mut cfg = config::agent(&env, &overrides)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if opts.replay.is_none() && interactive {
         ask_about_foreign_endpoint(&env, &overrides, input).await;
@@ -74,6 +75,7 @@ async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
     let approver = if opts.yes { None } else { Some(terminal_approver(interactive, input.clone())) };
     let host = DiskHost::new(ws, approver).map_err(|e| format!("workspace {}: {e}", ws.display()))?;
     let term = Terminal::new();
+    mcp::start(ws, &mut cfg, interactive, input).await;
     Ok(Setup { llm, host, cfg, term })
 }
 
@@ -109,6 +111,9 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
             }
             Ask::Write { path, why } => {
                 (format!("write to {path} refused ({why})"), format!("{} ({why})", bold(&format!("Write {path}?"))))
+            }
+            Ask::Tool { server, tool } => {
+                (format!("MCP tool {tool} of {server} refused"), bold(&format!("Use the MCP tool {tool} of {server}?")))
             }
         };
         let input = input.clone();

@@ -29,6 +29,8 @@ impl Approval {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
     Tools,
+    /// The tools of one MCP server.
+    McpServer(String),
 }
 
 /// The session's standing approvals, kept by the workspace (one place for the command line, the
@@ -64,12 +66,18 @@ pub enum Ask<'a> {
         path: &'a str,
         why: &'static str,
     },
+    /// A call to a tool of an MCP server.
+    Tool {
+        server: &'a str,
+        tool: &'a str,
+    },
 }
 
 impl Ask<'_> {
     pub fn scope(&self) -> Scope {
         match self {
             Ask::Command(_) | Ask::Write { .. } => Scope::Tools,
+            Ask::Tool { server, .. } => Scope::McpServer(server.to_string()),
         }
     }
 
@@ -78,6 +86,7 @@ impl Ask<'_> {
         match self {
             Ask::Command(command) => format!("stepwise wants to run a shell command in {folder}: {command}"),
             Ask::Write { path, why } => format!("stepwise wants to write {path} in {folder} ({why})"),
+            Ask::Tool { server, tool } => format!("stepwise wants to use the MCP tool {tool} of {server} in {folder}"),
         }
     }
 }
@@ -107,6 +116,12 @@ pub fn protected(rel: &Path) -> Option<&'static str> {
     if matches!(file, ".nvim.lua" | ".nvimrc" | ".exrc") && names.len() == 1 {
         return Some("Neovim runs it as code when the folder is opened");
     }
+    if matches!(file, "agents.md" | "claude.md") {
+        return Some("instructions that coding agents, this one included, follow as the user's own");
+    }
+    if file == ".mcp.json" {
+        return Some("MCP servers listed there are started as commands");
+    }
     if names.first().is_some_and(|n| n == ".stepwise") {
         return Some("stepwise's own state");
     }
@@ -116,6 +131,18 @@ pub fn protected(rel: &Path) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allowing_an_mcp_server_for_the_session_covers_that_server_only() {
+        let a = Approvals::default();
+        let fs = Ask::Tool { server: "fs", tool: "read" };
+        a.record(&fs, Approval::AllowForSession);
+        assert!(a.covers(&Ask::Tool { server: "fs", tool: "write" }));
+        assert!(!a.covers(&Ask::Tool { server: "web", tool: "read" }));
+        assert!(!a.covers(&Ask::Command("ls")));
+        a.record(&Ask::Command("ls"), Approval::AllowForSession);
+        assert!(!a.covers(&Ask::Tool { server: "web", tool: "read" }));
+    }
 
     #[test]
     fn protected_paths() {
@@ -130,12 +157,22 @@ mod tests {
             ".envrc",
             ".vscode/tasks.json",
             ".nvim.lua",
+            "AGENTS.md",
+            "CLAUDE.md",
+            "docs/AGENTS.md",
+            ".mcp.json",
         ] {
             assert!(protected(Path::new(p)).is_some(), "{p}");
         }
-        for p in
-            ["src/main.rs", "env.txt", ".environment", "docs/.gitignore", ".github/workflows/ci.yml", "a/.nvim.lua"]
-        {
+        for p in [
+            "src/main.rs",
+            "env.txt",
+            ".environment",
+            "docs/.gitignore",
+            ".github/workflows/ci.yml",
+            "a/.nvim.lua",
+            "mcp.json",
+        ] {
             assert_eq!(protected(Path::new(p)), None, "{p}");
         }
     }

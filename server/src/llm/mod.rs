@@ -88,8 +88,9 @@ pub(crate) const MAX_STREAM_INDEX: u64 = 1024;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    /// Owned for tools learnt at run time (MCP servers'); borrowed for the built-in ones.
+    pub name: std::borrow::Cow<'static, str>,
+    pub description: std::borrow::Cow<'static, str>,
     pub input_schema: Value,
 }
 

@@ -47,7 +47,7 @@ impl<'a> WireTool<'a> {
     pub fn new(t: &'a ToolSpec) -> Self {
         WireTool {
             kind: "function",
-            function: Function { name: t.name, description: t.description, parameters: &t.input_schema },
+            function: Function { name: &t.name, description: &t.description, parameters: &t.input_schema },
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod ext;
 mod folder;
 mod frames;
 mod host;
+mod mcp;
 mod notify;
 mod positions;
 mod progress;

@@ -65,7 +65,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     let settings = shared.settings_for(&folder);
     let (reason, error, kind) = match config::agent_and_model(&env, &settings).await {
         Err(msg) => (FinishReason::Error, Some(msg), Some(ext::ErrorKind::Setup)),
-        Ok((cfg, llm)) => {
+        Ok((mut cfg, llm)) => {
+            cfg.mcp.set = Some(super::mcp::get(&shared, &folder, &settings, cfg.mcp.timeout));
             let host = EditorHost {
                 shared: shared.clone(),
                 folder: folder.clone(),

@@ -22,6 +22,10 @@ M.defaults = {
   reminder_rounds = nil,
   max_rounds = nil,
   planning_style = nil,
+  -- MCP servers whose tools the agent may use, by name: { fs = { command = 'npx', args = { ... } } } or
+  -- { docs = { type = 'http', url = 'https://...' } }; they join ~/.config/stepwise/mcp.json and the
+  -- workspace's .mcp.json (started only once trusted)
+  mcp_servers = nil, ---@type table<string,table>?
   settings = {}, -- any further server settings, camelCase, passed through as they are
   -- attaching
   autostart = true, -- attach to file buffers as they are read
@@ -59,6 +63,7 @@ local server_keys = {
   reminder_rounds = 'reminderRounds',
   max_rounds = 'maxRounds',
   planning_style = 'planningStyle',
+  mcp_servers = 'mcpServers',
 }
 
 ---@param opts table?
@@ -85,6 +90,10 @@ function M.set(opts)
       vim.tbl_contains({ 'ask', 'auto', 'deny' }, merged.approval),
       "stepwise: approval must be 'ask', 'auto' or 'deny'"
     )
+  end
+  if opts.mcp_servers ~= nil then
+    assert(type(opts.mcp_servers) == 'table', 'stepwise: mcp_servers must be a table of servers by name')
+    merged.mcp_servers = opts.mcp_servers
   end
   if merged.provider ~= nil then
     assert(

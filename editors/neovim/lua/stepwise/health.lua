@@ -95,6 +95,7 @@ function M.check()
       health.ok('ready: a run can reach the model')
     end
     health.info('state dir: ' .. tostring(report.stateDir ~= vim.NIL and report.stateDir or 'none'))
+    M.instructions_and_mcp(report, health)
   end
   health.info('approval of shell commands: ' .. (config.server_settings(opts).approval or 'ask'))
 
@@ -109,6 +110,39 @@ function M.check()
       local st = folder and folder.state or 'idle'
       health.info(string.format('folder %s: %s', f.name or f.uri, st))
     end
+  end
+end
+
+--- The instruction files and MCP servers of doctor's report (none of the servers is started by it).
+function M.instructions_and_mcp(report, health)
+  local files = report.instructions or {}
+  if #files == 0 then
+    health.info('instruction files: none (AGENTS.md or CLAUDE.md at the workspace root)')
+  end
+  for _, f in ipairs(files) do
+    if f.error ~= nil and f.error ~= vim.NIL then
+      health.warn('instruction file ' .. f.path .. ' is unreadable: ' .. f.error)
+    elseif f.cut then
+      health.warn(string.format('instruction file %s: %d of %d bytes used (32 KiB in all)', f.path, f.used, f.bytes))
+    else
+      health.ok(string.format('instruction file %s (%d bytes)', f.path, f.bytes))
+    end
+  end
+  local servers = report.mcpServers or {}
+  if #servers == 0 then
+    health.info('MCP servers: none')
+  end
+  for _, s in ipairs(servers) do
+    local what = s.transport == 'http' and s.url or table.concat(vim.list_extend({ s.command }, s.args or {}), ' ')
+    local line = string.format('MCP server %s (%s, %s): %s', s.name, s.transport, s.origin, what)
+    if s.state == 'untrusted' then
+      health.warn(line .. ': not trusted yet', { 'it starts once you trust the workspace .mcp.json when asked' })
+    else
+      health.ok(line)
+    end
+  end
+  for _, p in ipairs(report.mcpProblems or {}) do
+    health.error('MCP: ' .. p)
   end
 end
 

@@ -167,3 +167,32 @@ test('serverPath and provider changes restart the server', () => {
   assert.equal(needsRestart((k) => k === 'stepwise.provider'), true);
   assert.equal(needsRestart((k) => k === 'stepwise.model'), false);
 });
+
+test('mcpServers is passed whole; an empty or non-object one is left out', () => {
+  const servers = { fs: { command: 'npx', args: ['-y', 'server-filesystem', '.'] }, docs: { type: 'http', url: 'http://127.0.0.1:1/mcp' } };
+  assert.deepEqual(initializationOptions({ mcpServers: servers }), { mcpServers: servers });
+  assert.deepEqual(initializationOptions({ mcpServers: {} }), {});
+  assert.deepEqual(initializationOptions({ mcpServers: ['x'] }), {});
+  assert.deepEqual(initializationOptions({ mcpServers: 'fs' }), {});
+});
+
+test('doctor: instruction files and MCP servers are listed', () => {
+  const r: DoctorReport = {
+    ...REPORT,
+    instructions: [
+      { path: '/home/u/.config/stepwise/AGENTS.md', scope: 'user', bytes: 40, used: 40, cut: false },
+      { path: '/ws/AGENTS.md', scope: 'workspace', bytes: 40000, used: 32768, cut: true },
+    ],
+    mcpServers: [
+      { name: 'repo', origin: 'workspace', transport: 'stdio', state: 'untrusted', command: 'srv', args: ['--x'] },
+      { name: 'docs', origin: 'settings', transport: 'http', state: 'configured', url: 'http://127.0.0.1:1/mcp' },
+    ],
+    mcpProblems: ['/ws/.mcp.json: server \'bad\': a server needs a "command" (stdio) or a "url" (http)'],
+  };
+  const lines = doctorReportLines(r).join('\n');
+  assert.match(lines, /instructions \/home\/u\/\.config\/stepwise\/AGENTS\.md \(40 bytes\)/);
+  assert.match(lines, /instructions \/ws\/AGENTS\.md \(32768 of 40000 bytes: cut at 32 KiB\)/);
+  assert.match(lines, /MCP server repo \(stdio, workspace\): srv --x \[not trusted yet/);
+  assert.match(lines, /MCP server docs \(http, settings\): http:\/\/127\.0\.0\.1:1\/mcp \[configured\]/);
+  assert.match(lines, /MCP problem: \/ws\/\.mcp\.json: server 'bad'/);
+});

@@ -1,0 +1,81 @@
+//! MCP over ACP: `initialize` advertises http servers (stdio is always there); the servers a client
+//! passes in `session/new` (stdio and http, real FastMCP servers) reach the model as
+//! `mcp__<server>__<tool>` and their calls ask for permission; a workspace `.mcp.json` is asked about
+//! first and starts nothing when refused; a server that fails is told in the thread.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::call;
+use serde_json::{json, Value};
+use stepwise_tests::acp_client::{agent_env, chunks, AcpClient};
+use stepwise_tests::mcp_servers::{fastmcp_script, tools, HttpServer};
+use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::TempDir;
+
+#[tokio::test]
+async fn client_servers_are_offered_and_an_untrusted_workspace_file_is_asked_about() {
+    let t = tools();
+    let (ws, state, dir) = (TempDir::new("acp-mcp-ws"), TempDir::new("acp-mcp-state"), TempDir::new("acp-mcp-http"));
+    let http = HttpServer::start(dir.path());
+    ws.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"repo": {"command": "bash", "args": ["-c", format!("touch {}", ws.join("marker").display())]}}})
+            .to_string(),
+    );
+    let mock = MockModel::start(vec![
+        call("mcp__py__add", json!({"a": 20, "b": 22})),
+        call("mcp__web__add", json!({"a": 1, "b": 2})),
+        Step::text("done"),
+    ])
+    .await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    let init = client.initialize(false, false).await;
+    assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["http"], true, "{init}");
+
+    let asked = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = asked.clone();
+    client.on_request = Box::new(move |method, params| {
+        assert_eq!(method, "session/request_permission", "unexpected request {method}: {params}");
+        let mut seen = seen.lock().unwrap();
+        seen.push(params.clone());
+        // The workspace file first (refused), then the two calls (allowed).
+        let option = if seen.len() == 1 { "distrust" } else { "allow_once" };
+        Ok(json!({"outcome": {"outcome": "selected", "optionId": option}}))
+    });
+    let servers = json!([
+        {"name": "py", "command": t.python, "args": [fastmcp_script(), "stdio"], "env": []},
+        {"type": "http", "name": "web", "url": http.url, "headers": []},
+        {"name": "dies", "command": "/bin/sh", "args": ["-c", "echo 'no token' >&2; exit 4"], "env": []},
+    ]);
+    let r = client.call("session/new", json!({"cwd": ws.path(), "mcpServers": servers})).await;
+    let sid = r["sessionId"].as_str().unwrap().to_string();
+    let (resp, updates) = client.prompt(&sid, "add").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    let title = |i: usize| asked[i]["toolCall"]["title"].as_str().unwrap_or("").to_string();
+    assert!(
+        title(0).contains(".mcp.json asks to start MCP servers") && title(0).contains("repo: bash -c touch"),
+        "{}",
+        title(0)
+    );
+    assert!(title(1).starts_with("stepwise wants to use the MCP tool add of py in "), "{}", title(1));
+    assert!(title(2).starts_with("stepwise wants to use the MCP tool add of web in "), "{}", title(2));
+    assert!(!ws.join("marker").exists(), "the refused .mcp.json started its server");
+
+    let text = chunks(&updates, "agent_message_chunk");
+    assert!(text.contains("MCP server 'dies' failed to start: it exited with code 4: no token"), "{text}");
+    assert!(text.contains("MCP server 'repo' failed to start: the workspace's .mcp.json is not trusted"), "{text}");
+    let reqs = mock.requests();
+    let names: Vec<&str> =
+        reqs[0].body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"mcp__py__add") && names.contains(&"mcp__web__add"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("mcp__repo") || n.starts_with("mcp__dies")), "{names:?}");
+    let result =
+        |i: usize| reqs[i].body["messages"].as_array().unwrap().last().unwrap()["content"][0]["content"].clone();
+    assert_eq!(result(1), "sum=42");
+    assert_eq!(result(2), "sum=3");
+}
