@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Every test of the project: formatting and lints, the Rust workspace (engine, mock model, LSP harness), a
-# real model server (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the Neovim plugin, Emacs's eglot
-# and the VS Code extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
+# Every test of the project: formatting and lints (for macOS too, cross-checked), the Rust workspace (engine,
+# mock model, LSP harness), a real model server (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the
+# Neovim plugin, Emacs's eglot and the VS Code extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== cargo fmt --check, clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "== macOS: clippy for aarch64-apple-darwin and x86_64-apple-darwin (cross-checked here, not linked)"
+bash tests/cross/check.sh
 
 echo "== cargo test (workspace)"
 cargo build --workspace --bins

@@ -120,7 +120,7 @@ pub struct Overrides {
     pub model: Option<String>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
-    pub approval: Option<String>,
+    pub approval: Option<crate::host::ApprovalMode>,
     pub reminder_rounds: Option<u32>,
     pub max_rounds: Option<u32>,
     pub planning_style: Option<String>,

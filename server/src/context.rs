@@ -30,11 +30,29 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
         .flat_map(|m| &m.content)
         .map(|b| match b {
             Block::Text { text } => text.len(),
-            Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+            Block::ToolUse { name, input, .. } => name.len() + encoded_len(input),
             Block::ToolResult { content, .. } => content.len(),
         })
         .sum();
     (chars / 4) as u64
+}
+
+/// The length of `v` encoded as JSON, counted without building the string.
+fn encoded_len(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing a `Value` cannot fail, and this writer never does.
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
 }
 
 /// Shortens tool results older than the newest `KEEP_ROUNDS` rounds; returns how many were shortened.
@@ -182,6 +200,17 @@ mod tests {
             m.extend(round(i, output));
         }
         m
+    }
+
+    #[test]
+    fn tool_inputs_count_as_their_json() {
+        let input = json!({"command": "echo \"é\"", "n": [1, 2]});
+        let m = vec![Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolUse { id: "t".into(), name: "bash".into(), input: input.clone() }],
+        }];
+        assert_eq!(encoded_len(&input), input.to_string().len());
+        assert_eq!(estimate_tokens(&m), ((4 + input.to_string().len()) / 4) as u64);
     }
 
     #[test]

@@ -61,6 +61,13 @@ pub enum Event<'a> {
         tokens_after: u64,
         error: Option<&'a str>,
     },
+    /// A checkpoint was taken before round `round` (`stepwise/checkpoint`).
+    Checkpoint {
+        id: &'a str,
+        run_id: &'a str,
+        round: u32,
+        step: Option<&'a str>,
+    },
     RunFinished {
         outcome: &'a RunOutcome,
     },

@@ -6,6 +6,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -18,6 +19,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod plan;
 pub mod session;
+pub mod snapshot;
 pub mod steering;
 pub mod store;
 pub mod tools;

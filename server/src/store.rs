@@ -2,12 +2,12 @@
 //! file per folder (`file_for`), the ACP agent one per session id (`file_for_id`); both use this format.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use crate::agent::Session;
-
-const FORMAT: u32 = 1;
+use crate::snapshot::{Snapshot, FORMAT};
 
 #[derive(Deserialize)]
 struct SavedSession {
@@ -23,30 +23,6 @@ struct SessionFile<'a> {
     format: u32,
     folder: &'a Path,
     session: &'a Session,
-}
-
-/// A saved session in its parts: the conversation as of its last consistent point, and the plan as it
-/// is now (a plan change is saved when it happens, mid-round included, without the half-done round).
-#[derive(Default)]
-struct Parts {
-    messages: Vec<u8>,
-    plan: Vec<u8>,
-}
-
-impl Parts {
-    fn compose(&self, folder: &[u8]) -> Vec<u8> {
-        let messages: &[u8] = if self.messages.is_empty() { b"[]" } else { &self.messages };
-        let plan: &[u8] = if self.plan.is_empty() { b"\"plan\":{\"items\":[]},\"revision\":0" } else { &self.plan };
-        let mut out = Vec::with_capacity(messages.len() + plan.len() + folder.len() + 64);
-        out.extend_from_slice(format!("{{\"format\":{FORMAT},\"folder\":").as_bytes());
-        out.extend_from_slice(folder);
-        out.extend_from_slice(b",\"session\":{\"messages\":");
-        out.extend_from_slice(messages);
-        out.push(b',');
-        out.extend_from_slice(plan);
-        out.extend_from_slice(b"}}");
-        out
-    }
 }
 
 pub use crate::trust::state_dir;
@@ -138,66 +114,76 @@ static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// One saved session's file: snapshots are written in the background as they come (older ones not yet
 /// written are skipped), and the newest can be written at once (at shutdown, when background writers may
 /// not get to run). The sidecar's folders and the ACP agent's sessions each hold one.
+///
+/// A save on the loop's task encodes only what changed since the last one (`Snapshot`); the whole
+/// file is put together and written by the background writer.
 pub struct Saver {
     file: PathBuf,
-    /// The workspace folder, as JSON.
-    folder: Vec<u8>,
-    parts: std::sync::Mutex<Parts>,
-    latest: tokio::sync::watch::Sender<Option<Vec<u8>>>,
+    latest: Arc<Mutex<Latest>>,
+    wake: tokio::sync::watch::Sender<()>,
+}
+
+#[derive(Default)]
+struct Latest {
+    snapshot: Snapshot,
+    /// Something was saved (a flush writes it even when the writer already has).
+    saved: bool,
+    /// Saved since the writer last wrote.
+    unwritten: bool,
+}
+
+impl Latest {
+    /// The newest bytes, if there are any worth writing.
+    fn take(&mut self, even_if_written: bool) -> Option<Vec<u8>> {
+        let due = self.saved && (self.unwritten || even_if_written);
+        self.unwritten = false;
+        due.then(|| self.snapshot.bytes())
+    }
 }
 
 impl Saver {
     /// Starts the background writer of `file`, the session of `folder` (on the current runtime).
     pub fn spawn(file: PathBuf, folder: &Path) -> Saver {
-        Saver {
-            latest: spawn_writer(file.clone()),
-            file,
-            folder: serde_json::to_vec(folder).unwrap_or_else(|_| b"null".to_vec()),
-            parts: Default::default(),
-        }
+        let snapshot = Snapshot::new(folder).unwrap_or_default();
+        let latest = Arc::new(Mutex::new(Latest { snapshot, ..Latest::default() }));
+        Saver { wake: spawn_writer(file.clone(), latest.clone()), latest, file }
     }
 
     /// What is saved already (a restored session), so a first save of one part keeps the other.
     pub fn prime(&self, session: &Session) {
-        let mut parts = crate::locks::lock(&self.parts);
-        parts.messages = serde_json::to_vec(&session.messages).unwrap_or_default();
-        drop(parts);
-        self.set_plan(&session.plan, session.revision, false);
+        if let Err(e) = crate::locks::lock(&self.latest).snapshot.update(session) {
+            tracing::warn!("could not encode session state: {e}");
+        }
     }
 
-    /// The conversation reached a consistent point: hands a snapshot to the background writer.
+    /// The conversation reached a consistent point: hands it to the background writer.
     pub fn save_messages(&self, messages: &[crate::llm::Message]) {
-        let Ok(bytes) = serde_json::to_vec(messages) else { return };
-        let mut parts = crate::locks::lock(&self.parts);
-        parts.messages = bytes;
-        let _ = self.latest.send(Some(parts.compose(&self.folder)));
+        self.save_with(|s| s.update_messages(messages));
     }
 
     /// The plan changed: saved with the conversation as of its last consistent point.
     pub fn save_plan(&self, plan: &crate::plan::Plan, revision: u64) {
-        self.set_plan(plan, revision, true);
+        self.save_with(|s| s.update_plan(plan, revision));
     }
 
-    fn set_plan(&self, plan: &crate::plan::Plan, revision: u64, write: bool) {
-        #[derive(Serialize)]
-        struct PlanPart<'a> {
-            plan: &'a crate::plan::Plan,
-            revision: u64,
+    fn save_with(&self, update: impl FnOnce(&mut Snapshot) -> serde_json::Result<()>) {
+        {
+            let mut latest = crate::locks::lock(&self.latest);
+            if let Err(e) = update(&mut latest.snapshot) {
+                // Not saved: the file keeps what was last written.
+                tracing::warn!("could not encode session state: {e}");
+                return;
+            }
+            latest.saved = true;
+            latest.unwritten = true;
         }
-        let Ok(json) = serde_json::to_vec(&PlanPart { plan, revision }) else { return };
-        // The fields without their braces, to sit beside "messages".
-        let fields = json[1..json.len() - 1].to_vec();
-        let mut parts = crate::locks::lock(&self.parts);
-        parts.plan = fields;
-        if write {
-            let _ = self.latest.send(Some(parts.compose(&self.folder)));
-        }
+        self.wake.send_replace(());
     }
 
     /// Writes the newest snapshot now (blocking).
     pub fn flush(&self) -> std::io::Result<()> {
         let _turn = crate::locks::lock(&WRITING);
-        let bytes = self.latest.borrow().clone();
+        let bytes = crate::locks::lock(&self.latest).take(true);
         match bytes {
             Some(b) => write_atomic(&self.file, &b),
             None => Ok(()),
@@ -206,27 +192,21 @@ impl Saver {
 }
 
 /// Saves the latest snapshot of one folder in the background; older snapshots not yet written are skipped.
-fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>> {
-    let (tx, mut rx) = tokio::sync::watch::channel::<Option<Vec<u8>>>(None);
+fn spawn_writer(file: PathBuf, latest: Arc<Mutex<Latest>>) -> tokio::sync::watch::Sender<()> {
+    let (tx, mut rx) = tokio::sync::watch::channel(());
     tokio::spawn(async move {
         while rx.changed().await.is_ok() {
-            let file = file.clone();
+            let (file, latest) = (file.clone(), latest.clone());
             let res = tokio::task::spawn_blocking(move || {
-                let turn = crate::locks::lock(&WRITING);
+                let _turn = crate::locks::lock(&WRITING);
                 // The newest snapshot now, not the one that woke us.
-                let bytes = rx.borrow_and_update().clone();
-                let res = bytes.map_or(Ok(()), |b| write_atomic(&file, &b));
-                drop(turn);
-                (rx, res)
+                let bytes = crate::locks::lock(&latest).take(false);
+                bytes.map_or(Ok(()), |b| write_atomic(&file, &b))
             })
             .await;
             match res {
-                Ok((back, written)) => {
-                    rx = back;
-                    if let Err(e) = written {
-                        tracing::warn!("could not save session state: {e}");
-                    }
-                }
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("could not save session state: {e}"),
                 Err(e) => {
                     tracing::warn!("could not save session state: {e}");
                     return;
@@ -239,7 +219,10 @@ fn spawn_writer(file: PathBuf) -> tokio::sync::watch::Sender<Option<Vec<u8>>> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::llm::{Block, Message, Role};
 
     #[test]
     fn session_ids_name_files_inside_the_acp_folder_only() {
@@ -265,5 +248,51 @@ mod tests {
             _ => panic!("not restored with its folder"),
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    /// `Snapshot`'s bytes, kept between saves, are exactly `encode`'s.
+    fn the_kept_bytes_are_the_whole_session_encoded_afresh() {
+        let mut snap = Snapshot::new(Path::new("/work/a \"b\"")).unwrap();
+        let mut session = Session::default();
+        let check = |snap: &mut Snapshot, folder: &str, session: &Session| {
+            snap.update(session).unwrap();
+            let want = encode(Path::new(folder), session).unwrap();
+            assert_eq!(String::from_utf8(snap.bytes()).unwrap(), String::from_utf8(want).unwrap());
+        };
+        check(&mut snap, "/work/a \"b\"", &session);
+        session.push_prompt("the task");
+        for i in 0..20 {
+            check(&mut snap, "/work/a \"b\"", &session);
+            session.messages.push(Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse { id: format!("t{i}"), name: "todo".into(), input: json!({"i": i}) }],
+            });
+            session.messages.push(Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_use_id: format!("t{i}"),
+                    content: "ok é\n".into(),
+                    is_error: false,
+                }],
+            });
+            let items = json!([{"id": "1", "text": format!("Step {i}"), "status": "in_progress"}]);
+            session.plan.update(&items).unwrap();
+        }
+        session.push_prompt("more");
+        check(&mut snap, "/work/a \"b\"", &session);
+        session.messages[3].content[0] = Block::Text { text: "shortened".into() };
+        check(&mut snap, "/work/a \"b\"", &session);
+        // The plan alone (a change mid-round): the conversation stays as last saved.
+        let saved = session.clone();
+        session.plan.update(&json!([{"text": "by the user"}])).unwrap();
+        session.revision = 41;
+        snap.update_plan(&session.plan, session.revision).unwrap();
+        let want = Session { messages: saved.messages.clone(), ..session.clone() };
+        assert_eq!(snap.bytes(), encode(Path::new("/work/a \"b\""), &want).unwrap());
+        session.messages.drain(..10);
+        let mut elsewhere = Snapshot::new(Path::new("/elsewhere")).unwrap();
+        check(&mut elsewhere, "/elsewhere", &session);
+        check(&mut elsewhere, "/elsewhere", &Session::default());
     }
 }

@@ -57,7 +57,7 @@ if (scenario === "approve") {
   check(eq(termCalls, ["terminal/wait_for_exit", "terminal/output", "terminal/release"]), `then wait, output, release (${termCalls})`);
   check(toolResults.some((r) => r.content === "(no output)" && r.is_error !== true), "the model reads the terminal's result");
   const commands = of("available_commands_update")[0]?.availableCommands?.map((c) => c.name);
-  check(eq(commands, ["compact", "plan"]), `the agent's own commands are advertised (${commands})`);
+  check(eq(commands, ["compact", "plan", "checkpoints", "rewind"]), `the agent's own commands are advertised (${commands})`);
   const diff = done[1]?.content?.find((c) => c.type === "diff");
   check(diff?.oldText === "hello world\n" && diff?.newText === "hello there\n", "the edit carries its diff");
   // acpx offers fs: the agent read and wrote through it.

@@ -40,7 +40,10 @@ async fn compact_is_advertised_and_run_by_the_agent_not_the_model() {
         json!([
             {"name": "compact", "description": "Summarise the conversation now to free context; the plan is kept"},
             {"name": "plan", "description": "Show the plan, or replace it: one line per step, [ ] #1: text, [>] in progress, [x] done",
-             "input": {"hint": "the plan in its render form (empty: show it)"}}
+             "input": {"hint": "the plan in its render form (empty: show it)"}},
+            {"name": "checkpoints", "description": "List the checkpoints taken before each round, with the files changed since"},
+            {"name": "rewind", "description": "Put the files, conversation and plan back as they were at a checkpoint",
+             "input": {"hint": "ID [both|files|conversation]"}}
         ])
     );
 

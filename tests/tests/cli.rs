@@ -53,7 +53,8 @@ fn stepwise(cwd: &Path) -> tokio::process::Command {
     let bin = stepwise_bin();
     let mut cmd = tokio::process::Command::new(bin);
     cmd.env_clear();
-    for keep in ["PATH", "HOME", "TMPDIR", "LANG"] {
+    // STEPWISE_PORTABLE_HOST: the suite runs again on the portable host paths (tests/tests/portable_host.rs).
+    for keep in ["PATH", "HOME", "TMPDIR", "LANG", stepwise::host::PORTABLE_ENV] {
         if let Ok(v) = std::env::var(keep) {
             cmd.env(keep, v);
         }

@@ -374,7 +374,12 @@ async fn lsp_a_corrupt_state_file_is_moved_aside_and_reported() {
     let first = editor(ClientPreset::Neovim, &dir, &state, &mock).binary().ignore(&TRANSCRIPT).start().await;
     assert_eq!(first.run("make a plan").await.reason(), "end_turn");
     first.finish().await;
-    let files: Vec<_> = std::fs::read_dir(state.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    // The session file (its checkpoints live in a folder of their own next to it).
+    let files: Vec<_> = std::fs::read_dir(state.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_none_or(|e| e != "checkpoints"))
+        .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].extension().is_some_and(|e| e == "json"), "{files:?}");
     std::fs::write(&files[0], "{\"format\": 1, \"session\": [garbage").unwrap();
@@ -411,7 +416,11 @@ async fn lsp_a_saved_plan_that_breaks_the_rules_is_not_restored() {
     let first = editor(ClientPreset::Neovim, &dir, &state, &mock).binary().ignore(&TRANSCRIPT).start().await;
     assert_eq!(first.run("make a plan").await.reason(), "end_turn");
     first.finish().await;
-    let file = std::fs::read_dir(state.path()).unwrap().next().unwrap().unwrap().path();
+    let file = std::fs::read_dir(state.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
     // Edited by hand (or by anything else): three steps in progress, two with the same id.
     let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let item = |id: &str| json!({"id": id, "text": "Step", "status": "in_progress"});

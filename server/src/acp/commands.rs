@@ -2,8 +2,7 @@
 //! is ready (`session/new`, `session/load`, `session/resume`), and a prompt that is one of them
 //! (`/compact`) is run here and never reaches the model. Any other text starting with `/` is a prompt.
 //!
-//! Adding a command: a row in `COMMANDS` and an arm in `run`. Only commands that work are listed; the
-//! plan, checkpoint and rewind commands join once the engine offers their operations (docs/acp.md).
+//! Adding a command: a row in `COMMANDS` and an arm in `run`. Only commands that work are listed.
 
 use std::sync::Arc;
 
@@ -38,6 +37,16 @@ const COMMANDS: &[SlashCommand] = &[
         description: "Show the plan, or replace it: one line per step, [ ] #1: text, [>] in progress, [x] done",
         hint: Some("the plan in its render form (empty: show it)"),
     },
+    SlashCommand {
+        name: "checkpoints",
+        description: "List the checkpoints taken before each round, with the files changed since",
+        hint: None,
+    },
+    SlashCommand {
+        name: "rewind",
+        description: "Put the files, conversation and plan back as they were at a checkpoint",
+        hint: Some("ID [both|files|conversation]"),
+    },
 ];
 
 /// Sends the session's commands; the client offers them when the user types `/`.
@@ -71,6 +80,11 @@ pub(crate) async fn run(
     match command.name {
         "compact" => compact(session, conn, ticket).await,
         "plan" => plan(session, conn, args),
+        "checkpoints" => {
+            say(conn, session, crate::checkpoint::text::listing(&session.ws.checkpoints()));
+            Ok(PromptResponse::new(StopReason::EndTurn))
+        }
+        "rewind" => rewind(session, conn, ticket, args),
         other => Err(Error::new(ErrorCode::INTERNAL_ERROR, format!("/{other} is listed but not handled"))),
     }
 }
@@ -94,6 +108,26 @@ fn plan(session: &Arc<AcpSession>, conn: &Conn, text: &str) -> Result<PromptResp
         }
         Err(e) => {
             say(conn, session, e.clone());
+            Err(Error::new(ErrorCode::INVALID_PARAMS, e))
+        }
+    }
+}
+
+/// `/rewind ID [both|files|conversation]`: on disk (the prompt holds the run slot, so no run goes on).
+fn rewind(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket, args: &str) -> Result<PromptResponse, Error> {
+    use crate::checkpoint::text;
+    let done = text::parse_args(args).and_then(|(id, restore)| session.ws.rewind_on_disk_holding(ticket, id, restore));
+    match done {
+        Ok(done) => {
+            if done.plan.session.is_some() {
+                let plan = session.ws.plan().plan;
+                events::send(conn, &session.id, SessionUpdate::Plan(super::tool_calls::plan(&plan)));
+            }
+            say(conn, session, text::rewound(&done));
+            Ok(PromptResponse::new(StopReason::EndTurn))
+        }
+        Err(e) => {
+            say(conn, session, format!("stepwise: {e}"));
             Err(Error::new(ErrorCode::INVALID_PARAMS, e))
         }
     }

@@ -80,7 +80,7 @@ impl AcpEvents {
 impl EventSink for AcpEvents {
     fn emit(&self, event: Event<'_>) {
         match event {
-            Event::Thinking { .. } | Event::RunFinished { .. } => {}
+            Event::Thinking { .. } | Event::RunFinished { .. } | Event::Checkpoint { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input, .. } => {
                 *lock(&self.state.current) = Some(id.to_string());

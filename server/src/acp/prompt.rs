@@ -45,7 +45,7 @@ pub(crate) async fn run(
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
     }
     let conn = &conn;
-    // Our own slash commands (`/compact`, `/plan`) run here and never reach the model.
+    // Our own slash commands (`/compact`, `/plan`, `/checkpoints`, `/rewind`) run here and never reach the model.
     if let Some((command, args)) = super::commands::parse(&prompt) {
         return super::commands::run(command, args, &session, conn, &ticket).await;
     }

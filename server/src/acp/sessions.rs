@@ -23,7 +23,10 @@ pub(crate) struct AcpSession {
 
 impl AcpSession {
     fn new(id: String, root: PathBuf, session: Session, file: Option<PathBuf>) -> AcpSession {
-        AcpSession { id, ws: Workspace::new(root, session, file), mcp: Default::default() }
+        let checkpoints = file.as_ref().map(|f| f.with_extension("checkpoints"));
+        let ws = Workspace::new(root, session, file);
+        ws.enable_checkpoints(checkpoints.as_deref());
+        AcpSession { id, ws, mcp: Default::default() }
     }
 
     /// Canonical: the agent's workspace.

@@ -1,5 +1,6 @@
 //! The command line: `run`, `chat`, `demo` and `lsp`.
 
+mod checkpoints;
 mod demo;
 pub mod doctor;
 mod input;
@@ -206,6 +207,7 @@ pub async fn chat(opts: Options) -> i32 {
     let tty = std::io::stdin().is_terminal();
     let prompt = "\x1b[36mstepwise >> \x1b[0m";
     let ws = Workspace::new(s.host.root().to_path_buf(), Session::default(), None);
+    ws.enable_checkpoints(None);
     loop {
         // Listening before the prompt shows, so a Ctrl-C right after it is not missed; made anew each
         // time, so one that cancelled the task before does not count here.

@@ -143,6 +143,8 @@ impl EventSink for Terminal {
                 *locks::lock(&self.context) = (round.input_tokens, context_window);
                 self.spin(false)
             }
+            // Listed on demand (`/checkpoints`), not announced in the transcript.
+            Event::Checkpoint { .. } => return,
             Event::RunFinished { outcome } => {
                 self.spin(false);
                 let _ = writeln!(out);

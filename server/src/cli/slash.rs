@@ -1,4 +1,5 @@
-//! Chat's own commands, handled here and never sent to the model: `/compact`, `/plan`, `/plan edit`.
+//! Chat's own commands, handled here and never sent to the model: `/compact`, `/plan`, `/plan edit`,
+//! `/checkpoints`, `/rewind ID`.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -18,6 +19,8 @@ pub(super) async fn run(command: &str, ws: &Arc<Workspace>, s: &Setup, input: &I
         }
         ("plan", "") => println!("{}", ws.plan().plan.render()),
         ("plan", "edit") => edit_plan(ws, input).await,
+        ("checkpoints", "") => super::checkpoints::list(ws),
+        ("rewind", args) if !args.is_empty() => super::checkpoints::rewind(ws, args),
         _ => return false,
     }
     true

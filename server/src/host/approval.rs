@@ -24,6 +24,34 @@ impl Approval {
     }
 }
 
+/// The editors' `approval` setting: ask the user, or answer every question without asking. An unknown
+/// value is refused by name when the settings are read, never taken for `ask` unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum ApprovalMode {
+    Ask,
+    Auto,
+    Deny,
+}
+
+impl ApprovalMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ask" => Some(Self::Ask),
+            "auto" | "always" | "yes" => Some(Self::Auto),
+            "deny" | "never" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+}
+
+impl TryFrom<String> for ApprovalMode {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| format!("unknown approval '{s}': use 'ask', 'auto' or 'deny'"))
+    }
+}
+
 /// What "allow for this session" covers: the agent's own tools (shell commands and protected writes,
 /// as the editors have always offered it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

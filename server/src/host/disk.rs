@@ -133,8 +133,10 @@ fn write_beneath(path: &ResolvedPath, content: &str) -> Result<(), String> {
             meta.nlink()
         ));
     }
-    file.set_len(0).map_err(|e| io_error(path, e))?;
-    file.write_all(content.as_bytes()).map_err(|e| io_error(path, e))
+    // Written over the old bytes, then cut to length: an edit rewrites pages in place rather than
+    // freeing the whole file and allocating it again.
+    file.write_all(content.as_bytes()).map_err(|e| io_error(path, e))?;
+    file.set_len(content.len() as u64).map_err(|e| io_error(path, e))
 }
 
 pub(crate) fn io_error(path: &ResolvedPath, e: std::io::Error) -> String {

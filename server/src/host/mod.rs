@@ -4,22 +4,26 @@
 //! implements the same trait on top of the editor's buffers and `workspace/applyEdit`.
 
 mod approval;
-mod beneath;
+pub(crate) mod beneath;
 mod change;
 pub mod disk;
+mod guard;
 pub mod output;
 mod path;
+mod platform;
 pub mod preview;
+mod procs;
 pub(crate) mod shell;
 
 use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-pub use approval::{protected, Approval, Approvals, Ask, Scope};
+pub use approval::{protected, Approval, ApprovalMode, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
+pub use platform::PORTABLE_ENV;
 pub use shell::{is_dangerous, run_shell, ShellOutput};
 
 /// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser") and the

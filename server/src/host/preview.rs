@@ -44,7 +44,7 @@ pub fn read_stream(mut r: impl Read, limit: Option<u64>) -> Result<String, Previ
         };
         let chunk = &buf[..n];
         last = chunk.last().copied();
-        newlines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        newlines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         if keeping {
             for (i, b) in chunk.iter().enumerate() {
                 if *b == b'\n' {

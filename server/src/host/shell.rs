@@ -1,12 +1,11 @@
-//! Running the model's shell commands: own process group, bounded time and output, nothing left behind.
+//! Running the model's shell commands: bounded time and output, nothing left behind (`guard.rs`).
 
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::guard::{self, Exit, Reaper};
 pub use super::output::truncate_chars;
 use super::output::Bounded;
 
@@ -14,10 +13,6 @@ use super::output::Bounded;
 pub const OUTPUT_CAP: usize = 50_000;
 /// A command that prints more than this is stopped: its output could never be shown, only paid for.
 pub const OUTPUT_CEILING: u64 = 16 * 1024 * 1024;
-
-/// Marks every process a command starts (the environment is inherited through `setsid` and double
-/// forks, process groups are not), so stragglers can be found and killed when the command ends.
-const MARKER: &str = "STEPWISE_COMMAND_ID";
 
 /// The seed's blocklist, made precise: it is a speed bump, not a sandbox (approval is the real gate).
 /// Returns why a command is refused.
@@ -60,85 +55,12 @@ pub struct ShellOutput {
     pub is_error: bool,
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// The shell around the model's command (`$1`). The parent-death signal reaches only this shell, so it
-/// runs the command in the background and waits: on SIGTERM (stepwise died, even by SIGKILL) its trap
-/// kills the whole process group. A command killed by a signal is re-raised, so its verdict says
-/// which (an exit status of 129..192 therefore reads as that signal). The guard's own stderr goes to
-/// /dev/null (bash would report the killed job there); the command's goes to the pipe as usual.
-const GUARD: &str = r#"exec 3>&2 2>/dev/null
-trap 'trap - TERM; kill -KILL 0' TERM
-bash -c "$1" 2>&3 3>&- &
-wait $!
-s=$?
-trap - TERM
-if [ "$s" -gt 128 ] && [ "$s" -le 192 ]; then kill -s $((s - 128)) $$; fi
-exit "$s""#;
-
-/// Kills the command's process group and every process carrying its marker when dropped: on timeout,
-/// on cancellation (the future is dropped) and after a normal exit.
-struct Reaper {
-    pgid: i32,
-    marker: String,
-}
-
-impl Reaper {
-    fn kill_all(&self) {
-        if self.pgid > 0 {
-            // SAFETY: plain syscall on a process group id we created; errors (already gone) are fine.
-            unsafe {
-                libc::killpg(self.pgid, libc::SIGKILL);
-            }
-        }
-        kill_marked(&self.marker);
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        self.kill_all();
-    }
-}
-
-/// Processes that escaped the group (`setsid`, double forks) still carry the marker in their environment.
-fn kill_marked(marker: &str) {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return };
-    let needle = marker.as_bytes();
-    for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
-        if env.split(|b| *b == 0).any(|var| var == needle) {
-            // SAFETY: plain syscall; the process may already be gone.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
 pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
-    let id = format!("{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.args(["-c", GUARD, "stepwise-shell", command])
-        .current_dir(root)
-        .env(MARKER, &id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: only async-signal-safe calls between fork and exec. If stepwise dies (even by SIGKILL) the
-    // guard shell gets SIGTERM and takes its whole process group down (GUARD); tokio spawns from its
-    // long-lived worker threads, whose exit would also count.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start bash: {e}"))?;
-    let reaper = Reaper { pgid: child.id().map(|p| p as i32).unwrap_or(0), marker: format!("{MARKER}={id}") };
+    let guarded = guard::spawn(root, command).map_err(|e| format!("cannot start the shell: {e}"))?;
+    // Declared before the reaper, so dropped after it: the guard must outlive the walk of its tree.
+    let mut child = guarded.child;
+    let mut status = guarded.status;
+    let reaper = guarded.reaper;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let collect = async {
@@ -151,27 +73,29 @@ pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<
             );
             a || b
         };
-        // When the shell exits, whatever it left running is killed, so their open pipes cannot stall us.
+        // When the command exits, whatever it left running is killed, so their open pipes cannot stall us.
         let wait = async {
-            let status = child.wait().await;
+            let exit = status.wait(&mut child, &reaper).await;
             reaper.kill_all();
-            status
+            exit
         };
-        let (overflowed, status) = tokio::join!(drains, wait);
-        (out, err, status, overflowed)
+        let (overflowed, exit) = tokio::join!(drains, wait);
+        (out, err, exit, overflowed)
     };
-    let (out, err, status, overflowed) = match tokio::time::timeout(timeout, collect).await {
+    let (out, err, exit, overflowed) = match tokio::time::timeout(timeout, collect).await {
         Ok(r) => r,
         Err(_) => return Err(format!("Timeout ({}s)", timeout.as_secs())),
     };
     drop(reaper);
-    let status = status.map_err(|e| format!("bash failed: {e}"))?;
+    // Reaps the killed guard now rather than leaving it to tokio's orphan queue.
+    let _ = child.wait().await;
+    let exit = exit.map_err(|e| format!("the shell failed: {e}"))?;
     let mut text = out.into_text();
     text.push_str(&err.into_text());
     let failure = if overflowed {
         Some(format!("[output passed {} MB: the command was stopped]", OUTPUT_CEILING / (1024 * 1024)))
     } else {
-        exit_note(status)
+        exit_note(exit)
     };
     Ok(verdict(&text, failure))
 }
@@ -193,13 +117,12 @@ pub fn verdict(output: &str, failure: Option<String>) -> ShellOutput {
     }
 }
 
-fn exit_note(status: std::process::ExitStatus) -> Option<String> {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(0), _) => None,
-        (Some(code), _) => Some(format!("[exit code: {code}]")),
-        (None, Some(sig)) => Some(format!("[killed by signal {sig}]")),
-        (None, None) => Some("[exit status unknown]".into()),
+fn exit_note(exit: Exit) -> Option<String> {
+    match exit {
+        Exit::Code(0) => None,
+        Exit::Code(code) => Some(format!("[exit code: {code}]")),
+        Exit::Signal(sig) => Some(format!("[killed by signal {sig}]")),
+        Exit::Unknown => Some("[exit status unknown]".into()),
     }
 }
 

@@ -4,6 +4,7 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use super::prefix::{self, Frame, Pieces};
 use super::sse::SseStream;
 use super::wire::Wire;
 use super::{object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, ToolSpec, Usage};
@@ -15,30 +16,9 @@ pub struct Anthropic;
 
 impl Wire for Anthropic {
     const PATH: &'static str = "/v1/messages";
-    type Body<'a> = WireRequest<'a>;
 
     fn headers(cfg: &ProviderConfig) -> Vec<(&'static str, String)> {
         vec![("x-api-key", cfg.api_key.clone()), ("anthropic-version", "2023-06-01".into())]
-    }
-
-    fn body<'a>(&'a self, cfg: &'a ProviderConfig, req: &'a ModelRequest<'a>) -> WireRequest<'a> {
-        let cache = cfg.prompt_cache;
-        let n = req.messages.len();
-        WireRequest {
-            model: &cfg.model,
-            max_tokens: cfg.max_tokens,
-            system: WireSystem { text: req.system, cache },
-            // Rolling breakpoints: the newest message (written now) and the previous request's newest
-            // (read now), so each round reads the whole history before it from the cache.
-            messages: req
-                .messages
-                .iter()
-                .enumerate()
-                .map(|(i, m)| WireMessage { message: m, cache: cache && (i + 1 == n || i + 3 == n) })
-                .collect(),
-            tools: WireTools { tools: req.tools, cache },
-            stream: true,
-        }
     }
 
     fn parse_whole(v: &Value) -> Result<ModelResponse, LlmError> {
@@ -50,12 +30,79 @@ impl Wire for Anthropic {
     }
 }
 
+/// The body is `WireRequest`'s serialisation, written in pieces: `{"model":…,"max_tokens":…,"system":…,
+/// "messages":[` the messages `],"tools":[…],"stream":true}`.
+impl Pieces for Anthropic {
+    fn frame(&self, cfg: &ProviderConfig, req: &ModelRequest<'_>) -> serde_json::Result<Frame> {
+        #[derive(Serialize)]
+        struct Head<'a> {
+            model: &'a str,
+            max_tokens: u32,
+            system: WireSystem<'a>,
+        }
+        #[derive(Serialize)]
+        struct Tail<'a> {
+            tools: WireTools<'a>,
+            stream: bool,
+        }
+        let cache = cfg.prompt_cache;
+        let head =
+            Head { model: &cfg.model, max_tokens: cfg.max_tokens, system: WireSystem { text: req.system, cache } };
+        let tail = Tail { tools: WireTools { tools: req.tools, cache }, stream: true };
+        Ok(Frame { head: prefix::open_array_field(&head, "messages")?, tail: prefix::close_array_field(&tail)? })
+    }
+
+    fn message(&self, i: usize, m: &Message, mark: bool, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        if i > 0 {
+            out.push(b',');
+        }
+        prefix::write(out, &WireMessage { message: m, cache: mark })
+    }
+
+    // Rolling breakpoints: the newest message (written now) and the previous request's newest (read
+    // now), so each round reads the whole history before it from the cache.
+    fn marked(&self, cfg: &ProviderConfig, i: usize, n: usize) -> bool {
+        cfg.prompt_cache && (i + 1 == n || i + 3 == n)
+    }
+
+    fn stable(&self, cfg: &ProviderConfig, n: usize) -> usize {
+        if cfg.prompt_cache {
+            n.saturating_sub(3)
+        } else {
+            n
+        }
+    }
+}
+
 fn protocol(message: String) -> LlmError {
     LlmError::Protocol { provider: PROVIDER, message }
 }
 
+/// The whole body in one piece (as it was encoded before the pieces were kept between rounds): what
+/// the pieces must add up to.
+#[cfg(test)]
+pub fn reference_body(cfg: &ProviderConfig, req: &ModelRequest<'_>) -> Vec<u8> {
+    let cache = cfg.prompt_cache;
+    let n = req.messages.len();
+    let body = WireRequest {
+        model: &cfg.model,
+        max_tokens: cfg.max_tokens,
+        system: WireSystem { text: req.system, cache },
+        messages: req
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| WireMessage { message: m, cache: cache && (i + 1 == n || i + 3 == n) })
+            .collect(),
+        tools: WireTools { tools: req.tools, cache },
+        stream: true,
+    };
+    serde_json::to_vec(&body).unwrap()
+}
+
+#[cfg(test)]
 #[derive(Serialize)]
-pub struct WireRequest<'a> {
+struct WireRequest<'a> {
     model: &'a str,
     max_tokens: u32,
     system: WireSystem<'a>,
@@ -230,7 +277,7 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         match kind {
             "message_start" => usage = parse_usage(v.pointer("/message/usage")),
             "content_block_start" => {
-                let b = v.get("content_block").cloned().unwrap_or(Value::Null);
+                let b = v.get("content_block").unwrap_or(&Value::Null);
                 let partial = match b.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         let t = b.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -252,7 +299,7 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                 blocks[index] = partial;
             }
             "content_block_delta" => {
-                let d = v.get("delta").cloned().unwrap_or(Value::Null);
+                let d = v.get("delta").unwrap_or(&Value::Null);
                 match (blocks.get_mut(index), d.get("type").and_then(Value::as_str)) {
                     (Some(Partial::Text(t)), Some("text_delta")) => {
                         let piece = d.get("text").and_then(Value::as_str).unwrap_or_default();

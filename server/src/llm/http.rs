@@ -21,14 +21,8 @@ impl Endpoint {
         Endpoint { cfg, http, url }
     }
 
-    pub async fn post<B: serde::Serialize + ?Sized>(
-        &self,
-        headers: &[(&str, &str)],
-        body: &B,
-    ) -> Result<Body, LlmError> {
-        // Encoded once: retries resend the same bytes.
-        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Other(format!("cannot encode the request: {e}")))?;
-        let resp = post(&self.http, &self.cfg, &self.url, headers, bytes::Bytes::from(bytes)).await?;
+    pub async fn post(&self, headers: &[(&str, &str)], body: bytes::Bytes) -> Result<Body, LlmError> {
+        let resp = post(&self.http, &self.cfg, &self.url, headers, body).await?;
         read_body(resp, self.cfg.kind.name(), self.cfg.timeout).await
     }
 }

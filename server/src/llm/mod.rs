@@ -9,6 +9,7 @@ mod error;
 mod http;
 mod openai;
 mod openai_wire;
+mod prefix;
 mod replay;
 mod retry;
 mod sse;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::LlmError;
+pub use prefix::KeptMessages;
 pub use replay::{Recorder, Replay};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

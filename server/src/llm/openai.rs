@@ -4,10 +4,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::openai_wire::{StreamOptions, WireMessages, WireRequest, WireTool};
+use serde::Serialize;
+
+use super::openai_wire::{elements, Plain, StreamOptions, Tail, WireTool};
+use super::prefix::{self, Frame, Pieces};
 use super::sse::SseStream;
 use super::wire::Wire;
-use super::{Block, LlmError, ModelRequest, ModelResponse, ProviderConfig, Usage};
+use super::{Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Usage};
 
 const PROVIDER: &str = "openai";
 
@@ -21,7 +24,6 @@ pub struct OpenAi {
 
 impl Wire for OpenAi {
     const PATH: &'static str = "/chat/completions";
-    type Body<'a> = WireRequest<'a>;
 
     fn headers(cfg: &ProviderConfig) -> Vec<(&'static str, String)> {
         // Local servers need no key; an empty one is not sent.
@@ -29,20 +31,6 @@ impl Wire for OpenAi {
             Vec::new()
         } else {
             vec![("authorization", format!("Bearer {}", cfg.api_key))]
-        }
-    }
-
-    fn body<'a>(&'a self, cfg: &'a ProviderConfig, req: &'a ModelRequest<'a>) -> WireRequest<'a> {
-        // Exactly one of the two names is sent: local servers reject the newer one.
-        let modern = self.completion_tokens.load(Ordering::Relaxed);
-        WireRequest {
-            model: &cfg.model,
-            messages: WireMessages { system: req.system, messages: req.messages },
-            tools: req.tools.iter().map(WireTool::new).collect(),
-            stream: true,
-            stream_options: StreamOptions { include_usage: true },
-            max_tokens: (!modern).then_some(cfg.max_tokens),
-            max_completion_tokens: modern.then_some(cfg.max_tokens),
         }
     }
 
@@ -66,6 +54,58 @@ impl Wire for OpenAi {
     async fn read_stream(sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, LlmError> {
         read_stream(sse, on_text).await
     }
+}
+
+/// The body is `WireRequest`'s serialisation, written in pieces: `{"model":…,"messages":[` the system
+/// message, then each conversation message's chat messages, `],"tools":[…],…}`.
+impl Pieces for OpenAi {
+    fn frame(&self, cfg: &ProviderConfig, req: &ModelRequest<'_>) -> serde_json::Result<Frame> {
+        #[derive(Serialize)]
+        struct Head<'a> {
+            model: &'a str,
+        }
+        let mut head = prefix::open_array_field(&Head { model: &cfg.model }, "messages")?;
+        prefix::write(&mut head, &Plain { role: "system", content: req.system })?;
+        // Exactly one of the two names is sent: local servers reject the newer one.
+        let modern = self.completion_tokens.load(Ordering::Relaxed);
+        let tail = Tail {
+            tools: req.tools.iter().map(WireTool::new).collect(),
+            stream: true,
+            stream_options: StreamOptions { include_usage: true },
+            max_tokens: (!modern).then_some(cfg.max_tokens),
+            max_completion_tokens: modern.then_some(cfg.max_tokens),
+        };
+        Ok(Frame { head, tail: prefix::close_array_field(&tail)? })
+    }
+
+    fn frame_state(&self) -> u8 {
+        self.completion_tokens.load(Ordering::Relaxed).into()
+    }
+
+    fn message(&self, _i: usize, m: &Message, _mark: bool, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        elements(m, |e| {
+            out.push(b',');
+            prefix::write(out, e)
+        })
+    }
+}
+
+/// The whole body in one piece (as it was encoded before the pieces were kept between rounds): what
+/// the pieces must add up to.
+#[cfg(test)]
+pub fn reference_body(wire: &OpenAi, cfg: &ProviderConfig, req: &ModelRequest<'_>) -> Vec<u8> {
+    use super::openai_wire::{WireMessages, WireRequest};
+    let modern = wire.completion_tokens.load(Ordering::Relaxed);
+    let body = WireRequest {
+        model: &cfg.model,
+        messages: WireMessages { system: req.system, messages: req.messages },
+        tools: req.tools.iter().map(WireTool::new).collect(),
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        max_tokens: (!modern).then_some(cfg.max_tokens),
+        max_completion_tokens: modern.then_some(cfg.max_tokens),
+    };
+    serde_json::to_vec(&body).unwrap()
 }
 
 /// OpenAI's answer to `max_tokens` on a reasoning model: "Unsupported parameter: 'max_tokens' ... Use
@@ -217,7 +257,8 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Message, Role};
+    use super::super::openai_wire::WireMessages;
+    use super::super::Role;
     use super::*;
     use serde_json::json;
 

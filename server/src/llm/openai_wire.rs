@@ -5,12 +5,26 @@
 
 use std::fmt;
 
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::{Block, Message, Role, ToolSpec};
 
+/// The body after the messages: the tools and the request's settings.
+#[derive(Serialize)]
+pub struct Tail<'a> {
+    pub tools: Vec<WireTool<'a>>,
+    pub stream: bool,
+    pub stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+}
+
+/// The whole body in one piece: what the pieces (`OpenAi`'s `Pieces`) must add up to (tests compare them).
+#[cfg(test)]
 #[derive(Serialize)]
 pub struct WireRequest<'a> {
     pub model: &'a str,
@@ -52,13 +66,15 @@ impl<'a> WireTool<'a> {
     }
 }
 
+/// The system prompt and the conversation as chat messages, in one piece (tests).
+#[cfg(test)]
 pub struct WireMessages<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
 }
 
 /// The text blocks of a message joined by blank lines, written without an intermediate string.
-struct Joined<'a>(&'a [Block]);
+pub struct Joined<'a>(&'a [Block]);
 
 impl Joined<'_> {
     fn is_empty(&self) -> bool {
@@ -85,9 +101,9 @@ impl fmt::Display for Joined<'_> {
     }
 }
 
-struct Text<'a>(Joined<'a>);
+struct Text<'a, 'b>(&'b Joined<'a>);
 
-impl Serialize for Text<'_> {
+impl Serialize for Text<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&self.0)
     }
@@ -126,7 +142,7 @@ impl Serialize for Call<'_> {
     }
 }
 
-struct Calls<'a>(&'a [Block]);
+pub struct Calls<'a>(&'a [Block]);
 
 impl Serialize for Calls<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -137,49 +153,75 @@ impl Serialize for Calls<'_> {
     }
 }
 
-impl Serialize for WireMessages<'_> {
+/// One chat message of the body; a conversation message becomes several ([`elements`]).
+pub enum Element<'a> {
+    Tool { tool_call_id: &'a str, content: &'a str },
+    Assistant { text: Option<Joined<'a>>, calls: Option<Calls<'a>> },
+    User(Joined<'a>),
+}
+
+impl Serialize for Element<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Plain<C: Serialize> {
-            role: &'static str,
-            content: C,
-        }
         #[derive(Serialize)]
         struct ToolMessage<'a> {
             role: &'static str,
             tool_call_id: &'a str,
             content: &'a str,
         }
+        #[derive(Serialize)]
+        struct Assistant<'a, 'b> {
+            role: &'static str,
+            content: Option<Text<'a, 'b>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            tool_calls: Option<&'b Calls<'a>>,
+        }
+        match self {
+            Element::Tool { tool_call_id, content } => ToolMessage { role: "tool", tool_call_id, content }.serialize(s),
+            Element::Assistant { text, calls } => {
+                Assistant { role: "assistant", content: text.as_ref().map(Text), tool_calls: calls.as_ref() }
+                    .serialize(s)
+            }
+            Element::User(text) => Plain { role: "user", content: Text(text) }.serialize(s),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct Plain<C: Serialize> {
+    pub role: &'static str,
+    pub content: C,
+}
+
+/// The chat messages `m` becomes, in order: its tool results, then its text (with an assistant turn's
+/// tool calls); a user turn without text adds no message of its own.
+pub fn elements<E>(m: &Message, mut f: impl FnMut(&Element<'_>) -> Result<(), E>) -> Result<(), E> {
+    for b in &m.content {
+        if let Block::ToolResult { tool_use_id, content, .. } = b {
+            f(&Element::Tool { tool_call_id: tool_use_id, content })?;
+        }
+    }
+    let text = Joined(&m.content);
+    match m.role {
+        Role::Assistant => {
+            let has_calls = m.content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+            f(&Element::Assistant {
+                text: (!text.is_empty()).then_some(text),
+                calls: has_calls.then_some(Calls(&m.content)),
+            })
+        }
+        Role::User if !text.is_empty() => f(&Element::User(text)),
+        Role::User => Ok(()),
+    }
+}
+
+#[cfg(test)]
+impl Serialize for WireMessages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(None)?;
         seq.serialize_element(&Plain { role: "system", content: self.system })?;
         for m in self.messages {
-            for b in &m.content {
-                if let Block::ToolResult { tool_use_id, content, .. } = b {
-                    seq.serialize_element(&ToolMessage { role: "tool", tool_call_id: tool_use_id, content })?;
-                }
-            }
-            let text = Joined(&m.content);
-            match m.role {
-                Role::Assistant => {
-                    #[derive(Serialize)]
-                    struct Assistant<'a> {
-                        role: &'static str,
-                        content: Option<Text<'a>>,
-                        #[serde(skip_serializing_if = "Option::is_none")]
-                        tool_calls: Option<Calls<'a>>,
-                    }
-                    let has_calls = m.content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-                    seq.serialize_element(&Assistant {
-                        role: "assistant",
-                        content: (!text.is_empty()).then_some(Text(text)),
-                        tool_calls: has_calls.then_some(Calls(&m.content)),
-                    })?
-                }
-                Role::User if !text.is_empty() => {
-                    seq.serialize_element(&Plain { role: "user", content: Text(text) })?
-                }
-                Role::User => {}
-            }
+            elements(m, |e| seq.serialize_element(e))?;
         }
         seq.end()
     }

@@ -2,29 +2,25 @@
 //! and reading a whole or streamed answer are the same.
 
 use std::future::Future;
+use std::sync::Mutex;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::http::{self, Body, Endpoint};
+use super::prefix::{Pieces, PrefixCache};
 use super::retry::Retry;
 use super::sse::SseStream;
 use super::{LlmError, ModelRequest, ModelResponse, ProviderConfig};
 
-/// A provider's wire format.
-pub trait Wire: Send + Sync {
+/// A provider's wire format. The request body is written in pieces ([`Pieces`]), serialised straight
+/// from the conversation (no `serde_json::Value` tree of the history), and the pieces of earlier rounds
+/// are kept ([`PrefixCache`]).
+pub trait Wire: Pieces + Send + Sync {
     /// Where requests go, after the base URL.
     const PATH: &'static str;
-    /// The request body, serialised straight from the conversation (no `serde_json::Value` tree of the
-    /// history: that cost about 15 times as much per round as encoding it).
-    type Body<'a>: Serialize + Send + Sync
-    where
-        Self: 'a;
 
     /// Headers that carry the key and the API version.
     fn headers(cfg: &ProviderConfig) -> Vec<(&'static str, String)>;
-
-    fn body<'a>(&'a self, cfg: &'a ProviderConfig, req: &'a ModelRequest<'a>) -> Self::Body<'a>;
 
     /// Whether a refused request is worth sending again once the format has adapted to the server
     /// (OpenAI reasoning models want `max_completion_tokens`). Called once per refusal.
@@ -45,11 +41,24 @@ pub trait Wire: Send + Sync {
 pub struct Client<W: Wire> {
     endpoint: Endpoint,
     wire: W,
+    cache: Mutex<PrefixCache>,
 }
 
 impl<W: Wire> Client<W> {
     pub fn new(cfg: ProviderConfig, http: reqwest::Client, wire: W) -> Self {
-        Client { endpoint: Endpoint::new(cfg, http, W::PATH), wire }
+        Client { endpoint: Endpoint::new(cfg, http, W::PATH), wire, cache: Mutex::default() }
+    }
+
+    /// The request body.
+    fn encode(&self, req: &ModelRequest<'_>) -> Result<bytes::Bytes, LlmError> {
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| {
+            // A panic mid-encoding may have left the pieces half-updated: start afresh.
+            let mut c = poisoned.into_inner();
+            *c = PrefixCache::default();
+            c
+        });
+        let body = cache.encode(&self.wire, &self.endpoint.cfg, req);
+        body.map(bytes::Bytes::from).map_err(|e| LlmError::Other(format!("cannot encode the request: {e}")))
     }
 
     pub async fn complete(
@@ -68,7 +77,7 @@ impl<W: Wire> Client<W> {
                 shown = true;
                 on_text(t)
             };
-            let result = match self.endpoint.post(&headers, &self.wire.body(cfg, req)).await {
+            let result = match self.endpoint.post(&headers, self.encode(req)?).await {
                 Ok(Body::Json(v)) => W::parse_whole(&v).map(|r| http::announce(r, &mut track)),
                 Ok(Body::Stream(sse)) => W::read_stream(sse, &mut track).await,
                 Err(e) => Err(e),

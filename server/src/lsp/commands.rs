@@ -11,6 +11,7 @@ use super::events::announce_plan;
 use super::folder::plan_payload;
 use super::run::{self, invalid_request, Job};
 use super::shared::Shared;
+use crate::checkpoint::Restore;
 use crate::locks;
 use crate::plan::EditItem;
 use crate::workspace::Steered;
@@ -24,6 +25,9 @@ struct CommandArgs {
     items: Option<Vec<EditItem>>,
     text: Option<String>,
     base_revision: Option<u64>,
+    /// `stepwise.rewind`: the checkpoint's id, and what to put back (`both`, `files`, `conversation`).
+    checkpoint: Option<String>,
+    restore: Option<String>,
 }
 
 fn command_args(args: &[Value]) -> Result<CommandArgs> {
@@ -94,6 +98,19 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
                 run::start(shared, folder, Job::Prompt(text))?;
             }
             Ok(None)
+        }
+        "stepwise.checkpoints" => Ok(Some(json!(folder()?.ws.checkpoints()))),
+        "stepwise.rewind" => {
+            let id = args.checkpoint.clone().filter(|c| !c.trim().is_empty());
+            let id = id.ok_or_else(|| Error::invalid_params("stepwise.rewind needs a \"checkpoint\" id"))?;
+            let restore = match args.restore.as_deref() {
+                None => Restore::Both,
+                Some(r) => Restore::parse(r).ok_or_else(|| {
+                    Error::invalid_params(format!("\"restore\" is \"both\", \"files\" or \"conversation\", not {r:?}"))
+                })?,
+            };
+            let done = super::rewind::rewind(shared, folder()?, &id, restore).await.map_err(invalid_request)?;
+            Ok(Some(done))
         }
         other => Err(Error::invalid_params(format!("unknown command: {other}"))),
     }

@@ -97,6 +97,9 @@ impl EventSink for EditorEvents {
             })),
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,
+            Event::Checkpoint { id, run_id, round, step } => {
+                Outgoing::Checkpoint(ext::value(ext::Checkpoint { workspace: ws, id, run_id, round, step }))
+            }
         };
         self.notifier.send(out);
     }

@@ -27,9 +27,10 @@ custom_notification!(AssistantTextNotification, "stepwise/assistantText");
 custom_notification!(ToolCallNotification, "stepwise/toolCall");
 custom_notification!(UsageNotification, "stepwise/usage");
 custom_notification!(CompactedNotification, "stepwise/compacted");
+custom_notification!(CheckpointNotification, "stepwise/checkpoint");
 
 /// Notifications from the server.
-pub const NOTIFICATIONS: [&str; 7] = [
+pub const NOTIFICATIONS: [&str; 8] = [
     PlanNotification::METHOD,
     ReminderNotification::METHOD,
     StatusNotification::METHOD,
@@ -37,6 +38,7 @@ pub const NOTIFICATIONS: [&str; 7] = [
     ToolCallNotification::METHOD,
     UsageNotification::METHOD,
     CompactedNotification::METHOD,
+    CheckpointNotification::METHOD,
 ];
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
@@ -51,7 +53,7 @@ impl Request for SaveDocuments {
 pub const REQUESTS: [&str; 1] = [SaveDocuments::METHOD];
 
 /// `workspace/executeCommand` commands.
-pub const COMMANDS: [&str; 7] = [
+pub const COMMANDS: [&str; 9] = [
     "stepwise.run",
     "stepwise.cancel",
     "stepwise.reset",
@@ -59,6 +61,8 @@ pub const COMMANDS: [&str; 7] = [
     "stepwise.compact",
     "stepwise.editPlan",
     "stepwise.steer",
+    "stepwise.checkpoints",
+    "stepwise.rewind",
 ];
 
 /// `stepwise/plan` (also the answer to `stepwise.plan`).
@@ -197,6 +201,18 @@ pub struct Compacted<'a> {
     pub tokens_after: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_error: Option<&'a str>,
+}
+
+/// `stepwise/checkpoint`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint<'a> {
+    pub workspace: &'a str,
+    pub id: &'a str,
+    pub run_id: &'a str,
+    pub round: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<&'a str>,
 }
 
 /// A payload as the notifier carries it.

@@ -18,31 +18,14 @@ use super::notify::Outgoing;
 use super::positions::range_of;
 use super::shared::Shared;
 use crate::host::disk::{io_error, read_disk, write_disk};
-use crate::host::{run_shell, splice, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
+use crate::host::{
+    run_shell, splice, Approval, ApprovalMode, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput,
+};
 use crate::locks;
 
 pub const ALLOW: &str = "Allow";
 pub const ALLOW_SESSION: &str = "Allow for this session";
 pub const DENY: &str = "Deny";
-
-/// The `approval` setting: ask through the editor, or answer every request without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalMode {
-    Ask,
-    Auto,
-    Deny,
-}
-
-impl ApprovalMode {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "ask" => Some(Self::Ask),
-            "auto" | "always" | "yes" => Some(Self::Auto),
-            "deny" | "never" => Some(Self::Deny),
-            _ => None,
-        }
-    }
-}
 
 pub struct EditorHost {
     pub shared: Arc<Shared>,

@@ -8,14 +8,15 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::ext::{
-    AssistantTextNotification, CompactedNotification, PlanNotification, ReminderNotification, StatusNotification,
-    ToolCallNotification, UsageNotification,
+    AssistantTextNotification, CheckpointNotification, CompactedNotification, PlanNotification, ReminderNotification,
+    StatusNotification, ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {
     Plan(Value),
     Reminder(Value),
     Compacted(Value),
+    Checkpoint(Value),
     Status(Value),
     AssistantText(Value),
     ToolCall(Value),
@@ -113,6 +114,7 @@ impl Notifier {
                     Outgoing::Plan(v) => client.send_notification::<PlanNotification>(v).await,
                     Outgoing::Reminder(v) => client.send_notification::<ReminderNotification>(v).await,
                     Outgoing::Compacted(v) => client.send_notification::<CompactedNotification>(v).await,
+                    Outgoing::Checkpoint(v) => client.send_notification::<CheckpointNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,

@@ -9,12 +9,13 @@ use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgressBeg
 use super::events::EditorEvents;
 use super::ext;
 use super::folder::Folder;
-use super::host::{ApprovalMode, EditorHost};
+use super::host::EditorHost;
 use super::notify::Outgoing;
 use super::progress::Progress;
 use super::shared::Shared;
 use crate::agent::FinishReason;
 use crate::config::{self, Env};
+use crate::host::ApprovalMode;
 use crate::locks;
 use crate::workspace::{guarded, RunTicket};
 
@@ -71,7 +72,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
                 shared: shared.clone(),
                 folder: folder.clone(),
                 run_id: run_id.clone(),
-                approval: settings.approval.as_deref().and_then(ApprovalMode::parse).unwrap_or(ApprovalMode::Ask),
+                approval: settings.approval.unwrap_or(ApprovalMode::Ask),
                 request_timeout: Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1)),
                 approval_timeout: Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1)),
             };

@@ -104,3 +104,20 @@ pub fn init_state_dir(v: &Value) -> Option<PathBuf> {
     let v = v.get("stepwise").unwrap_or(v);
     v.get("stateDir").and_then(Value::as_str).filter(|s| !s.trim().is_empty()).map(PathBuf::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_settings;
+    use crate::host::ApprovalMode;
+
+    #[test]
+    fn an_unknown_approval_is_reported_by_name_not_taken_for_ask() {
+        let (o, bad) = parse_settings(&serde_json::json!({"approval": "sometimes", "maxRounds": 3}));
+        assert_eq!(o.approval, None);
+        assert_eq!(o.max_rounds, Some(3));
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert!(bad[0].starts_with("approval: unknown approval 'sometimes'"), "{bad:?}");
+        let (o, bad) = parse_settings(&serde_json::json!({"stepwise": {"approval": "Always"}}));
+        assert_eq!((o.approval, bad.len()), (Some(ApprovalMode::Auto), 0));
+    }
+}

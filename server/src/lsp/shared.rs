@@ -150,7 +150,9 @@ impl Shared {
             }
             _ => Session::default(),
         };
+        let checkpoints = file.as_ref().map(|f| f.with_extension("checkpoints"));
         let folder = Arc::new(Folder::new(key.clone(), Workspace::new(root, session, file)));
+        folder.ws.enable_checkpoints(checkpoints.as_deref());
         self.folders.insert(key.clone(), folder.clone());
         let mut order = locks::write(&self.order);
         if !order.contains(&key) {

@@ -110,7 +110,10 @@ pub fn spawn(root: &Path, command: &str, args: &[String], env: &BTreeMap<String,
         .process_group(0)
         .kill_on_drop(true);
     // SAFETY: only an async-signal-safe call between fork and exec. Spawned from a runtime worker
-    // thread, which lives as long as the runtime (a thread's exit also fires the signal).
+    // thread, which lives as long as the runtime (a thread's exit also fires the signal). Linux only:
+    // elsewhere (macOS) there is no parent-death signal, and a server outlives a stepwise killed with -9
+    // (the process group is still killed on every ordinary exit).
+    #[cfg(target_os = "linux")]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);

@@ -7,6 +7,7 @@
 //! Out: the agent's typed events (through the adapter's sink, wrapped to save as it goes), and plan
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
+mod checkpoints;
 mod run;
 mod saving;
 
@@ -41,6 +42,8 @@ pub struct Workspace {
     approvals: Approvals,
     run: watch::Sender<Option<Running>>,
     saver: Option<Saver>,
+    /// Off until an adapter turns them on (`checkpoints.rs`).
+    checkpoints: std::sync::OnceLock<std::sync::Mutex<crate::checkpoint::Checkpoints>>,
 }
 
 /// What became of a line the user steered with.
@@ -66,6 +69,7 @@ impl Workspace {
             approvals: Approvals::default(),
             run: watch::Sender::new(None),
             saver,
+            checkpoints: std::sync::OnceLock::new(),
             root,
         })
     }
@@ -145,6 +149,9 @@ impl Workspace {
             .map_err(|_| "the running task did not stop; try again".to_string())?;
         convo.clear();
         self.approvals.clear();
+        if let Some(c) = self.checkpoint_store() {
+            crate::locks::lock(c).clear();
+        }
         let state = self.plan.replace(Default::default());
         self.save_messages(&convo);
         self.save_plan(&state);

@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::checkpoints::Rounds;
 use super::saving::Saving;
 use super::{Running, Workspace};
 use crate::agent::{self, AgentConfig, Run, Shared};
+use crate::checkpoint::Tracked;
 use crate::events::EventSink;
 use crate::host::Host;
 use crate::llm::Llm;
@@ -93,8 +95,11 @@ impl Workspace {
             panic!("test panic requested");
         }
         let mut convo = self.conversation.lock().await;
-        let events = Saving { ws: self, inner: events };
-        let run = Run { llm, host, events: &events, cfg, cancel: &ticket.cancel, shared: self.shared() };
+        self.checkpoint_run_start(&ticket.id, prompt, &convo, events);
+        let saving = Saving { ws: self, inner: events };
+        let events = Rounds { ws: self, inner: &saving, run_id: &ticket.id, prompt, pending: Default::default() };
+        let host = Tracked::new(host, self.checkpoint_store());
+        let run = Run { llm, host: &host, events: &events, cfg, cancel: &ticket.cancel, shared: self.shared() };
         let outcome = agent::run(&mut convo, prompt, &run).await;
         self.save_messages(&convo);
         outcome

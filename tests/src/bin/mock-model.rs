@@ -1,4 +1,4 @@
-//! `mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage]`
+//! `mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage] [--timing FILE]`
 //!
 //! Serves the scripted mock LLM on 127.0.0.1, prints `listening http://127.0.0.1:PORT` once bound,
 //! and runs until killed (or until stdin reaches EOF with `--exit-on-stdin-eof`).
@@ -11,7 +11,7 @@ use stepwise_tests::mock::{MockModel, MockOptions, Script};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str =
-    "usage: mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage]";
+    "usage: mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage] [--timing FILE]";
 
 struct Args {
     script: PathBuf,
@@ -20,6 +20,7 @@ struct Args {
     exit_on_stdin_eof: bool,
     quiet: bool,
     simulate_usage: bool,
+    timing: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -29,6 +30,7 @@ fn parse_args() -> Result<Args, String> {
     let mut exit_on_stdin_eof = false;
     let mut quiet = false;
     let mut simulate_usage = false;
+    let mut timing = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -43,6 +45,7 @@ fn parse_args() -> Result<Args, String> {
             "--exit-on-stdin-eof" => exit_on_stdin_eof = true,
             "--quiet" | "-q" => quiet = true,
             "--simulate-usage" => simulate_usage = true,
+            "--timing" => timing = Some(PathBuf::from(value("--timing")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -51,7 +54,7 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     let script = script.ok_or("--script is required")?;
-    Ok(Args { script, port, record, exit_on_stdin_eof, quiet, simulate_usage })
+    Ok(Args { script, port, record, exit_on_stdin_eof, quiet, simulate_usage, timing })
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -70,8 +73,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options =
-        MockOptions { port: args.port, record: args.record, log: !args.quiet, simulate_usage: args.simulate_usage };
+    let options = MockOptions {
+        port: args.port,
+        record: args.record,
+        log: !args.quiet,
+        simulate_usage: args.simulate_usage,
+        timing: args.timing,
+    };
     let mock = match MockModel::start_with(script, options).await {
         Ok(m) => m,
         Err(e) => {

@@ -1,7 +1,8 @@
 //! Connections and routing: which provider a path speaks, and the answer to each request.
 
+use std::io::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,7 +44,14 @@ pub(crate) async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         };
         let keep_alive = req.keep_alive();
-        match respond(&mut stream, &shared, req).await {
+        let received = Instant::now();
+        let result = respond(&mut stream, &shared, req).await;
+        if let Some((start, file)) = &shared.timing {
+            let us = |t: Instant| t.duration_since(*start).as_secs_f64() * 1e6;
+            let line = format!("{:.1} {:.1}\n", us(received), us(Instant::now()));
+            let _ = file.lock().unwrap().write_all(line.as_bytes());
+        }
+        match result {
             Ok(After::Continue) if keep_alive => {}
             Ok(After::Hang) => {
                 // Keep the socket open, discarding input, until the client closes it

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -65,6 +65,10 @@ pub struct MockOptions {
     /// Turns without scripted usage report estimated tokens (characters / 4) with a simulated prompt
     /// cache: Anthropic's breakpoints, OpenAI's automatic prefix cache (see `mock_cache`).
     pub simulate_usage: bool,
+    /// Append one line per request to this file: when it had been read whole and when its answer had been
+    /// written whole, in microseconds since the mock started (`{received_us} {answered_us}`). The gap
+    /// from one answer to the next request is the client's own time.
+    pub timing: Option<PathBuf>,
 }
 
 pub(crate) struct Shared {
@@ -76,6 +80,7 @@ pub(crate) struct Shared {
     record: Option<Mutex<std::fs::File>>,
     pub(crate) log: bool,
     pub(crate) cache: Option<Mutex<crate::mock_cache::PrefixCache>>,
+    pub(crate) timing: Option<(Instant, Mutex<std::fs::File>)>,
 }
 
 impl Shared {
@@ -138,6 +143,10 @@ impl MockModel {
             record,
             log: options.log,
             cache: options.simulate_usage.then(Default::default),
+            timing: match &options.timing {
+                Some(path) => Some((Instant::now(), Mutex::new(std::fs::File::create(path)?))),
+                None => None,
+            },
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(MockModel { addr, shared, task })

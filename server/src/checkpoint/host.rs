@@ -1,0 +1,74 @@
+//! `Tracked`: any host, with the checkpoint hooks around its file tools and shell commands, so a front end
+//! wires checkpoints by wrapping its host (and taking a checkpoint before each round).
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::Checkpoints;
+use crate::host::{Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
+use crate::locks;
+
+pub struct Tracked<'a, H> {
+    inner: &'a H,
+    checkpoints: Option<&'a Mutex<Checkpoints>>,
+}
+
+impl<'a, H: Host> Tracked<'a, H> {
+    /// `inner` with the hooks; without checkpoints, `inner` as it is.
+    pub fn new(inner: &'a H, checkpoints: Option<&'a Mutex<Checkpoints>>) -> Tracked<'a, H> {
+        Tracked { inner, checkpoints }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut Checkpoints)) {
+        if let Some(c) = self.checkpoints {
+            f(&mut locks::lock(c));
+        }
+    }
+}
+
+impl<H: Host> Host for Tracked<'_, H> {
+    fn root(&self) -> &Path {
+        self.inner.root()
+    }
+
+    async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
+        self.inner.read_file(path).await
+    }
+
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+        self.inner.read_preview(path, limit).await
+    }
+
+    /// Keeps what the file held before its first change since the checkpoint: the text the change was
+    /// computed from (the host's view, an editor buffer where one is open), or what the disk holds for a
+    /// new file.
+    async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {
+        self.with(|c| c.before_write(&path.rel, change.old_text.as_deref()));
+        self.inner.apply_change(path, change, ctx).await?;
+        self.with(|c| c.after_write(&path.rel, &change.new_text));
+        Ok(())
+    }
+
+    async fn approve(&self, ask: &Ask<'_>, call_id: &str) -> Approval {
+        self.inner.approve(ask, call_id).await
+    }
+
+    /// The scans block for a few milliseconds each (see the benchmark); they run on the calling task.
+    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
+        self.with(|c| c.before_command());
+        // A cancelled run drops this future mid-command: what the command did so far is still recorded.
+        let _after = AfterCommand(self.checkpoints);
+        self.inner.run_command(command, timeout).await
+    }
+}
+
+struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>);
+
+impl Drop for AfterCommand<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.0 {
+            locks::lock(c).after_command();
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Listing the followed files of the workspace, with their `lstat`, for a scan.
+//!
+//! A walk of its own rather than `ignore::WalkBuilder`: measured on the 10,000-file benchmark, a scan took
+//! about 110 ms with it and 35 ms with this (each `lstat` relative to the open folder, keys built as the
+//! walk goes); the `ignore` crate's matcher still decides what `.gitignore` and `.ignore` leave out. Nearly
+//! all the time is `statx` and `getdents` in the kernel, so folders are shared out among a few threads
+//! (34 ms against 41 ms around a command on the benchmark when a core is free; the same when none is).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+use ignore::gitignore::Gitignore;
+use ignore::Match;
+
+use super::state::Stat;
+use crate::locks;
+
+#[derive(Default)]
+pub struct Walked {
+    pub files: Vec<(String, Stat)>,
+    pub dirs: HashSet<String>,
+}
+
+struct Job {
+    dir: PathBuf,
+    /// The folder's key ("" for the workspace).
+    key: String,
+    /// The ignore rules in force, outermost first.
+    rules: Vec<Arc<Gitignore>>,
+}
+
+struct Queue {
+    jobs: Vec<Job>,
+    busy: usize,
+}
+
+/// Walks `root` (skipping every `.git`, and `skip`) with `threads` threads.
+pub fn walk(root: &Path, skip: Option<&Path>, parents: &[Arc<Gitignore>], threads: usize) -> Walked {
+    let first = Job { dir: root.to_path_buf(), key: String::new(), rules: parents.to_vec() };
+    let queue = Mutex::new(Queue { jobs: vec![first], busy: 0 });
+    let wake = Condvar::new();
+    let out = Mutex::new(Walked::default());
+    if threads <= 1 {
+        worker(&queue, &wake, skip, &out);
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| worker(&queue, &wake, skip, &out));
+            }
+        });
+    }
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+fn worker(queue: &Mutex<Queue>, wake: &Condvar, skip: Option<&Path>, out: &Mutex<Walked>) {
+    let mut mine = Walked::default();
+    loop {
+        let job = {
+            let mut q = locks::lock(queue);
+            loop {
+                if let Some(job) = q.jobs.pop() {
+                    q.busy += 1;
+                    break Some(job);
+                }
+                if q.busy == 0 {
+                    break None;
+                }
+                q = wake.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let Some(job) = job else {
+            wake.notify_all();
+            break;
+        };
+        let more = visit(job, skip, &mut mine);
+        let mut q = locks::lock(queue);
+        q.jobs.extend(more);
+        q.busy -= 1;
+        drop(q);
+        wake.notify_all();
+    }
+    let mut all = locks::lock(out);
+    all.files.append(&mut mine.files);
+    all.dirs.extend(mine.dirs);
+}
+
+/// Lists one folder: its files into `out`, its followed subfolders as new jobs.
+fn visit(job: Job, skip: Option<&Path>, out: &mut Walked) -> Vec<Job> {
+    let Job { dir, key: prefix, mut rules } = job;
+    let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd.filter_map(Result::ok).collect(),
+        Err(e) => {
+            tracing::debug!("checkpoint scan: {}: {e}", dir.display());
+            return Vec::new();
+        }
+    };
+    // The folder's own rules; `.ignore` wins over `.gitignore`, as in ripgrep.
+    for name in [".gitignore", ".ignore"] {
+        if entries.iter().any(|e| e.file_name() == name) {
+            let (here, err) = Gitignore::new(dir.join(name));
+            if let Some(e) = err {
+                tracing::debug!("checkpoint scan: {}/{name}: {e}", dir.display());
+            }
+            rules.push(Arc::new(here));
+        }
+    }
+    let mut more = Vec::new();
+    for entry in entries {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            tracing::warn!("checkpoints do not keep {} (its name is not UTF-8)", entry.path().display());
+            continue;
+        };
+        let Ok(kind) = entry.file_type() else { continue };
+        if name == ".git" {
+            continue;
+        }
+        let path = entry.path();
+        if skip == Some(path.as_path()) || ignored(&rules, &path, kind.is_dir()) {
+            continue;
+        }
+        let key = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+        if kind.is_dir() {
+            out.dirs.insert(key.clone());
+            more.push(Job { dir: path, key, rules: rules.clone() });
+        } else if kind.is_file() || kind.is_symlink() {
+            if let Ok(meta) = entry.metadata() {
+                out.files.push((key, Stat::of_meta(&meta)));
+            }
+        }
+    }
+    more
+}
+
+/// Whether the innermost rule that speaks of `path` ignores it.
+fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
+    for r in rules.iter().rev() {
+        match r.matched(path, is_dir) {
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+            Match::None => {}
+        }
+    }
+    false
+}
+
+/// The `.gitignore` files of the folders above `root`, outermost first, when `root` lies inside a git
+/// repository (a folder above it has `.git`; only its existence is checked). Outside one, none.
+pub fn parent_rules(root: &Path) -> Vec<Arc<Gitignore>> {
+    if root.join(".git").exists() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for dir in root.ancestors().skip(1) {
+        let file = dir.join(".gitignore");
+        if file.is_file() {
+            found.push(Arc::new(Gitignore::new(&file).0));
+        }
+        if dir.join(".git").exists() {
+            found.reverse();
+            return found;
+        }
+    }
+    Vec::new()
+}

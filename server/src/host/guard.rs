@@ -1,0 +1,232 @@
+//! A command's processes, from its start to their end: a guard shell owns them, and nothing the command
+//! starts outlives it (a time-out, a cancel, its own end, or stepwise dying).
+//!
+//! The guard runs the command in the background in its own process group and reports its exit status on
+//! fd 4, then waits for stepwise to end everything (so whatever it adopted stays findable until then).
+//! Escaped processes (`setsid`, double forks) are found without scanning the system where the kernel
+//! allows it: on Linux the guard is a child subreaper, so orphans come back to it and its process tree
+//! holds all of them. Elsewhere (and on Linux with `STEPWISE_PORTABLE_HOST=1` in debug builds) they are
+//! the processes started since the command began that carry its marker in their environment.
+//! Stepwise dying: on Linux the parent-death signal reaches the guard (SIGTERM); elsewhere a watchdog in
+//! the guard reads a pipe only stepwise holds open, whose end means stepwise is gone.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Child;
+
+use super::{platform, procs};
+
+/// Marks every process a command starts (the environment is inherited through `setsid` and double
+/// forks, process groups are not), so stragglers can be found where the process tree cannot tell.
+const MARKER: &str = "STEPWISE_COMMAND_ID";
+
+/// The guard: `$1` the command, `$2` `watch` for the watchdog. stdin is the pipe stepwise holds (kept as
+/// fd 5; the command gets /dev/null), fd 4 the status pipe. The command runs in a forked subshell of the
+/// guard (cheaper than starting a second bash), without the guard's arguments and fds. `$$` is the
+/// guard's pid: a command that kills it is reported as killed, and its processes are found by the marker.
+/// The guard's own stderr goes to /dev/null (bash reports a killed job there); the command's goes to the
+/// pipe as usual.
+const GUARD: &str = r#"exec 3>&2 2>/dev/null 5<&0 0</dev/null
+trap 'trap - TERM; kill -s KILL 0' TERM
+if [ "$2" = watch ]; then (read -r _ <&5; kill -s KILL 0) 4>&- & fi
+(c=$1; shift $#; eval "unset c; $c") 2>&3 3>&- 4>&- 5<&- &
+wait $!
+echo $? >&4
+exec 4>&-
+read -r _ <&5
+kill -s KILL 0"#;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How the command ended, as the guard saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    Unknown,
+}
+
+/// A running command: the guard process, its status report and what ends them all. Whoever takes it
+/// apart drops the reaper before the child (whose drop kills the guard): the guard must be alive while
+/// its tree is walked.
+pub struct Guarded {
+    pub reaper: Reaper,
+    pub child: Child,
+    pub status: Status,
+}
+
+/// The guard's report of the command's exit status.
+pub struct Status(Option<tokio::net::unix::pipe::Receiver>);
+
+/// Starts `command` under a guard in `root`; its stdout and stderr are piped.
+pub fn spawn(root: &Path, command: &str) -> std::io::Result<Guarded> {
+    let portable = platform::portable();
+    let id = format!("{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    let (hold_r, hold_w) = std::io::pipe()?;
+    let (status_r, status_w) = std::io::pipe()?;
+    let status_fd = status_w.as_raw_fd();
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.args(["-c", GUARD, "bash", command, if portable { "watch" } else { "-" }])
+        .current_dir(root)
+        .env(MARKER, &id)
+        .stdin(Stdio::from(hold_r))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: only async-signal-safe calls (fcntl, dup2, prctl) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            inherit_as(status_fd, 4)?;
+            #[cfg(target_os = "linux")]
+            if !portable {
+                // If stepwise dies (even by SIGKILL) the guard gets SIGTERM and takes its whole process
+                // group down; tokio spawns from its long-lived worker threads, whose exit would also count.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong);
+            }
+            Ok(())
+        });
+    }
+    let since = procs::mark();
+    let child = cmd.spawn()?;
+    drop(cmd);
+    drop(status_w);
+    let status = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(status_r)).ok();
+    let guard = child.id().map(|p| p as i32).unwrap_or(0);
+    let reaper = Reaper {
+        guard,
+        marker: format!("{MARKER}={id}"),
+        since,
+        portable,
+        lost: AtomicBool::new(false),
+        _hold: hold_w,
+    };
+    Ok(Guarded { reaper, child, status: Status(status) })
+}
+
+/// Puts `fd` at `at` in the child, open across exec.
+fn inherit_as(fd: RawFd, at: RawFd) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on fds of this (forked) process.
+    let r = unsafe {
+        if fd == at {
+            libc::fcntl(fd, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(fd, at)
+        }
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+impl Status {
+    /// Waits for the command to end and tells how; the guard stays, holding what the command left behind,
+    /// until the reaper ends it.
+    pub async fn wait(&mut self, child: &mut Child, reaper: &Reaper) -> std::io::Result<Exit> {
+        if let Some(status) = self.0.as_mut() {
+            let mut report = String::new();
+            let _ = status.take(16).read_to_string(&mut report).await;
+            if let Ok(s) = report.trim().parse::<i32>() {
+                // A shell reports death by signal N as 128 + N (so an exit status of 129..192 reads as one).
+                return Ok(if s > 128 && s <= 192 { Exit::Signal(s - 128) } else { Exit::Code(s) });
+            }
+        }
+        // No report: the guard itself was killed (by the command, say), so what it adopted went elsewhere.
+        reaper.lost.store(true, Ordering::Relaxed);
+        let status = child.wait().await?;
+        use std::os::unix::process::ExitStatusExt;
+        Ok(match (status.code(), status.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(sig)) => Exit::Signal(sig),
+            (None, None) => Exit::Unknown,
+        })
+    }
+}
+
+/// Ends every process of a command when dropped: on time-out, on cancellation (the future is dropped)
+/// and after a normal exit.
+pub struct Reaper {
+    guard: i32,
+    marker: String,
+    since: procs::Mark,
+    portable: bool,
+    /// The guard lost its adopted processes (it died before reporting): look for the marker too.
+    lost: AtomicBool,
+    /// The write end of the guard's stdin: closed when stepwise is gone, which its watchdog notices.
+    _hold: std::io::PipeWriter,
+}
+
+impl Reaper {
+    pub fn kill_all(&self) {
+        if self.guard <= 0 {
+            return;
+        }
+        let scan = self.portable || self.lost.load(Ordering::Relaxed);
+        // Unless `lost`, the guard is alive and unreaped, so its pid is still its own; the tree is walked
+        // only then, and where the kernel cannot list children the marker is looked for instead.
+        #[cfg(target_os = "linux")]
+        let scan = scan || {
+            let guard = self.guard;
+            !freeze_and_kill(|| subtree(guard))
+        };
+        // SAFETY: plain syscall on the process group we created; errors (already gone) are fine.
+        unsafe { libc::killpg(self.guard, libc::SIGKILL) };
+        if scan {
+            let (since, marker) = (self.since, self.marker.as_str());
+            freeze_and_kill(|| {
+                Some(procs::started_since(since).into_iter().filter(|&p| procs::has_env(p, marker)).collect())
+            });
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// The guard and everything below it; `None` where the kernel does not list children.
+#[cfg(target_os = "linux")]
+fn subtree(guard: i32) -> Option<Vec<i32>> {
+    let mut all = vec![guard];
+    let mut i = 0;
+    while i < all.len() {
+        let kids = procs::children(all[i])?;
+        all.extend(kids.into_iter().filter(|k| !all.contains(k)).collect::<Vec<_>>());
+        i += 1;
+    }
+    Some(all)
+}
+
+/// Stops what `find` finds until it finds nothing new (a stopped process cannot fork), then kills them
+/// all. Returns false when `find` could not look.
+fn freeze_and_kill(mut find: impl FnMut() -> Option<Vec<i32>>) -> bool {
+    let mut held: Vec<i32> = Vec::new();
+    let mut looked = false;
+    for _ in 0..64 {
+        let Some(found) = find() else { break };
+        looked = true;
+        let new: Vec<i32> = found.into_iter().filter(|p| !held.contains(p)).collect();
+        if new.is_empty() {
+            break;
+        }
+        for &p in &new {
+            // SAFETY: plain syscall; the process may already be gone.
+            unsafe { libc::kill(p, libc::SIGSTOP) };
+        }
+        held.extend(new);
+    }
+    for &p in &held {
+        // SAFETY: as above.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    looked
+}

@@ -1,0 +1,179 @@
+//! The workspace's checkpoints (issue 20): one before every round of a run, the file tools and shell
+//! commands followed through `checkpoint::Tracked`, rewinds refused while a run goes on. Off until an
+//! adapter turns them on (`enable_checkpoints`): a one-shot `stepwise run` has no use for them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{RunTicket, Workspace};
+use crate::checkpoint::{apply_on_disk, Checkpoints, Info, Limits, Meta, Prepared, Restore, RewindPlan, Rewound};
+use crate::events::{Event, EventSink};
+use crate::llm::Message;
+use crate::locks;
+use crate::session::Session;
+
+const REFUSED: &str = "a run is in progress: cancel it or let it finish before rewinding";
+
+impl Workspace {
+    /// Turns checkpoints on, kept in `dir` (they survive a restart) or, without one, for this process.
+    pub fn enable_checkpoints(&self, dir: Option<&Path>) {
+        let limits = Limits::from_env(&crate::config::Env::for_workspace(&self.root)).unwrap_or_else(|e| {
+            tracing::warn!("{e}; using the default");
+            Limits::default()
+        });
+        match Checkpoints::open(dir, &self.root, limits) {
+            Ok(c) => {
+                let _ = self.checkpoints.set(Mutex::new(c));
+            }
+            Err(e) => tracing::warn!("checkpoints are off for {}: {e}", self.root.display()),
+        }
+    }
+
+    pub(super) fn checkpoint_store(&self) -> Option<&Mutex<Checkpoints>> {
+        self.checkpoints.get()
+    }
+
+    /// The checkpoints, oldest first (none while they are off).
+    pub fn checkpoints(&self) -> Vec<Info> {
+        self.checkpoints.get().map(|c| locks::lock(c).list()).unwrap_or_default()
+    }
+
+    fn session_now(&self, messages: &[Message]) -> Session {
+        let state = self.plan.snapshot();
+        Session { messages: messages.to_vec(), plan: state.plan, revision: state.revision }
+    }
+
+    /// Before a run's first round: the conversation as it is before the run's prompt.
+    pub(super) fn checkpoint_run_start<E: EventSink + ?Sized>(
+        &self,
+        run_id: &str,
+        prompt: &str,
+        messages: &[Message],
+        events: &E,
+    ) {
+        let Some(c) = self.checkpoints.get() else { return };
+        let session = self.session_now(messages);
+        let step = session.plan.in_progress().map(|i| i.text.clone());
+        let meta = Meta { run_id: run_id.into(), round: 1, prompt: prompt.into(), step: step.clone() };
+        let taken = locks::lock(c).take(meta, &session);
+        match taken {
+            Ok(id) => events.emit(Event::Checkpoint { id: &id, run_id, round: 1, step: step.as_deref() }),
+            Err(e) => tracing::warn!("no checkpoint before round 1: {e}"),
+        }
+    }
+
+    /// What rewinding to checkpoint `id` would put back; refused while a run goes on. `open` gives an
+    /// open document's text (the sidecar's buffers), `None` to read the disk.
+    pub fn plan_rewind(
+        &self,
+        id: &str,
+        restore: Restore,
+        open: impl Fn(&Path) -> Option<String>,
+    ) -> Result<RewindPlan, String> {
+        self.plan_rewind_as(None, id, restore, open)
+    }
+
+    /// Records a rewind whose files in `done` were put back, and puts back the conversation and plan the
+    /// plan carries. Refused if a run started meanwhile.
+    pub fn finish_rewind(&self, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
+        self.finish_rewind_as(None, plan, done)
+    }
+
+    /// A whole rewind on disk (the command line): plan, put back, record.
+    pub fn rewind_on_disk(&self, id: &str, restore: Restore) -> Result<Rewound, String> {
+        self.rewind_on_disk_as(None, id, restore)
+    }
+
+    /// The same, by a command that holds the run slot itself (an ACP prompt).
+    pub fn rewind_on_disk_holding(&self, ticket: &RunTicket, id: &str, restore: Restore) -> Result<Rewound, String> {
+        self.rewind_on_disk_as(Some(&ticket.id), id, restore)
+    }
+
+    fn rewind_on_disk_as(&self, mine: Option<&str>, id: &str, restore: Restore) -> Result<Rewound, String> {
+        let plan = self.plan_rewind_as(mine, id, restore, |_| None)?;
+        let applied = apply_on_disk(&self.root, &plan, |_| false);
+        self.finish_rewind_as(mine, &plan, &applied.done)?;
+        Ok(Rewound { plan, applied })
+    }
+
+    /// Refused while a run other than `mine` goes on.
+    fn idle_but(&self, mine: Option<&str>) -> Result<(), String> {
+        match self.running() {
+            Some(run) if Some(run.as_str()) != mine => Err(REFUSED.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn plan_rewind_as(
+        &self,
+        mine: Option<&str>,
+        id: &str,
+        restore: Restore,
+        open: impl Fn(&Path) -> Option<String>,
+    ) -> Result<RewindPlan, String> {
+        let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
+        self.idle_but(mine)?;
+        locks::lock(c).rewind(id, restore, open)
+    }
+
+    fn finish_rewind_as(&self, mine: Option<&str>, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
+        let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
+        let Ok(mut convo) = self.conversation.try_lock() else { return Err(REFUSED.into()) };
+        self.idle_but(mine)?;
+        locks::lock(c).finish(plan, done);
+        if let Some(s) = &plan.session {
+            convo.clone_from(&s.messages);
+            let state = self.plan.replace(s.plan.clone());
+            self.save_messages(&convo);
+            self.save_plan(&state);
+        }
+        Ok(())
+    }
+}
+
+/// The run's events, taking a checkpoint before every round after the first: the conversation is stored
+/// when the loop reports it consistent (after a round's results) and becomes a checkpoint when the next
+/// round starts.
+pub(super) struct Rounds<'a, E: EventSink + ?Sized> {
+    pub ws: &'a Workspace,
+    pub inner: &'a E,
+    pub run_id: &'a str,
+    pub prompt: &'a str,
+    pub pending: Mutex<Option<Prepared>>,
+}
+
+impl<E: EventSink + ?Sized> EventSink for Rounds<'_, E> {
+    fn emit(&self, event: Event<'_>) {
+        if let (Event::Thinking { round }, Some(c)) = (&event, self.ws.checkpoints.get()) {
+            let pending = locks::lock(&self.pending).take();
+            if let Some(prepared) = pending.filter(|_| *round > 1) {
+                let step = self.ws.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
+                let meta =
+                    Meta { run_id: self.run_id.into(), round: *round, prompt: self.prompt.into(), step: step.clone() };
+                let taken = locks::lock(c).take_prepared(meta, prepared);
+                match taken {
+                    Ok(id) => self.inner.emit(Event::Checkpoint {
+                        id: &id,
+                        run_id: self.run_id,
+                        round: *round,
+                        step: step.as_deref(),
+                    }),
+                    Err(e) => tracing::warn!("no checkpoint before round {round}: {e}"),
+                }
+            }
+        }
+        self.inner.emit(event);
+    }
+
+    fn checkpoint(&self, messages: &[Message]) {
+        if let Some(c) = self.ws.checkpoints.get() {
+            let session = self.ws.session_now(messages);
+            let prepared = locks::lock(c).prepare(&session);
+            match prepared {
+                Ok(p) => *locks::lock(&self.pending) = Some(p),
+                Err(e) => tracing::warn!("checkpoints: {e}"),
+            }
+        }
+        self.inner.checkpoint(messages);
+    }
+}

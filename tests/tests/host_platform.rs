@@ -1,0 +1,113 @@
+//! The host's two implementations (server/src/host/platform.rs): Linux's own (openat2, a child subreaper,
+//! the parent-death signal) and the portable one macOS runs (an `O_NOFOLLOW` walk, a watchdog pipe,
+//! escaped commands found by their marker). A debug build on Linux takes the portable one with
+//! `STEPWISE_PORTABLE_HOST=1`; the last test here runs the confinement, race, shell and kill -9 tests
+//! again that way, so the macOS code paths are tested on every run.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use stepwise::host::{run_shell, PORTABLE_ENV};
+
+fn portable() -> bool {
+    std::env::var(PORTABLE_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Which paths run is visible from the command: it runs in a subshell of the guard (so `$$` is the
+/// guard), and on the portable paths the guard has a second child, the watchdog reading the pipe stepwise
+/// holds.
+#[tokio::test]
+async fn the_guard_runs_the_selected_paths() {
+    let ws = TempDir::new("platform-guard");
+    let out = run_shell(ws.path(), "cat /proc/$$/task/$$/children", Duration::from_secs(10)).await.unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    let children = out.text.split_whitespace().count();
+    assert_eq!(children, if portable() { 2 } else { 1 }, "the guard's children: {}", out.text);
+}
+
+/// Linux's own paths find escaped processes through the process tree (the guard is a child subreaper),
+/// not their environment: one that clears it and leaves its session still dies with the command. (The
+/// portable paths rely on the marker in the environment, so this test is not run on them: there such a
+/// process is not found, and as it holds the output pipes the command ends at its time-out.)
+#[tokio::test]
+async fn an_escaped_child_without_the_marker_dies_with_the_command() {
+    let ws = TempDir::new("platform-subreaper");
+    // Its own session, an empty environment, its parent gone; the command ends once it is sleeping.
+    let command = r#"s=$(command -v setsid) z=$(command -v sleep); (env -i "$s" "$z" 300 & echo $! > escaped.pid)
+        p=$(cat escaped.pid); until grep -q '(sleep)' /proc/$p/stat; do :; done; echo started"#;
+    let out = run_shell(ws.path(), command, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(out.text, "started");
+    let pid = read_pid(&ws.join("escaped.pid"));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(stat.contains("(sleep)"), "{pid} is not the escaped sleep: {stat}");
+    assert!(wait_gone(pid), "an escaped child {pid} without the marker outlived its command");
+}
+
+/// The tests that hold the host's guarantees, by name, and how many there are.
+const PORTABLE_RUN: &[(&str, &[&str])] = &[
+    (
+        "core_confinement",
+        &[
+            "a_directory_swapped_for_a_symlink_never_leads_outside",
+            "a_path_checked_before_a_swap_is_refused_after_it",
+            "a_fifo_is_refused_not_waited_on",
+            "a_hard_link_is_not_written_through",
+            "new_directories_are_created_beneath_the_workspace",
+        ],
+    ),
+    (
+        "core_tools",
+        &[
+            "shell_results",
+            "endless_output_is_bounded_and_stopped",
+            "escaped_children_die_with_the_command",
+            "shell_timeout_leaves_no_process_behind",
+        ],
+    ),
+    ("cli", &["a_killed_stepwise_leaves_no_command_running"]),
+    ("host_platform", &["the_guard_runs_the_selected_paths"]),
+];
+
+#[test]
+fn the_portable_paths_pass_the_same_tests() {
+    // <target>/<profile>/deps/<this test>: the same target directory and profile.
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let profile = profile_dir.file_name().unwrap().to_str().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["test", "--quiet", "-p", "stepwise-tests", "--manifest-path"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env(PORTABLE_ENV, "1");
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let mut names = Vec::new();
+    for (test, tests) in PORTABLE_RUN {
+        cmd.args(["--test", test]);
+        names.extend(tests.iter().copied());
+    }
+    cmd.arg("--").arg("--exact").args(&names);
+    let out = cmd.output().expect("cannot run cargo test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the portable run failed:\n{stdout}\n{stderr}");
+    // Every named test ran (a renamed one would otherwise be filtered out silently).
+    let passed: usize = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("test result: ok. "))
+        .filter_map(|l| l.split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(passed, names.len(), "tests passed on the portable paths:\n{stdout}");
+}

@@ -1,0 +1,103 @@
+//! Checkpoints over LSP (issue 20): `stepwise/checkpoint` before every round, `stepwise.checkpoints`,
+//! `stepwise.rewind` putting an open document back through `workspace/applyEdit` and the rest on disk,
+//! refused while a run goes on, and the conversation the next run continues.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step};
+
+const T: Duration = Duration::from_secs(10);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_checkpoints_are_listed_and_a_rewind_puts_back_buffers_files_and_the_conversation() {
+    let (dir, state) = folder_and_state("cp-lsp");
+    dir.write("a.txt", "one\n");
+    dir.write("sub/b.txt", "bee\n");
+    let mock = MockModel::start(vec![
+        Step::tool("edit_file", json!({"path": "a.txt", "old_text": "one", "new_text": "two"})),
+        Step::tool("bash", json!({"command": "echo changed > sub/b.txt && mkdir -p gen && echo new > gen/c.txt"})),
+        Step::text("Done."),
+        // The second run hangs in its request: a rewind meanwhile is refused.
+        Step::Hang,
+        // The third run, after the rewind.
+        Step::text("Again."),
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let a = ed.open("a.txt", "one\n");
+
+    let run = ed.start_run(&ws, "change things").await;
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    let taken = log.of("stepwise/checkpoint");
+    let rounds: Vec<(Value, Value, Value)> =
+        taken.iter().map(|c| (c["id"].clone(), c["round"].clone(), c["runId"].clone())).collect();
+    assert_eq!(
+        rounds,
+        vec![
+            (json!("1"), json!(1), json!(run)),
+            (json!("2"), json!(2), json!(run)),
+            (json!("3"), json!(3), json!(run))
+        ]
+    );
+    assert!(taken.iter().all(|c| c["workspace"] == ws.as_str()));
+    assert_eq!(ed.text(&a).as_deref(), Some("two\n"));
+
+    let listed = ed.execute("stepwise.checkpoints", json!({"workspace": ws})).await.unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+    assert_eq!(listed[0]["files"], json!(["a.txt", "gen/c.txt", "sub/b.txt"]));
+    assert_eq!(listed[0]["prompt"], "change things");
+    assert_eq!(listed[1]["files"], json!(["gen/c.txt", "sub/b.txt"]));
+    assert_eq!(listed[2]["files"], json!([]));
+
+    // Refused while a run goes on; nothing changes.
+    let hanging = ed.start_run(&ws, "hang").await;
+    mock.wait_for_requests(4, T).await;
+    let refused = ed.execute("stepwise.rewind", json!({"workspace": ws, "checkpoint": "1"})).await.unwrap_err();
+    assert!(refused.message.contains("a run is in progress"), "{}", refused.message);
+    assert_eq!(dir.read("sub/b.txt"), "changed\n");
+    ed.execute("stepwise.cancel", json!({"workspace": ws})).await.unwrap();
+    ed.await_run(&ws, &hanging, T).await;
+
+    let done = ed.execute("stepwise.rewind", json!({"workspace": ws, "checkpoint": "1"})).await.unwrap();
+    assert_eq!(done["files"], json!(["a.txt", "gen/c.txt", "sub/b.txt"]), "{done}");
+    assert_eq!((done["conversation"].clone(), done["conflicts"].clone()), (json!(true), json!([])));
+    // The open document went back through the editor (undoable there), the rest on disk.
+    let edits = ed.handled("workspace/applyEdit");
+    assert_eq!(
+        edits.last().map(|h| h.params["label"].clone()),
+        Some(json!("stepwise: rewind a.txt — rewind to checkpoint 1"))
+    );
+    assert_eq!(ed.text(&a).as_deref(), Some("one\n"));
+    assert_eq!(dir.read("sub/b.txt"), "bee\n");
+    assert!(!dir.join("gen").exists());
+    let listed = ed.execute("stepwise.checkpoints", json!({})).await.unwrap();
+    assert_eq!(listed, json!([]), "checkpoint 1 and later are dropped");
+
+    // The next run continues the conversation as it was before the first run's prompt.
+    let again = ed.start_run(&ws, "once more").await;
+    ed.await_run(&ws, &again, T).await;
+    let reqs = mock.requests();
+    let sent = reqs.last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("once more") && !sent.contains("change things") && !sent.contains("hang"), "{sent}");
+
+    // A new conversation drops the checkpoints with it.
+    let listed = ed.execute("stepwise.checkpoints", json!({})).await.unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    ed.execute("stepwise.reset", json!({})).await.unwrap();
+    assert_eq!(ed.await_notification("stepwise/plan").await["items"], json!([]));
+    assert_eq!(ed.execute("stepwise.checkpoints", json!({})).await.unwrap(), json!([]));
+
+    let bad = ed.execute("stepwise.rewind", json!({"checkpoint": "1", "restore": "everything"})).await.unwrap_err();
+    assert!(bad.message.contains("\"files\""), "{}", bad.message);
+    let gone = ed.execute("stepwise.rewind", json!({"checkpoint": "1"})).await.unwrap_err();
+    assert!(gone.message.contains("No checkpoint 1"), "{}", gone.message);
+    ed.finish().await;
+}
