@@ -8,6 +8,8 @@ export const SERVER_COMMANDS = {
   plan: 'stepwise.plan',
   editPlan: 'stepwise.editPlan',
   steer: 'stepwise.steer',
+  checkpoints: 'stepwise.checkpoints',
+  rewind: 'stepwise.rewind',
 } as const;
 
 /** The extension's own commands (the server's command ids are registered by the language client). */
@@ -34,6 +36,12 @@ export const PLAN_COMMANDS = {
   markInProgress: 'stepwise.planItem.markInProgress',
   markDone: 'stepwise.planItem.markDone',
   editAsText: 'stepwise.editPlanText',
+} as const;
+
+/** Checkpoints and rewind. */
+export const REWIND_COMMANDS = {
+  showCheckpoints: 'stepwise.showCheckpoints',
+  rewindToItem: 'stepwise.planItem.rewind',
 } as const;
 
 function withSlash(uri: string): string {

@@ -47,6 +47,8 @@ export class Events {
       writer.line(compactedLine(p));
       this.ui.updateStatusBar();
     });
+    // Checkpoints are listed when asked for (Stepwise: Show Checkpoints); the notification needs no answer.
+    client.onNotification('stepwise/checkpoint', () => undefined);
     client.onNotification('stepwise/usage', (p: UsageParams) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).usage = p;

@@ -2,7 +2,8 @@
 // transcript, the status-bar item and the commands. Each job has its file: core.ts (what all share, one
 // record per folder in folders.ts), client.ts (the language client), events.ts (the server's notifications),
 // ui.ts (plan view, status bar), setup.ts (server binary, doctor, API key), runs.ts (run, steer, cancel,
-// reset), planEditor.ts (the user edits the plan: items in the view, the plan as a document).
+// reset), planEditor.ts (the user edits the plan: items in the view, the plan as a document), rewind.ts
+// (checkpoints, rewind).
 // The logic that can be tested without VS Code lives in plan.ts, planEdit.ts, folders.ts, settings.ts,
 // commands.ts, status.ts and transcript.ts.
 import * as vscode from 'vscode';
@@ -12,6 +13,7 @@ import { EXTENSION_COMMANDS } from './commands';
 import { Core, folderRefs } from './core';
 import { Runs } from './runs';
 import { PlanEditor } from './planEditor';
+import { Rewind } from './rewind';
 import { needsRestart } from './settings';
 import { Setup } from './setup';
 import { Ui } from './ui';
@@ -29,6 +31,7 @@ class Stepwise {
     const runs = new Runs(core, ui, setup, connection);
     const planEditor = new PlanEditor(core, connection);
     connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
+    new Rewind(core, connection);
     const disposables = core.disposables;
     ui.update();
     // Opening the plan view is using stepwise: the server starts then (and shows the folders' plans).

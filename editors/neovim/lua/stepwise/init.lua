@@ -10,7 +10,7 @@ local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -243,6 +243,13 @@ function M.command(o)
     return M.steer(o.args:match('^%s*steer%s+(.-)%s*$'))
   elseif sub == 'plan' and o.fargs[2] == 'edit' then
     return M.plan_edit()
+  elseif sub == 'checkpoints' then
+    return require('stepwise.checkpoints').pick(M.execute, M.current_folder())
+  elseif sub == 'rewind' then
+    if not o.fargs[2] then
+      return util.notify('usage: :Stepwise rewind {checkpoint id} (:Stepwise checkpoints lists them)', vim.log.levels.ERROR)
+    end
+    return require('stepwise.checkpoints').rewind(M.execute, M.current_folder(), o.fargs[2])
   elseif sub == 'cancel' then
     return M.cancel()
   elseif sub == 'reset' then
@@ -256,7 +263,7 @@ function M.command(o)
   elseif sub == 'compact' then
     return M.compact()
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact)', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind)', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -280,7 +287,7 @@ function M.create_command()
   end, {
     nargs = '*',
     complete = M.complete,
-    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log',
+    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id}',
   })
 end
 
