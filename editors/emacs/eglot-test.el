@@ -155,6 +155,44 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
     (st-check "the buffer stays unsaved (the edit is the editor's, in its undo history)"
               (and (buffer-modified-p st-buffer)
                    (consp (buffer-local-value (quote buffer-undo-list) st-buffer))))
+    ;; The README's `stepwise-set-plan' on a region in the plan's text form, then `stepwise-steer' with no
+    ;; run going on: it starts one, whose request carries the user's plan edit and the steer's text.
+    ;; (A scratch buffer of the project, in a mode the server manages, as the user's would be.)
+    (with-temp-buffer
+      (setq default-directory st-dir)
+      (text-mode)
+      (insert "[x] #1: Make the greeting friendlier\n[ ] Say goodbye\n")
+      (stepwise-set-plan (point-min) (point-max)))
+    (st-wait "the answer to stepwise.editPlan"
+             (lambda () (cl-some (lambda (m) (string-match-p "^stepwise: plan \\(revision\\|not changed\\)" m)) st-messages)) 10)
+    (st-check "stepwise-set-plan replaces the plan (stepwise.editPlan answers with its revision)"
+              (cl-some (lambda (m) (string-match-p "^stepwise: plan revision [0-9]+$" m)) st-messages)
+              (seq-take st-messages 5))
+    (with-temp-buffer
+      (setq default-directory st-dir)
+      (text-mode)
+      (insert "[>] #1: one\n[>] two\n")
+      (stepwise-set-plan (point-min) (point-max)))
+    (st-wait "the refusal of a broken plan"
+             (lambda () (cl-some (lambda (m) (string-match-p "^stepwise: plan not changed" m)) st-messages)) 10)
+    (st-check "a broken plan is refused with the rule's text"
+              (cl-some (lambda (m) (string-match-p "^stepwise: plan not changed: Error: Only one task can be in_progress at a time" m))
+                       st-messages)
+              (seq-take st-messages 5))
+    (let ((runs (length (st-notes-of "$/progress"))))
+      (with-current-buffer st-buffer (stepwise-steer "Now say goodbye"))
+      (st-wait "the steered run's end"
+               (lambda () (cl-some (lambda (p) (equal (plist-get (plist-get p :value) :kind) "end"))
+                                   (nthcdr runs (st-notes-of "$/progress"))))
+               60))
+    (let ((last (with-temp-buffer
+                  (insert-file-contents st-record)
+                  (car (last (split-string (buffer-string) "\n" t))))))
+      (st-check "the steer starts a run with its text, and the model is told of the plan edit"
+                (and last (string-match-p "Now say goodbye" last)
+                     (string-match-p "<plan-edit>The user changed the plan. It is now:" last)
+                     (string-match-p "Say goodbye" last))
+                (and last (substring last (max 0 (- (length last) 800))))))
     (let ((events (getenv "STEPWISE_TEST_EVENTS")))
       (when events
         (with-current-buffer (jsonrpc-events-buffer server)

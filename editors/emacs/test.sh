@@ -63,7 +63,8 @@ cat > "$work/script.json" <<JSON
   {"type":"turn","tool_calls":[{"name":"bash","input":{"command":"grep -c welcome greet.txt"}}]},
   {"type":"turn","tool_calls":[{"name":"read_file","input":{"path":"greet.txt"}}]},
   $(plan completed),
-  {"type":"turn","text":"The greeting is friendlier now."}
+  {"type":"turn","text":"The greeting is friendlier now."},
+  {"type":"turn","text":"Saying goodbye next."}
 ]
 JSON
 

@@ -69,12 +69,15 @@ return H.spec({
           },
         },
       }
-      local r = handler()(nil, { edit = edit, label = 'stepwise: write_file made.txt — Make it' }, { client_id = c.id })
+      -- The plan step comes with the tool call the edit belongs to (stepwise/toolCall), before the edit.
+      local handlers = require('stepwise.handlers').handlers()
+      handlers['stepwise/toolCall'](nil, { workspace = vim.uri_from_fname(dir), name = 'write_file', phase = 'started', step = 'Make it' }, { client_id = c.id })
+      local r = handler()(nil, { edit = edit, label = 'stepwise: write_file made.txt' }, { client_id = c.id })
       H.eq({ applied = true }, r, 'applied')
       H.eq('l1\nl2\n', H.read(dir .. '/made.txt'), 'the file on disk')
       local b = vim.fn.bufnr(dir .. '/made.txt')
       local mark = require('stepwise.marks').get(b)
-      H.truthy(mark and mark.text:find('Make it', 1, true), 'virtual text names the step from the label: ' .. vim.inspect(mark))
+      H.truthy(mark and mark.text:find('Make it', 1, true), 'virtual text names the step of the tool call: ' .. vim.inspect(mark))
     end,
   },
 })

@@ -7,9 +7,11 @@ return H.spec({
     name = ':Stepwise completes its subcommands',
     fn = function()
       require('stepwise').setup({ keymaps = false, autostart = false })
-      H.eq({ 'cancel', 'compact', 'log', 'plan', 'reset', 'run', 'status' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
-      H.eq({ 'reset', 'run' }, vim.fn.sort(vim.fn.getcompletion('Stepwise r', 'cmdline')), "subcommands starting with r")
+      H.eq({ 'cancel', 'checkpoints', 'compact', 'log', 'plan', 'reset', 'rewind', 'run', 'status', 'steer' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
+      H.eq({ 'reset', 'rewind', 'run' }, vim.fn.sort(vim.fn.getcompletion('Stepwise r', 'cmdline')), "subcommands starting with r")
       H.eq({}, vim.fn.getcompletion('Stepwise run ', 'cmdline'), 'nothing after a subcommand')
+      H.eq({ 'edit' }, vim.fn.getcompletion('Stepwise plan ', 'cmdline'), 'plan edit')
+      H.eq({}, vim.fn.getcompletion('Stepwise plan edit ', 'cmdline'), 'nothing after plan edit')
     end,
   },
   {

@@ -9,7 +9,8 @@
 #   STEPWISE_SHARED_DIR  the shared folder with tools/install-code-server.sh (default <repo>/../shared)
 #   STEPWISE_SKIP_E2E=1  unit tests and packaging only
 #   STEPWISE_E2E_KEEP=1  keep the e2e scratch folder (/tmp/stepwise-e2e-*)
-# Artifacts (git-ignored): editors/vscode/test-artifacts/ (final.png, server.log, transcript.log, ...).
+# Artifacts (git-ignored): editors/vscode/test-artifacts/ (final.png, server.log, transcript.log, ...; plan-edit/ and
+# rewind/ for the other e2e files).
 # The last line is `N passed, N failed`.
 set -uo pipefail
 
@@ -126,7 +127,7 @@ if MOCK_MODEL_BIN="$TARGET/debug/mock-model" \
   VSIX="$VSIX" \
   CHROMIUM="$(command -v chromium)" \
   ARTIFACTS_DIR="$EXT_DIR/test-artifacts" \
-  timeout 900 node --test --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter=tap --test-reporter-destination="$WORK/e2e.tap" test/e2e/e2e.test.mjs; then :; fi
+  timeout 1500 node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$WORK/e2e.tap" test/e2e/e2e.test.mjs test/e2e/plan_edit.test.mjs test/e2e/rewind.test.mjs; then :; fi
 count_tap "$WORK/e2e.tap" || fail "the end-to-end test did not run"
 echo "artifacts: $EXT_DIR/test-artifacts"

@@ -6,6 +6,10 @@ export const SERVER_COMMANDS = {
   cancel: 'stepwise.cancel',
   reset: 'stepwise.reset',
   plan: 'stepwise.plan',
+  editPlan: 'stepwise.editPlan',
+  steer: 'stepwise.steer',
+  checkpoints: 'stepwise.checkpoints',
+  rewind: 'stepwise.rewind',
 } as const;
 
 /** The extension's own commands (the server's command ids are registered by the language client). */
@@ -18,6 +22,26 @@ export const EXTENSION_COMMANDS = {
   showTranscript: 'stepwise.showTranscript',
   showServerLog: 'stepwise.showServerLog',
   checkSetup: 'stepwise.checkSetup',
+  steerRun: 'stepwise.steerRun',
+} as const;
+
+/** The plan editing commands (plan view items, the plan document). */
+export const PLAN_COMMANDS = {
+  editText: 'stepwise.planItem.edit',
+  addAfter: 'stepwise.planItem.addAfter',
+  deleteItem: 'stepwise.planItem.delete',
+  moveUp: 'stepwise.planItem.moveUp',
+  moveDown: 'stepwise.planItem.moveDown',
+  markPending: 'stepwise.planItem.markPending',
+  markInProgress: 'stepwise.planItem.markInProgress',
+  markDone: 'stepwise.planItem.markDone',
+  editAsText: 'stepwise.editPlanText',
+} as const;
+
+/** Checkpoints and rewind. */
+export const REWIND_COMMANDS = {
+  showCheckpoints: 'stepwise.showCheckpoints',
+  rewindToItem: 'stepwise.planItem.rewind',
 } as const;
 
 function withSlash(uri: string): string {
@@ -58,6 +82,13 @@ export function runArguments(prompt: string | undefined, workspace: string | und
   return [workspace ? { prompt: p, workspace } : { prompt: p }];
 }
 
+/** Arguments of `stepwise.steer`, or undefined for an empty line. */
+export function steerArguments(text: string | undefined, workspace: string | undefined): [{ text: string; workspace?: string }] | undefined {
+  const t = (text ?? '').trim();
+  if (!t) return undefined;
+  return [workspace ? { text: t, workspace } : { text: t }];
+}
+
 /** Arguments of `stepwise.cancel`, `stepwise.reset`, `stepwise.plan`. */
 export function workspaceArguments(workspace: string | undefined): [{ workspace?: string }] {
   return [workspace ? { workspace } : {}];
@@ -71,6 +102,11 @@ export function executeCommandParams(command: string, args: unknown[]): { comman
 /** Validates the input box of "Run Task": a message, or undefined when fine. */
 export function validatePrompt(value: string): string | undefined {
   return value.trim() ? undefined : 'Describe the task for the agent';
+}
+
+/** Validates the input box of "Steer": a message, or undefined when fine. */
+export function validateSteer(value: string): string | undefined {
+  return value.trim() ? undefined : 'Tell the agent what to do differently';
 }
 
 /** Validates the input box of "Set API Key". Empty means "remove the stored key". */

@@ -16,6 +16,10 @@ export interface PlanParams {
   items: PlanItem[];
   completed?: number;
   total?: number;
+  /** Raised by every change of the plan (servers before plan editing send none). */
+  revision?: number;
+  /** Who changed the plan last. */
+  by?: 'model' | 'user' | string;
 }
 
 export interface FolderRef {
@@ -141,51 +145,6 @@ export function nameFromUri(uri: string): string {
     return decodeURIComponent(last) || uri;
   } catch {
     return last || uri;
-  }
-}
-
-/** Holds the latest plan of every workspace folder. */
-export class PlanStore {
-  private readonly plans = new Map<string, PlanParams>();
-
-  /** Stores a `stepwise/plan` payload. Returns false when it carries no workspace. */
-  update(params: PlanParams): boolean {
-    if (!params || typeof params.workspace !== 'string') return false;
-    this.plans.set(params.workspace, {
-      workspace: params.workspace,
-      items: Array.isArray(params.items) ? params.items : [],
-      completed: params.completed,
-      total: params.total,
-    });
-    return true;
-  }
-
-  get(workspace: string): PlanParams | undefined {
-    return this.plans.get(workspace);
-  }
-
-  delete(workspace: string): void {
-    this.plans.delete(workspace);
-  }
-
-  clear(): void {
-    this.plans.clear();
-  }
-
-  all(): PlanParams[] {
-    return [...this.plans.values()];
-  }
-
-  /** Roots of the plan tree. One folder in the window: its items. Several: one node per folder. */
-  roots(folders: FolderRef[]): PlanNode[] {
-    return buildTree(folders, this.plans);
-  }
-
-  title(folders?: FolderRef[]): string {
-    const relevant = folders
-      ? folders.map((f) => this.plans.get(f.uri)).filter((p): p is PlanParams => !!p)
-      : this.all();
-    return planTitle(relevant);
   }
 }
 

@@ -11,6 +11,14 @@ export interface StatusParams {
   runId?: string;
   reason?: string;
   message?: string;
+  /** What failed, for `error`: `setup` (the fix is in the settings), `model`, `internal`. */
+  errorKind?: 'setup' | 'model' | 'internal' | string;
+}
+
+/** Whether a failed run needs the settings fixed: the server says so; older servers only give the text. */
+export function isSetupError(p: Pick<StatusParams, 'message' | 'errorKind'>): boolean {
+  if (p.errorKind) return p.errorKind === 'setup';
+  return /model|api[ _-]?key|unauthori[sz]ed|401|403|base ?url|not configured/i.test(p.message ?? '');
 }
 
 /** The params of `stepwise/usage`. */

@@ -80,3 +80,8 @@ export class TranscriptWriter {
     for (const l of ls) this.line(l);
   }
 }
+
+/** The user changed the plan: `✎ you changed the plan: 1/3 · Adding a farewell`. */
+export function planEditLine(plan: PlanParams): string {
+  return `✎ you changed the plan: ${planSummary(plan)}`;
+}

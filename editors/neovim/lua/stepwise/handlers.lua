@@ -100,8 +100,11 @@ local function on_plan(_, params)
     items = params.items or {},
     completed = params.completed,
     total = params.total,
+    revision = type(params.revision) == 'number' and params.revision or nil,
+    by = params.by,
   }
   plan.update(folder)
+  require('stepwise.plan_edit').refresh(folder)
   marks.update(folder)
   M.refresh_lenses(folder.uri)
   util.emit('StepwisePlan', { workspace = folder.uri, plan = folder.plan })

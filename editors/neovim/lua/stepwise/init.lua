@@ -10,7 +10,7 @@ local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
 
-M.subcommands = { 'run', 'cancel', 'reset', 'plan', 'log', 'status', 'compact' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -89,6 +89,46 @@ function M.run(prompt, opts)
     if not err and type(result) == 'table' and result.runId then
       folder.run_id = result.runId
     end
+  end)
+end
+
+--- `:Stepwise steer {text}`: a line for the agent, read at its next step; with no run going on it starts one.
+---@param text string?
+---@param opts {folder: stepwise.Folder?}?
+function M.steer(text, opts)
+  opts = opts or {}
+  if not text or vim.trim(text) == '' then
+    vim.ui.input({ prompt = 'stepwise steer: ' }, function(input)
+      if input and vim.trim(input) ~= '' then
+        M.steer(input, opts)
+      end
+    end)
+    return
+  end
+  local folder = opts.folder or M.current_folder()
+  text = vim.trim(text)
+  M.execute(folder, 'stepwise.steer', { text = text }, function(err)
+    if not err then
+      log.line(folder.uri, '» you: ' .. text, 'StepwiseLogHeader')
+    end
+  end)
+end
+
+--- `:Stepwise plan edit`: the folder's plan as a buffer in its render form; `:w` applies it.
+function M.plan_edit(opts)
+  local folder = (opts and opts.folder) or M.current_folder()
+  local plan_edit = require('stepwise.plan_edit')
+  if folder.plan then
+    return plan_edit.open(folder)
+  end
+  M.execute(folder, 'stepwise.plan', nil, function(err, result)
+    if err or type(result) ~= 'table' then
+      return
+    end
+    if not folder.plan then
+      folder.plan = { items = result.items or {}, completed = result.completed, total = result.total, revision = result.revision }
+    end
+    plan_edit.open(folder)
   end)
 end
 
@@ -199,6 +239,17 @@ function M.command(o)
   if sub == 'run' then
     local task = o.args:match('^%s*run%s+(.-)%s*$')
     return M.run(task)
+  elseif sub == 'steer' then
+    return M.steer(o.args:match('^%s*steer%s+(.-)%s*$'))
+  elseif sub == 'plan' and o.fargs[2] == 'edit' then
+    return M.plan_edit()
+  elseif sub == 'checkpoints' then
+    return require('stepwise.checkpoints').pick(M.execute, M.current_folder())
+  elseif sub == 'rewind' then
+    if not o.fargs[2] then
+      return util.notify('usage: :Stepwise rewind {checkpoint id} (:Stepwise checkpoints lists them)', vim.log.levels.ERROR)
+    end
+    return require('stepwise.checkpoints').rewind(M.execute, M.current_folder(), o.fargs[2])
   elseif sub == 'cancel' then
     return M.cancel()
   elseif sub == 'reset' then
@@ -212,11 +263,16 @@ function M.command(o)
   elseif sub == 'compact' then
     return M.compact()
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, cancel, reset, plan, log, status, compact)', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind)', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
   local before = cmdline:match('^%s*%S+%s+(.*)$') or ''
+  if before:match('^plan%s+%S*$') then
+    return vim.tbl_filter(function(s)
+      return s:sub(1, #arglead) == arglead
+    end, { 'edit' })
+  end
   if before:find('%s') then
     return {}
   end
@@ -231,7 +287,7 @@ function M.create_command()
   end, {
     nargs = '*',
     complete = M.complete,
-    desc = 'stepwise: run {task} | cancel | reset | plan | log',
+    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id}',
   })
 end
 

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { PlanStore, buildTree, itemNode, normalizeStatus, planCounts, planSummary, planTitle, statusIcon, type PlanParams } from '../../src/plan';
+import { Folders } from '../../src/folders';
+import { buildTree, itemNode, normalizeStatus, planCounts, planSummary, planTitle, statusIcon, type PlanParams } from '../../src/plan';
 
 const WS = 'file:///work/demo';
 const WS2 = 'file:///work/other';
@@ -65,9 +66,9 @@ test('counts fall back to the items when the server omits them', () => {
 });
 
 test('several folders: one node per folder with a plan, done/total as description', () => {
-  const store = new PlanStore();
-  store.update(plan);
-  store.update({ workspace: WS2, items: [], completed: 0, total: 0 });
+  const store = new Folders();
+  store.updatePlan(plan);
+  store.updatePlan({ workspace: WS2, items: [], completed: 0, total: 0 });
   const folders = [
     { uri: WS, name: 'demo' },
     { uri: WS2, name: 'other' },
@@ -79,16 +80,16 @@ test('several folders: one node per folder with a plan, done/total as descriptio
   assert.equal(roots[0].description, '1/3');
   assert.equal(roots[0].children?.length, 3);
   assert.equal(store.title(folders), 'Plan 1/3');
-  store.update({ workspace: WS2, items: [{ id: 'a', text: 'b', status: 'pending' }], completed: 0, total: 1 });
+  store.updatePlan({ workspace: WS2, items: [{ id: 'a', text: 'b', status: 'pending' }], completed: 0, total: 1 });
   assert.equal(store.roots(folders).length, 2);
   assert.equal(store.title(folders), 'Plan 1/4');
 });
 
 test('an empty plan gives an empty tree (the welcome view shows)', () => {
-  const store = new PlanStore();
-  store.update({ workspace: WS, items: [], completed: 0, total: 0 });
+  const store = new Folders();
+  store.updatePlan({ workspace: WS, items: [], completed: 0, total: 0 });
   assert.deepEqual(store.roots([{ uri: WS, name: 'demo' }]), []);
-  assert.equal(store.update({} as PlanParams), false);
+  assert.equal(store.updatePlan({} as PlanParams), false);
 });
 
 test('summary mirrors the code lens wording', () => {

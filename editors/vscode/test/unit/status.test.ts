@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { cacheShare, compactedLine, contextPercent, formatTokens, statusBarModel, totalTokens, usageText } from '../../src/status';
+import { cacheShare, compactedLine, contextPercent, formatTokens, isSetupError, statusBarModel, totalTokens, usageText } from '../../src/status';
 import { TranscriptWriter, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/transcript';
 import type { PlanParams } from '../../src/plan';
 
@@ -109,4 +109,12 @@ test('status bar: context use, cache share and compactions', () => {
   const limit = statusBarModel({ workspace: WS, state: 'idle', reason: 'max_tokens' }, undefined);
   assert.equal(limit.severity, 'warning');
   assert.match(limit.tooltip, /stopped: output limit/);
+});
+
+test('a setup error is what the server says it is; older servers are judged by the text', () => {
+  assert.equal(isSetupError({ errorKind: 'setup', message: 'anything' }), true);
+  assert.equal(isSetupError({ errorKind: 'model', message: 'HTTP 401 from the model' }), false);
+  assert.equal(isSetupError({ errorKind: 'internal' }), false);
+  assert.equal(isSetupError({ message: 'no model is configured' }), true);
+  assert.equal(isSetupError({ message: 'the stream broke' }), false);
 });

@@ -1,0 +1,82 @@
+// What every part of the extension shares: the folders' records, the output channels, the language client
+// once started, and small helpers over the window's folders and settings.
+import * as vscode from 'vscode';
+import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
+
+import { chooseFolder, executeCommandParams } from './commands';
+import { Folders } from './folders';
+import type { FolderRef } from './plan';
+import { SERVER_KEYS } from './settings';
+import { TranscriptWriter } from './transcript';
+
+export const PLAN_VIEW = 'stepwise.planView';
+
+export function folderRefs(): FolderRef[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((f) => ({ uri: f.uri.toString(), name: f.name }));
+}
+
+export function workspaceFolderOf(uri: string): vscode.WorkspaceFolder | undefined {
+  return (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.toString() === uri);
+}
+
+export function folderName(workspace: string): string {
+  return workspaceFolderOf(workspace)?.name ?? folderRefs().find((f) => f.uri === workspace)?.name ?? workspace;
+}
+
+export function readSettings(scope?: vscode.ConfigurationScope): Record<string, unknown> {
+  const cfg = vscode.workspace.getConfiguration('stepwise', scope);
+  const out: Record<string, unknown> = {};
+  for (const key of [...SERVER_KEYS, 'serverPath']) out[key] = cfg.get(key);
+  return out;
+}
+
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Shows a failed command's error. */
+export function showError(error: unknown): void {
+  void vscode.window.showErrorMessage(`stepwise: ${errorText(error)}`);
+}
+
+/** The folder a command goes to: the active editor's, the only one, or the user's pick among `candidates`. */
+export async function pickFolder(candidates?: FolderRef[], placeHolder = 'Which folder?'): Promise<FolderRef | undefined> {
+  const folders = folderRefs();
+  const choice = chooseFolder(folders, vscode.window.activeTextEditor?.document.uri.toString(), candidates);
+  if (choice.kind === 'folder') return choice.folder;
+  if (choice.kind === 'none') {
+    void vscode.window.showWarningMessage('stepwise: open a folder first; the agent works in a workspace folder.');
+    return undefined;
+  }
+  const pick = await vscode.window.showQuickPick(
+    choice.candidates.map((f) => ({ label: f.name, description: workspaceFolderOf(f.uri)?.uri.fsPath, folder: f })),
+    { placeHolder },
+  );
+  return pick?.folder;
+}
+
+export class Core {
+  readonly folders = new Folders();
+  readonly transcript = vscode.window.createOutputChannel('Stepwise');
+  readonly serverLog = vscode.window.createOutputChannel('Stepwise Server');
+  readonly writer = new TranscriptWriter(this.transcript);
+  readonly disposables: vscode.Disposable[] = [this.transcript, this.serverLog];
+
+  /** The running client, once started. */
+  client: LanguageClient | undefined;
+  starting: Promise<LanguageClient | undefined> | undefined;
+  /** Why the server is missing or failed to start, shown in the status bar. */
+  serverProblem: string | undefined;
+  /** The folder the server last spoke of. */
+  lastFolder: string | undefined;
+
+  constructor(readonly context: vscode.ExtensionContext) {}
+
+  execute(client: LanguageClient, command: string, args: unknown[]): Promise<unknown> {
+    return client.sendRequest(ExecuteCommandRequest.type, executeCommandParams(command, args));
+  }
+
+  log(line: string): void {
+    this.serverLog.appendLine(line);
+  }
+}

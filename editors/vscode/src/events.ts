@@ -1,0 +1,115 @@
+// The server's notifications: each updates its folder's record, the transcript and what the window shows.
+import * as vscode from 'vscode';
+import type { LanguageClient } from 'vscode-languageclient/node';
+
+import { Core, folderName } from './core';
+import type { PlanParams } from './plan';
+import type { Setup } from './setup';
+import { compactedLine, isSetupError, type CompactedParams, type StatusParams, type UsageParams } from './status';
+import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
+import type { Ui } from './ui';
+
+export class Events {
+  /** The folder the transcript's last lines are about. */
+  private lastTranscriptFolder: string | undefined;
+  /** Called with the folder whose plan changed. */
+  readonly planListeners: ((workspace: string) => void)[] = [];
+
+  constructor(
+    private readonly core: Core,
+    private readonly ui: Ui,
+    private readonly setup: Setup,
+    /** Asks VS Code to fetch the code lenses again. */
+    private readonly refreshLenses: () => void,
+  ) {}
+
+  /** Registers a handler for every notification of `client`. */
+  listen(client: LanguageClient): void {
+    const { writer } = this.core;
+    client.onNotification('stepwise/plan', (p: PlanParams) => this.onPlan(p));
+    client.onNotification('stepwise/status', (p: StatusParams) => this.onStatus(p));
+    client.onNotification('stepwise/assistantText', (p: { workspace: string; text: string }) => {
+      this.transcriptFolder(p.workspace);
+      writer.text(p.text ?? '');
+    });
+    client.onNotification('stepwise/toolCall', (p: ToolCallParams) => {
+      this.transcriptFolder(p.workspace);
+      writer.lines(toolCallLines(p));
+    });
+    client.onNotification('stepwise/reminder', (p: { workspace: string; text: string }) => {
+      this.transcriptFolder(p.workspace);
+      writer.line(reminderLine(p.text ?? ''));
+    });
+    client.onNotification('stepwise/compacted', (p: CompactedParams) => {
+      if (!p?.workspace) return;
+      this.core.folders.ensure(p.workspace).compaction = p;
+      this.transcriptFolder(p.workspace);
+      writer.line(compactedLine(p));
+      this.ui.updateStatusBar();
+    });
+    // Checkpoints are listed when asked for (Stepwise: Show Checkpoints); the notification needs no answer.
+    client.onNotification('stepwise/checkpoint', () => undefined);
+    client.onNotification('stepwise/usage', (p: UsageParams) => {
+      if (!p?.workspace) return;
+      this.core.folders.ensure(p.workspace).usage = p;
+      this.transcriptFolder(p.workspace);
+      writer.line(usageLine(p));
+      this.ui.updateStatusBar();
+    });
+  }
+
+  onPlan(p: PlanParams): void {
+    const before = this.core.folders.plan(p?.workspace)?.revision;
+    if (!this.core.folders.updatePlan(p)) return;
+    this.core.lastFolder = p.workspace;
+    if (p.by === 'user' && p.revision !== before) {
+      this.transcriptFolder(p.workspace);
+      this.core.writer.line(planEditLine(p));
+    }
+    this.ui.update();
+    this.refreshLenses();
+    for (const listener of this.planListeners) listener(p.workspace);
+  }
+
+  private onStatus(p: StatusParams): void {
+    if (!p?.workspace) return;
+    const f = this.core.folders.ensure(p.workspace);
+    const prev = f.status;
+    f.status = p;
+    this.core.lastFolder = p.workspace;
+    const { writer } = this.core;
+    if (p.state === 'running' && (!prev || prev.state === 'idle' || prev.runId !== p.runId)) {
+      f.usage = undefined;
+      this.lastTranscriptFolder = p.workspace;
+      writer.line('');
+      writer.line(runStartLine(f.prompt, folderName(p.workspace), p.runId));
+    } else if (p.state === 'idle' && prev && prev.state !== 'idle') {
+      this.transcriptFolder(p.workspace);
+      writer.line(runEndLine(p.reason, p.message, f.usage, f.plan));
+      if (p.reason === 'error') this.showRunError(p.message, isSetupError(p));
+      else if (p.reason === 'loop_detected' || p.reason === 'max_rounds')
+        void vscode.window
+          .showWarningMessage(`stepwise: the run stopped (${p.reason.replace('_', ' ')}).`, 'Show Transcript')
+          .then((x) => x && this.core.transcript.show(true));
+    }
+    this.ui.update();
+  }
+
+  private showRunError(message: string | undefined, setup: boolean): void {
+    const text = `stepwise: the run failed${message ? `: ${message}` : ''}`;
+    const actions = setup ? ['Open Settings', 'Set API Key', 'Show Transcript'] : ['Show Transcript', 'Show Server Log'];
+    void vscode.window.showErrorMessage(text, ...actions).then((pick) => {
+      if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'stepwise');
+      else if (pick === 'Set API Key') void this.setup.setApiKey();
+      else if (pick === 'Show Transcript') this.core.transcript.show(true);
+      else if (pick === 'Show Server Log') this.core.serverLog.show(true);
+    });
+  }
+
+  /** Names the folder in the transcript when its lines follow another folder's (several folders only). */
+  private transcriptFolder(workspace: string | undefined): void {
+    if (!workspace || workspace === this.lastTranscriptFolder) return;
+    this.lastTranscriptFolder = workspace;
+    if ((vscode.workspace.workspaceFolders?.length ?? 0) > 1) this.core.writer.line(`── ${folderName(workspace)}`);
+  }
+}

@@ -1,0 +1,91 @@
+//! Helpers for tests: the usual editor, tool results and conversation checks, polling.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::builder::*;
+use super::editor::*;
+use super::policy::*;
+use super::TempDir;
+use crate::mock::MockModel;
+
+/// The transcript notifications of a run (progress, usage, assistant text, tool calls): tests that
+/// look only at a run's outcome pass them to [`EditorBuilder::ignore`].
+pub const TRANSCRIPT: [&str; 4] = ["$/progress", "stepwise/usage", "stepwise/assistantText", "stepwise/toolCall"];
+
+/// A test's workspace folder and the directory its server saves sessions in: tagged `tag` and
+/// `{tag}-state`.
+pub fn folder_and_state(tag: &str) -> (TempDir, TempDir) {
+    (TempDir::new(tag), TempDir::new(&format!("{tag}-state")))
+}
+
+/// The usual editor of one folder: `dir` as its only folder, sessions saved in `state`, and `mock` as
+/// the model. Add options, policies and ignored methods, then [`EditorBuilder::start`] it.
+pub fn editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
+    TestEditor::builder(preset).folder(dir.path()).mock(mock).state_dir(state.path())
+}
+
+/// The tool results of the last message of a model request body: `(content, is_error)`.
+pub fn tool_results(body: &Value) -> Vec<(String, bool)> {
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
+    last["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| {
+                    let content = match &b["content"] {
+                        Value::String(s) => s.clone(),
+                        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                        other => other.to_string(),
+                    };
+                    (content, b["is_error"].as_bool().unwrap_or(false))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Checks that a conversation alternates roles, starts with the user, and that every tool use is
+/// answered by exactly one tool result in the next message.
+pub fn assert_valid_conversation(body: &Value) {
+    let msgs = body["messages"].as_array().expect("messages");
+    assert!(!msgs.is_empty());
+    assert_eq!(msgs[0]["role"], "user", "{body}");
+    for (i, w) in msgs.windows(2).enumerate() {
+        assert_ne!(w[0]["role"], w[1]["role"], "roles do not alternate at {i}: {body}");
+    }
+    for (i, m) in msgs.iter().enumerate() {
+        if m["role"] != "assistant" {
+            continue;
+        }
+        let uses: Vec<&str> = m["content"]
+            .as_array()
+            .map(|b| b.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str()).collect())
+            .unwrap_or_default();
+        if uses.is_empty() {
+            continue;
+        }
+        let next = msgs.get(i + 1).unwrap_or_else(|| panic!("tool use without results at {i}: {body}"));
+        let results: Vec<&str> = next["content"]
+            .as_array()
+            .map(|b| {
+                b.iter().filter(|b| b["type"] == "tool_result").filter_map(|b| b["tool_use_id"].as_str()).collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(uses, results, "tool uses and results differ at {i}: {body}");
+    }
+}
+
+/// Waits (polling) until `f` holds; panics after `timeout`.
+pub async fn eventually(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
