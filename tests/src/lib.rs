@@ -5,6 +5,7 @@ pub mod lsp_client;
 pub mod mcp_servers;
 pub mod mock;
 pub mod mock_cache;
+pub mod pty;
 pub mod temp;
 
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};

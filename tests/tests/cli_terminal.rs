@@ -1,73 +1,18 @@
 //! `stepwise chat` on a real pseudo-terminal: the approval prompt (y / a / N), Ctrl-C while it waits,
 //! and the line typed after a cancelled prompt (the next task, not an answer).
 
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+
 use std::time::Duration;
 
 use serde_json::json;
 use stepwise_tests::lsp_client::stepwise_binary;
 use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::pty::Pty;
 use stepwise_tests::TempDir;
 
 const T: Duration = Duration::from_secs(20);
-
-/// The terminal side: what the program wrote to it, read on a thread, and the keyboard.
-struct Pty {
-    keyboard: std::fs::File,
-    screen: mpsc::Receiver<u8>,
-    seen: String,
-}
-
-impl Pty {
-    /// Opens a pseudo-terminal; returns it and the program's end.
-    fn open() -> (Pty, OwnedFd) {
-        let (mut master, mut slave) = (0, 0);
-        // SAFETY: openpty fills two fds; null name/termios/winsize are allowed.
-        let rc =
-            unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-        assert_eq!(rc, 0, "openpty failed");
-        // SAFETY: fresh fds we own.
-        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let mut reader = std::fs::File::from(master.try_clone().unwrap());
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    return;
-                }
-                for b in &buf[..n] {
-                    let _ = tx.send(*b);
-                }
-            }
-        });
-        (Pty { keyboard: std::fs::File::from(master), screen: rx, seen: String::new() }, slave)
-    }
-
-    /// Waits until the terminal shows `text` (after what was already matched); returns what came before.
-    fn expect(&mut self, text: &str) -> String {
-        let deadline = std::time::Instant::now() + T;
-        loop {
-            if let Some(i) = self.seen.find(text) {
-                let before = self.seen[..i].to_string();
-                self.seen.drain(..i + text.len());
-                return before;
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.screen.recv_timeout(left) {
-                Ok(b) => self.seen.push(b as char),
-                Err(_) => panic!("the terminal never showed {text:?}; it showed: {:?}", self.seen),
-            }
-        }
-    }
-
-    fn type_line(&mut self, line: &str) {
-        self.keyboard.write_all(format!("{line}\n").as_bytes()).unwrap();
-    }
-}
 
 fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd) -> Child {
     chat_with(ws, mock, pty_end, &[("NO_COLOR", "1")])
@@ -110,7 +55,7 @@ async fn approval_prompt_answers_and_ctrl_c_on_a_terminal() {
     ])
     .await;
     let ws = TempDir::new("pty-ws");
-    let (mut pty, end) = Pty::open();
+    let (mut pty, end) = Pty::open(T);
     let mut child = chat(&ws, &mock, &end);
     drop(end);
 
@@ -145,7 +90,7 @@ async fn approval_prompt_answers_and_ctrl_c_on_a_terminal() {
     pty.type_line("a");
     pty.expect("[end_turn");
     assert!(ws.join("three").exists() && ws.join("four").exists());
-    let asked_again = pty.seen.contains(PROMPT);
+    let asked_again = pty.unmatched().contains(PROMPT);
     assert!(!asked_again, "'always' holds for the session");
 
     pty.type_line("q");
@@ -159,7 +104,7 @@ async fn colour_on_a_terminal_unless_no_color() {
     for no_color in [false, true] {
         let mock = MockModel::start(vec![Step::tool("bash", json!({"command": "true"})), Step::text("ok")]).await;
         let ws = TempDir::new("pty-colour");
-        let (mut pty, end) = Pty::open();
+        let (mut pty, end) = Pty::open(T);
         let env: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[("TERM", "xterm")] };
         let mut child = chat_with(&ws, &mock, &end, env);
         drop(end);
@@ -185,7 +130,7 @@ async fn colour_on_a_terminal_unless_no_color() {
 async fn ctrl_c_at_the_chat_prompt_exits_130() {
     let mock = MockModel::start(vec![Step::text("first answer")]).await;
     let ws = TempDir::new("pty-ctrl-c");
-    let (mut pty, end) = Pty::open();
+    let (mut pty, end) = Pty::open(T);
     let stdout = Stdio::from(end.try_clone().unwrap());
     let mut child = chat_on(&ws, &mock, &end, &[("NO_COLOR", "1")], stdout);
     drop(end);

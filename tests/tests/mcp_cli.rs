@@ -3,17 +3,17 @@
 //! when stepwise ends (also after `kill -9`), instruction files reach the system prompt, and `doctor`
 //! lists both.
 
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::stepwise_binary;
 use stepwise_tests::mcp_servers::{alive, fastmcp_stdio, gone, tools};
 use stepwise_tests::mock::{MockModel, Step, Turn};
+use stepwise_tests::pty::Pty;
 use stepwise_tests::TempDir;
 
 /// A `stepwise` with a clean environment, its own config and state folders, and the mock model.
@@ -68,49 +68,6 @@ async fn an_untrusted_workspace_mcp_json_starts_nothing_even_with_yes() {
     assert!(!tool_names(body).iter().any(|n| n.starts_with("mcp__")), "{body}");
 }
 
-/// The terminal side of a pseudo-terminal: what the program wrote, and the keyboard.
-struct Pty {
-    keyboard: std::fs::File,
-    screen: mpsc::Receiver<u8>,
-    seen: String,
-}
-
-impl Pty {
-    fn open() -> (Pty, OwnedFd) {
-        let (mut master, mut slave) = (0, 0);
-        // SAFETY: openpty fills two fds; null name/termios/winsize are allowed.
-        let rc =
-            unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-        assert_eq!(rc, 0, "openpty failed");
-        // SAFETY: fresh fds we own.
-        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let mut reader = std::fs::File::from(master.try_clone().unwrap());
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || buf[..n].iter().any(|b| tx.send(*b).is_err()) {
-                    return;
-                }
-            }
-        });
-        (Pty { keyboard: std::fs::File::from(master), screen: rx, seen: String::new() }, slave)
-    }
-
-    fn expect(&mut self, text: &str) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while !self.seen.contains(text) {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.screen.recv_timeout(left) {
-                Ok(b) => self.seen.push(b as char),
-                Err(_) => panic!("the terminal never showed {text:?}; it showed: {:?}", self.seen),
-            }
-        }
-        let i = self.seen.find(text).unwrap_or(0);
-        self.seen.drain(..i + text.len());
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trust_is_asked_on_a_terminal_and_remembered_per_content() {
     tools();
@@ -130,28 +87,28 @@ async fn trust_is_asked_on_a_terminal_and_remembered_per_content() {
             .unwrap()
     };
     // Refused on the terminal: nothing starts, and the question comes again next time.
-    let (mut pty, end) = Pty::open();
+    let (mut pty, end) = Pty::open(Duration::from_secs(60));
     let mut child = chat(&end);
     drop(end);
     pty.expect("asks to start MCP servers");
     pty.expect("repo: bash -c touch");
     pty.expect("[y/N]: ");
-    writeln!(pty.keyboard, "n").unwrap();
-    writeln!(pty.keyboard, "hello").unwrap();
+    pty.type_line("n");
+    pty.type_line("hello");
     pty.expect("[end_turn");
-    writeln!(pty.keyboard, "exit").unwrap();
+    pty.type_line("exit");
     assert!(child.wait().unwrap().success());
     assert!(!ws.join("started").exists());
 
     // Trusted: the server starts and its tools are offered.
-    let (mut pty, end) = Pty::open();
+    let (mut pty, end) = Pty::open(Duration::from_secs(60));
     let mut child = chat(&end);
     drop(end);
     pty.expect("[y/N]: ");
-    writeln!(pty.keyboard, "y").unwrap();
-    writeln!(pty.keyboard, "hello").unwrap();
+    pty.type_line("y");
+    pty.type_line("hello");
     pty.expect("[end_turn");
-    writeln!(pty.keyboard, "exit").unwrap();
+    pty.type_line("exit");
     assert!(child.wait().unwrap().success());
     assert!(ws.join("started").exists(), "the trusted .mcp.json did not start its server");
     let last = mock.requests().last().unwrap().body.clone();
