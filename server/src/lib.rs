@@ -18,6 +18,7 @@ pub mod locks;
 pub mod lsp;
 pub mod mcp;
 pub mod plan;
+pub mod prune;
 pub mod session;
 pub mod snapshot;
 pub mod steering;

@@ -1,6 +1,6 @@
 //! `session/list`, `session/resume` and `session/close` of `stepwise acp`: saved sessions listed with
 //! their folder, first prompt and time, filtered by folder; one resumed by a new process without its
-//! history told again; a closed one gone from the connection.
+//! history told again; a closed one gone from the connection; one unused for a month pruned at start.
 
 mod common;
 
@@ -108,4 +108,45 @@ async fn saved_sessions_are_listed_resumed_and_closed() {
     assert_eq!(ids(&second.call("session/list", json!({"cwd": a.path()})).await), [sa.as_str()]);
     let reloaded = second.call("session/load", json!({"sessionId": sa, "cwd": a.path(), "mcpServers": []})).await;
     assert_eq!(reloaded, json!({}));
+}
+
+/// Sets a path's modification time `days` back.
+fn age(path: &std::path::Path, days: u64) {
+    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    std::fs::File::open(path).and_then(|f| f.set_modified(t)).unwrap();
+}
+
+#[tokio::test]
+async fn a_session_unused_for_a_month_goes_with_its_checkpoints_at_the_next_start() {
+    let ws = TempDir::new("acp-prune-ws");
+    let state = TempDir::new("acp-prune-state");
+    let mock = MockModel::start(vec![Step::text("Old work."), Step::text("New work.")]).await;
+    let env = agent_env(&mock, &state);
+    let mut first = AcpClient::spawn(ws.path(), &env);
+    first.initialize(false, false).await;
+    let (old, new) = (first.new_session(ws.path()).await, first.new_session(ws.path()).await);
+    for (s, p) in [(&old, "old task"), (&new, "new task")] {
+        let (resp, _) = first.prompt(s, p).await;
+        assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    }
+    first.close_stdin();
+    assert_eq!(first.wait_exit().await, Some(0));
+
+    let dir = state.path().join("acp");
+    let (file, store) = (dir.join(format!("{old}.json")), dir.join(format!("{old}.checkpoints")));
+    assert!(file.is_file() && store.is_dir(), "the session and its checkpoints were saved");
+    age(&file, 40);
+    for e in std::fs::read_dir(&store).unwrap() {
+        age(&e.unwrap().path(), 40);
+    }
+    age(&store, 40);
+
+    let mut second = AcpClient::spawn(ws.path(), &env);
+    second.initialize(false, false).await;
+    let all = second.call("session/list", json!({})).await;
+    assert_eq!(ids(&all), vec![new.clone()], "{all}");
+    assert!(!file.exists() && !store.exists(), "the old session's file and checkpoints are gone");
+    assert!(dir.join(format!("{new}.json")).is_file() && dir.join(format!("{new}.checkpoints")).is_dir());
+    second.close_stdin();
+    assert_eq!(second.wait_exit().await, Some(0));
 }

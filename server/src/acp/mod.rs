@@ -70,7 +70,10 @@ pub async fn serve_stdio() -> i32 {
 
 /// Serves one client over `transport` (stdio in production).
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Error> {
-    let acp = Arc::new(Acp { sessions: Sessions::new(crate::store::state_dir()), fs: Default::default() });
+    let dir = crate::store::state_dir();
+    // Before serving: no session is open yet, and `session/list` does not show what goes.
+    crate::prune::sessions(dir.as_ref().map(|d| d.join("acp")).as_deref(), &[]);
+    let acp = Arc::new(Acp { sessions: Sessions::new(dir), fs: Default::default() });
     let (a1, a2, a3, a4, a5) = (acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone());
     let (a6, a7, a8) = (acp.clone(), acp.clone(), acp.clone());
     let served = Agent

@@ -105,6 +105,7 @@ impl LanguageServer for Backend {
         self.shared.release_early();
         let folders: Vec<Arc<Folder>> = self.shared.folders.iter().map(|f| f.clone()).collect();
         self.shared.announce_restored(&folders);
+        self.shared.prune_sessions(&folders);
         self.shared.clone().fetch_configuration_later();
     }
 

@@ -80,6 +80,13 @@ impl Shared {
         self.state_dir.get_or_init(state::state_dir).as_deref()
     }
 
+    /// Removes saved sessions unused for long (prune.rs), but for those of `folders`.
+    pub fn prune_sessions(&self, folders: &[Arc<Folder>]) {
+        let dir = self.state_dir().map(Path::to_path_buf);
+        let open: Vec<_> = folders.iter().filter_map(|f| dir.as_ref().map(|d| state::file_for(d, &f.root))).collect();
+        tokio::task::spawn_blocking(move || crate::prune::sessions(dir.as_deref(), &open));
+    }
+
     pub fn settings_for(&self, folder: &Folder) -> Overrides {
         let init = locks::read(&self.init_settings).clone();
         init.merged(&locks::read(&folder.settings))
