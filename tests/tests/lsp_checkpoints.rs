@@ -1,6 +1,7 @@
 //! Checkpoints over LSP (issue 20): `stepwise/checkpoint` before every round, `stepwise.checkpoints`,
 //! `stepwise.rewind` putting an open document back through `workspace/applyEdit` and the rest on disk,
-//! refused while a run goes on, and the conversation the next run continues.
+//! refused while a run goes on, and the conversation the next run continues; no run starts while a
+//! rewind waits on the editor.
 
 use std::time::Duration;
 
@@ -99,5 +100,52 @@ async fn lsp_checkpoints_are_listed_and_a_rewind_puts_back_buffers_files_and_the
     assert!(bad.message.contains("\"files\""), "{}", bad.message);
     let gone = ed.execute("stepwise.rewind", json!({"checkpoint": "1"})).await.unwrap_err();
     assert!(gone.message.contains("No checkpoint 1"), "{}", gone.message);
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_no_run_starts_while_a_rewind_waits_on_the_editor() {
+    let (dir, state) = folder_and_state("cp-lsp-hold");
+    dir.write("a.txt", "one\n");
+    let mock = MockModel::start(vec![
+        Step::tool("edit_file", json!({"path": "a.txt", "old_text": "one", "new_text": "two"})),
+        Step::text("Done."),
+        Step::text("After the rewind."),
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let a = ed.open("a.txt", "one\n");
+    let run = ed.start_run(&ws, "change a").await;
+    assert_eq!(ed.await_run(&ws, &run, T).await.reason(), "end_turn");
+    assert_eq!(ed.text(&a).as_deref(), Some("two\n"));
+
+    // The rewind's edit of the open document waits for the editor; a run asked for meanwhile is refused
+    // (it would find its files put back under it).
+    ed.set_policy("workspace/applyEdit", Policy::Queue);
+    let rewind = ed.execute("stepwise.rewind", json!({"workspace": ws, "checkpoint": "1"}));
+    let meanwhile = async {
+        let (id, params) = ed.await_request("workspace/applyEdit", T).await;
+        assert!(params["label"].as_str().is_some_and(|l| l.contains("rewind")), "{params}");
+        let refused = ed.execute("stepwise.run", json!({"workspace": ws, "prompt": "sneak in"})).await.unwrap_err();
+        assert!(refused.message.contains("in progress"), "{}", refused.message);
+        ed.respond(&id, json!({"applied": false, "failureReason": "the user closed it"}));
+    };
+    let (done, ()) = tokio::join!(rewind, meanwhile);
+    let done = done.unwrap();
+    assert_eq!(done["failed"][0]["path"], "a.txt", "{done}");
+    assert_eq!(done["conversation"], true, "{done}");
+    assert_eq!(mock.requests().len(), 2, "the refused run sent nothing");
+
+    // The rewind is over: runs start again, from the conversation before the first prompt.
+    ed.set_policy("workspace/applyEdit", Policy::ApplyEdits);
+    let again = ed.start_run(&ws, "once more").await;
+    assert_eq!(ed.await_run(&ws, &again, T).await.reason(), "end_turn");
+    let sent = mock.requests().last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("once more") && !sent.contains("change a") && !sent.contains("sneak in"), "{sent}");
     ed.finish().await;
 }

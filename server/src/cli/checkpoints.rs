@@ -9,7 +9,7 @@ pub(super) fn list(ws: &Workspace) {
 }
 
 /// `/rewind ID [both|files|conversation]`: puts it back on disk and says what it did and did not.
-pub(super) fn rewind(ws: &Workspace, args: &str) {
+pub(super) fn rewind(ws: &std::sync::Arc<Workspace>, args: &str) {
     let done = text::parse_args(args).and_then(|(id, restore)| ws.rewind_on_disk(id, restore));
     match done {
         Ok(done) => println!("{}", text::rewound(&done)),

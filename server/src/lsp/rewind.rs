@@ -25,7 +25,9 @@ pub async fn rewind(shared: &Arc<Shared>, folder: Arc<Folder>, id: &str, restore
         let abs = folder.root.join(rel);
         shared.docs.text(&abs).or_else(|| folder.overlay.get(&abs).map(|t| t.clone()))
     };
-    let plan = folder.ws.plan_rewind(id, restore, in_editor)?;
+    // Held to the end: a run started meanwhile would find the files put back under it.
+    let slot = folder.ws.rewind_slot()?;
+    let plan = folder.ws.plan_rewind(&slot, id, restore, in_editor)?;
     let settings = shared.settings_for(&folder);
     let host = EditorHost {
         shared: shared.clone(),
@@ -61,7 +63,7 @@ pub async fn rewind(shared: &Arc<Shared>, folder: Arc<Folder>, id: &str, restore
     }
     done.extend(applied.done);
     failed.extend(applied.failed);
-    folder.ws.finish_rewind(&plan, &done)?;
+    folder.ws.finish_rewind(&slot, &plan, &done)?;
     if restore.files() {
         locks::write(&folder.view).marks.clear();
     }

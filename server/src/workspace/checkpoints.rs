@@ -3,7 +3,7 @@
 //! adapter turns them on (`enable_checkpoints`): a one-shot `stepwise run` has no use for them.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{RunTicket, Workspace};
 use crate::checkpoint::{apply_on_disk, Checkpoints, Info, Limits, Meta, Prepared, Restore, RewindPlan, Rewound};
@@ -62,37 +62,41 @@ impl Workspace {
         }
     }
 
-    /// What rewinding to checkpoint `id` would put back; refused while a run goes on. `open` gives an
-    /// open document's text (the sidecar's buffers), `None` to read the disk.
+    /// The run slot for a rewind, so no run starts between planning it and finishing it (refused while
+    /// a run goes on).
+    pub fn rewind_slot(self: &Arc<Self>) -> Result<RunTicket, String> {
+        self.begin().map_err(|_| REFUSED.to_string())
+    }
+
+    /// What rewinding to checkpoint `id` would put back, for the holder of `slot`. `open` gives an open
+    /// document's text (the sidecar's buffers), `None` to read the disk.
     pub fn plan_rewind(
         &self,
+        slot: &RunTicket,
         id: &str,
         restore: Restore,
         open: impl Fn(&Path) -> Option<String>,
     ) -> Result<RewindPlan, String> {
-        self.plan_rewind_as(None, id, restore, open)
+        self.plan_rewind_as(Some(&slot.id), id, restore, open)
     }
 
     /// Records a rewind whose files in `done` were put back, and puts back the conversation and plan the
-    /// plan carries. Refused if a run started meanwhile.
-    pub fn finish_rewind(&self, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
-        self.finish_rewind_as(None, plan, done)
+    /// plan carries.
+    pub fn finish_rewind(&self, slot: &RunTicket, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
+        self.finish_rewind_as(Some(&slot.id), plan, done)
     }
 
     /// A whole rewind on disk (the command line): plan, put back, record.
-    pub fn rewind_on_disk(&self, id: &str, restore: Restore) -> Result<Rewound, String> {
-        self.rewind_on_disk_as(None, id, restore)
+    pub fn rewind_on_disk(self: &Arc<Self>, id: &str, restore: Restore) -> Result<Rewound, String> {
+        let slot = self.rewind_slot()?;
+        self.rewind_on_disk_holding(&slot, id, restore)
     }
 
     /// The same, by a command that holds the run slot itself (an ACP prompt).
     pub fn rewind_on_disk_holding(&self, ticket: &RunTicket, id: &str, restore: Restore) -> Result<Rewound, String> {
-        self.rewind_on_disk_as(Some(&ticket.id), id, restore)
-    }
-
-    fn rewind_on_disk_as(&self, mine: Option<&str>, id: &str, restore: Restore) -> Result<Rewound, String> {
-        let plan = self.plan_rewind_as(mine, id, restore, |_| None)?;
+        let plan = self.plan_rewind_as(Some(&ticket.id), id, restore, |_| None)?;
         let applied = apply_on_disk(&self.root, &plan, |_| false);
-        self.finish_rewind_as(mine, &plan, &applied.done)?;
+        self.finish_rewind_as(Some(&ticket.id), &plan, &applied.done)?;
         Ok(Rewound { plan, applied })
     }
 
