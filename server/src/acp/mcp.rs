@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
@@ -17,15 +17,15 @@ use super::Conn;
 use crate::locks::lock;
 use crate::mcp::config::{check_name, ServerSpec, Servers};
 use crate::mcp::{sources, trust, McpSet};
+use crate::workspace::Workspace;
 
 const TRUST: &str = "trust";
 const DISTRUST: &str = "distrust";
 
-/// The client's servers until the first prompt, then the started set.
+/// The client's servers until the first prompt starts them (the set is the workspace's).
 #[derive(Default)]
 pub(crate) struct SessionMcp {
     client: Mutex<Servers>,
-    set: OnceLock<Arc<McpSet>>,
 }
 
 impl SessionMcp {
@@ -36,10 +36,9 @@ impl SessionMcp {
         bad
     }
 
-    /// The session's set, started on first use.
-    /// The set of the session `id` in `root`, started on first use.
-    pub fn get(&self, root: &Path, id: &str, conn: &Conn, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
-        self.set.get_or_init(|| start(root, id, conn, std::mem::take(&mut *lock(&self.client)), timeout)).clone()
+    /// The set of the session `id` in `ws`, started on first use.
+    pub fn get(&self, ws: &Workspace, id: &str, conn: &Conn, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
+        ws.mcp(|| start(ws.root(), id, conn, std::mem::take(&mut *lock(&self.client)), timeout))
     }
 }
 

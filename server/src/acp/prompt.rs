@@ -68,7 +68,7 @@ pub(crate) async fn run(
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
     let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
-    cfg.mcp.set = Some(session.mcp.get(session.root(), &session.id, conn, cfg.mcp.timeout));
+    cfg.mcp.set = Some(session.mcp.get(&session.ws, &session.id, conn, cfg.mcp.timeout));
     let outcome = session.ws.prompt(&ticket, &prompt, &llm, &host, &sink, &cfg).await;
     let stop = match outcome.reason {
         FinishReason::EndTurn => StopReason::EndTurn,

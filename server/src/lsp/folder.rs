@@ -44,8 +44,6 @@ pub struct Folder {
     pub overlay: DashMap<PathBuf, String>,
     /// Documents the agent changed that may not be saved yet.
     pub unsaved: Mutex<HashSet<PathBuf>>,
-    /// The folder's MCP servers, started at its first run (lsp/mcp.rs).
-    pub mcp: std::sync::OnceLock<Arc<crate::mcp::McpSet>>,
 }
 
 impl Folder {
@@ -58,7 +56,6 @@ impl Folder {
             settings: RwLock::new(Overrides::default()),
             overlay: DashMap::new(),
             unsaved: Mutex::new(HashSet::new()),
-            mcp: Default::default(),
         }
     }
 

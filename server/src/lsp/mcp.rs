@@ -1,6 +1,6 @@
 //! A folder's MCP servers in the sidecar: the user's and the workspace's files and the editor setting
-//! `mcpServers`, started at the folder's first run (settings are known by then) and kept for the
-//! server's life. A workspace `.mcp.json` not trusted yet is asked about with a message request; the
+//! `mcpServers`, started at the folder's first run (settings are known by then) and kept by its
+//! workspace. A workspace `.mcp.json` not trusted yet is asked about with a message request; the
 //! `approval` setting does not cover it. Failures reach the editor as warnings, and how every server
 //! started as `stepwise/mcp` (shown beside the plan).
 
@@ -21,7 +21,7 @@ const DISTRUST: &str = "Don't start them";
 
 /// The folder's set, started on first use.
 pub fn get(shared: &Arc<Shared>, folder: &Folder, settings: &Overrides, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {
-    folder.mcp.get_or_init(|| start(shared, folder, settings, timeout)).clone()
+    folder.ws.mcp(|| start(shared, folder, settings, timeout))
 }
 
 fn start(shared: &Arc<Shared>, folder: &Folder, settings: &Overrides, timeout: crate::mcp::Timeouts) -> Arc<McpSet> {

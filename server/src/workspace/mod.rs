@@ -1,6 +1,6 @@
 //! One workspace's engine state, owned in one place for every adapter: the conversation, the plan (a
 //! shared document with a revision), the run slot and its cancellation, the lines the user steers with,
-//! what the user allowed for the session, and saving. The command line, the sidecar's folders and the
+//! what the user allowed for the session, its MCP servers, and saving. The command line, the sidecar's folders and the
 //! ACP agent's sessions each hold a `Workspace` and translate; none keeps a conversation of its own.
 //!
 //! Operations in: `prompt`, `compact` (as runs, `run.rs`), `cancel`, `reset`, `edit_plan`, `steer`.
@@ -44,6 +44,9 @@ pub struct Workspace {
     saver: Option<Saver>,
     /// Off until an adapter turns them on (`checkpoints.rs`).
     checkpoints: std::sync::OnceLock<std::sync::Mutex<crate::checkpoint::Checkpoints>>,
+    /// Started by the adapter at the first run (it knows the settings and how to ask about trust);
+    /// they stop when the workspace goes.
+    mcp: std::sync::OnceLock<Arc<crate::mcp::McpSet>>,
 }
 
 /// What became of a line the user steered with.
@@ -70,6 +73,7 @@ impl Workspace {
             run: watch::Sender::new(None),
             saver,
             checkpoints: std::sync::OnceLock::new(),
+            mcp: std::sync::OnceLock::new(),
             root,
         })
     }
@@ -95,6 +99,11 @@ impl Workspace {
     /// Wakes on every plan change, the model's and the user's.
     pub fn subscribe_plan(&self) -> watch::Receiver<PlanState> {
         self.plan.subscribe()
+    }
+
+    /// The session's MCP servers, started by `start` the first time they are asked for.
+    pub fn mcp(&self, start: impl FnOnce() -> Arc<crate::mcp::McpSet>) -> Arc<crate::mcp::McpSet> {
+        self.mcp.get_or_init(start).clone()
     }
 
     pub fn approvals(&self) -> &Approvals {
