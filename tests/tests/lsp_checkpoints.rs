@@ -1,7 +1,7 @@
 //! Checkpoints over LSP (issue 20): `stepwise/checkpoint` before every round, `stepwise.checkpoints`,
 //! `stepwise.rewind` putting an open document back through `workspace/applyEdit` and the rest on disk,
 //! refused while a run goes on, and the conversation the next run continues; no run starts while a
-//! rewind waits on the editor.
+//! rewind waits on the editor; a file the user saves while a command runs is not taken for the command's.
 
 use std::time::Duration;
 
@@ -147,5 +147,50 @@ async fn lsp_no_run_starts_while_a_rewind_waits_on_the_editor() {
     assert_eq!(ed.await_run(&ws, &again, T).await.reason(), "end_turn");
     let sent = mock.requests().last().unwrap().body["messages"].to_string();
     assert!(sent.contains("once more") && !sent.contains("change a") && !sent.contains("sneak in"), "{sent}");
+    ed.finish().await;
+}
+
+fn fifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_file_the_user_saves_while_a_command_runs_is_theirs_not_the_commands() {
+    let (dir, state) = folder_and_state("cp-lsp-usersave");
+    dir.write("notes.txt", "mine 1\n");
+    let pipes = stepwise_tests::TempDir::new("cp-lsp-pipes");
+    let (started, go) = (pipes.join("started"), pipes.join("go"));
+    fifo(&started);
+    fifo(&go);
+    let command = format!("echo made > made.txt && echo up > {} && cat {}", started.display(), go.display());
+    let mock = MockModel::start(vec![Step::tool("bash", json!({ "command": command })), Step::text("Done.")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let notes = ed.open("notes.txt", "mine 1\n");
+    let run = ed.start_run(&ws, "make a file").await;
+
+    // While the command runs, the user edits and saves a file of theirs.
+    let up = tokio::task::spawn_blocking(move || std::fs::read_to_string(started).unwrap());
+    assert_eq!(up.await.unwrap(), "up\n");
+    ed.change_full(&notes, "mine 2\n");
+    ed.save(&notes);
+    // A request answered after the didSave: the server has taken it in.
+    ed.execute("stepwise.plan", json!({"workspace": ws})).await.unwrap();
+    tokio::task::spawn_blocking(move || std::fs::write(go, "go\n")).await.unwrap().unwrap();
+    assert_eq!(ed.await_run(&ws, &run, T).await.reason(), "end_turn");
+
+    let listed = ed.execute("stepwise.checkpoints", json!({"workspace": ws})).await.unwrap();
+    assert_eq!(listed[0]["files"], json!(["made.txt"]), "the user's save is not the command's: {listed}");
+    let done = ed.execute("stepwise.rewind", json!({"workspace": ws, "checkpoint": "1"})).await.unwrap();
+    assert_eq!(done["files"], json!(["made.txt"]), "{done}");
+    assert!(!dir.join("made.txt").exists());
+    assert_eq!(dir.read("notes.txt"), "mine 2\n", "the rewind left the user's save alone");
+    assert_eq!(ed.text(&notes).as_deref(), Some("mine 2\n"));
+    assert_eq!(ed.await_notification("stepwise/plan").await["by"], "user", "the plan as it was, announced");
     ed.finish().await;
 }

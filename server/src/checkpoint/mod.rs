@@ -182,7 +182,13 @@ pub struct Checkpoints {
     compacted_at: u64,
     /// Paths a file tool wrote whose text the disk may not hold yet (an editor's unsaved buffer).
     unflushed: std::collections::HashSet<String>,
+    /// Paths the user saved in the editor while a command ran (the sidecar tells, without taking the
+    /// store's lock): their change, not the command's.
+    user_saved: UserSaves,
 }
+
+/// Where the sidecar notes the user's saves (keys as `state::key_of` makes them).
+pub type UserSaves = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
 
 /// Takes the directory's lock, or says it is held.
 fn lock(dir: &Path) -> std::io::Result<File> {
@@ -242,9 +248,23 @@ impl Checkpoints {
             armed: false,
             compacted_at: 0,
             unflushed: Default::default(),
+            user_saved: Default::default(),
         };
         cp.replay(records);
         Ok(cp)
+    }
+
+    /// The handle the sidecar notes the user's saves in (`note_user_save`).
+    pub fn user_saves(&self) -> UserSaves {
+        self.user_saved.clone()
+    }
+
+    /// The user saved `rel` in the editor: while a command runs, what the scan after it finds there is
+    /// the user's, left alone by a rewind (a conflict), unless it is the text the agent wrote.
+    pub fn note_user_save(saves: &UserSaves, rel: &Path) {
+        if let Some(k) = state::key_of(rel) {
+            crate::locks::lock(saves).insert(k);
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -302,6 +322,7 @@ impl Checkpoints {
 
     /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
     pub fn before_command(&mut self) {
+        crate::locks::lock(&self.user_saved).clear();
         if self.cps.is_empty() {
             return;
         }
@@ -328,6 +349,7 @@ impl Checkpoints {
         let id = self.cps.last().map_or(0, |c| c.id);
         let mut records = Vec::new();
         let mut changed = Vec::new();
+        let user_saved = std::mem::take(&mut *crate::locks::lock(&self.user_saved));
         for d in synced.new_dirs {
             records.push(Record::Dir { cp: id, path: d });
         }
@@ -348,10 +370,15 @@ impl Checkpoints {
                 }
                 _ => c.pre,
             };
-            changed.push(PathBuf::from(&c.key));
+            // Saved by the user meanwhile (and not the agent's text): not the command's change. A file
+            // the agent changed earlier keeps its old agent mark, so a rewind reports a conflict.
+            if user_saved.contains(&c.key) && agent != Some(&c.mark) {
+                continue;
+            }
             if !known.is_some_and(|k| k.contains_key(&c.key)) {
                 records.push(Record::Pre { cp: id, path: c.key.clone(), pre });
             }
+            changed.push(PathBuf::from(&c.key));
             records.push(Record::Agent { path: c.key, mark: c.mark });
         }
         self.record(records);

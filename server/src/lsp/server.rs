@@ -145,6 +145,7 @@ impl LanguageServer for Backend {
             if let Some(f) = self.shared.folder_of(&path) {
                 locks::lock(&f.unsaved).remove(&path);
                 f.overlay.remove(&path);
+                f.ws.note_user_save(&path);
             }
         }
     }

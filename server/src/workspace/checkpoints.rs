@@ -23,9 +23,18 @@ impl Workspace {
         });
         match Checkpoints::open(dir, &self.root, limits) {
             Ok(c) => {
+                let _ = self.user_saves.set(c.user_saves());
                 let _ = self.checkpoints.set(Mutex::new(c));
             }
             Err(e) => tracing::warn!("checkpoints are off for {}: {e}", self.root.display()),
+        }
+    }
+
+    /// The user saved `path` (absolute) in the editor: a command running now did not make that change.
+    /// Never waits on the store (a scan may hold it).
+    pub fn note_user_save(&self, path: &Path) {
+        if let (Some(saves), Ok(rel)) = (self.user_saves.get(), path.strip_prefix(&self.root)) {
+            Checkpoints::note_user_save(saves, rel);
         }
     }
 

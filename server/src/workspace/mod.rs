@@ -44,6 +44,8 @@ pub struct Workspace {
     saver: Option<Saver>,
     /// Off until an adapter turns them on (`checkpoints.rs`).
     checkpoints: std::sync::OnceLock<std::sync::Mutex<crate::checkpoint::Checkpoints>>,
+    /// The store's note of the user's saves, reachable without its lock.
+    user_saves: std::sync::OnceLock<crate::checkpoint::UserSaves>,
     /// Started by the adapter at the first run (it knows the settings and how to ask about trust);
     /// they stop when the workspace goes.
     mcp: std::sync::OnceLock<Arc<crate::mcp::McpSet>>,
@@ -73,6 +75,7 @@ impl Workspace {
             run: watch::Sender::new(None),
             saver,
             checkpoints: std::sync::OnceLock::new(),
+            user_saves: std::sync::OnceLock::new(),
             mcp: std::sync::OnceLock::new(),
             root,
         })
