@@ -1,6 +1,7 @@
 // One record per workspace folder: what the server last said about it (plan, run state, usage, compaction)
 // and what this window sent it (the run's prompt). Pure logic: no `vscode` import.
 import { buildTree, planTitle, type FolderRef, type PlanNode, type PlanParams } from './plan';
+import { RoundLog } from './rounds';
 import type { CompactedParams, StatusParams, UsageParams } from './status';
 
 export interface FolderState {
@@ -17,6 +18,8 @@ export interface FolderState {
   compaction?: CompactedParams;
   /** The prompt of the current or last run started from this window. */
   prompt?: string;
+  /** The transcript as runs and rounds (the Transcript view). */
+  rounds: RoundLog;
 }
 
 export function isBusy(status: StatusParams | undefined): boolean {
@@ -33,7 +36,7 @@ export class Folders {
   ensure(uri: string): FolderState {
     let f = this.map.get(uri);
     if (!f) {
-      f = { uri, planUpdates: 0 };
+      f = { uri, planUpdates: 0, rounds: new RoundLog() };
       this.map.set(uri, f);
     }
     return f;
@@ -96,7 +99,10 @@ export class Folders {
   /** The server stopped: every run it had ended with an error. */
   serverStopped(): void {
     for (const f of this.map.values())
-      if (f.status && f.status.state !== 'idle') f.status = { workspace: f.uri, state: 'idle', reason: 'error', message: 'the server stopped' };
+      if (f.status && f.status.state !== 'idle') {
+        f.status = { workspace: f.uri, state: 'idle', reason: 'error', message: 'the server stopped' };
+        f.rounds.status({ ...f.status, runId: f.rounds.runs.find((r) => r.state !== 'idle')?.runId });
+      }
   }
 
   private plans(): Map<string, PlanParams> {
