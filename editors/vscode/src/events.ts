@@ -105,8 +105,8 @@ export class Events {
     this.ui.update();
   }
 
-  /** Applies a notification to the folder's rounds and tells the Transcript view. */
-  private rounds(workspace: string | undefined, change: (log: RoundLog) => void): void {
+  /** Applies a change to the folder's rounds and tells the Transcript view. */
+  rounds(workspace: string | undefined, change: (log: RoundLog) => void): void {
     if (!workspace) return;
     change(this.core.folders.ensure(workspace).rounds);
     for (const listener of this.roundListeners) listener(workspace, false);

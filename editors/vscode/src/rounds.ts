@@ -171,6 +171,11 @@ export class RoundLog {
     this.runs = out.slice(-MAX_RUNS);
   }
 
+  /** A new session: the server dropped the checkpoints with the conversation. */
+  clear(): void {
+    this.runs = [];
+  }
+
   /** The checkpoint before the run's first round: a rewind to it is the conversation before its prompt. */
   static firstCheckpoint(r: RunEntry): string | undefined {
     return r.rounds.find((x) => x.checkpoint)?.checkpoint;

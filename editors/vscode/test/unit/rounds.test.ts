@@ -87,6 +87,8 @@ test('the server list fills a restarted window: runs and rounds with prompts and
   assert.equal(round2?.contextValue, 'stepwise.transcript.round.rewindable');
   assert.match(round2?.tooltip ?? '', /Step in progress: Write b\nRewinding to here puts back:\n {2}b\.txt/);
   assert.match(nodes[1].children?.[0].tooltip ?? '', /puts back no file/);
+  log.clear();
+  assert.deepEqual(runNodes(WS, log), [], 'a new session lists no runs');
 });
 
 test('the server list wins: rewound rounds go, seen text and calls stay, the running run stays', () => {
