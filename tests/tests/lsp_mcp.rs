@@ -1,6 +1,7 @@
 //! MCP in the sidecar: servers from the editor setting `mcpServers` (a real FastMCP server) reach the
 //! model; a workspace `.mcp.json` is asked about with a message request (the `approval` setting does not
-//! cover it) and, refused, starts nothing; a malformed setting is reported by name.
+//! cover it) and, refused, starts nothing; `stepwise/mcp` tells the editor which server runs and which
+//! failed; a malformed setting is reported by name.
 
 use std::time::Duration;
 
@@ -54,6 +55,27 @@ async fn settings_servers_are_used_and_an_untrusted_mcp_json_is_asked_about() {
         )
         .await;
     assert!(warning["message"].as_str().unwrap().contains("not trusted"), "{warning}");
+    // The editor is told how each server started, to show the failed one beside the plan.
+    // (It is sent as the servers are ready, so it is usually in the run's log, but need not be.)
+    let mcp = match log.of("stepwise/mcp").pop() {
+        Some(m) => m,
+        None => ed.await_notification_matching("stepwise/mcp", |m| m["workspace"] == ws.as_str(), T).await,
+    };
+    let servers = mcp["servers"].as_array().expect("servers");
+    assert_eq!(servers.len(), 2, "{mcp}");
+    assert_eq!(
+        (&servers[0]["name"], &servers[0]["origin"], &servers[0]["state"]),
+        (&json!("py"), &json!("settings"), &json!("running"))
+    );
+    assert!(servers[0]["tools"].as_u64().is_some_and(|n| n >= 1) && servers[0].get("error").is_none(), "{mcp}");
+    assert_eq!(
+        (&servers[1]["name"], &servers[1]["origin"], &servers[1]["state"]),
+        (&json!("repo"), &json!("workspace"), &json!("failed"))
+    );
+    assert!(
+        servers[1]["error"].as_str().is_some_and(|e| e.contains("not trusted")) && servers[1]["tools"] == 0,
+        "{mcp}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

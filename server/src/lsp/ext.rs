@@ -28,9 +28,10 @@ custom_notification!(ToolCallNotification, "stepwise/toolCall");
 custom_notification!(UsageNotification, "stepwise/usage");
 custom_notification!(CompactedNotification, "stepwise/compacted");
 custom_notification!(CheckpointNotification, "stepwise/checkpoint");
+custom_notification!(McpNotification, "stepwise/mcp");
 
 /// Notifications from the server.
-pub const NOTIFICATIONS: [&str; 8] = [
+pub const NOTIFICATIONS: [&str; 9] = [
     PlanNotification::METHOD,
     ReminderNotification::METHOD,
     StatusNotification::METHOD,
@@ -39,6 +40,7 @@ pub const NOTIFICATIONS: [&str; 8] = [
     UsageNotification::METHOD,
     CompactedNotification::METHOD,
     CheckpointNotification::METHOD,
+    McpNotification::METHOD,
 ];
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
@@ -213,6 +215,13 @@ pub struct Checkpoint<'a> {
     pub round: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<&'a str>,
+}
+
+/// `stepwise/mcp`: how the folder's MCP servers started (failed ones with why).
+#[derive(Debug, Serialize)]
+pub struct Mcp<'a> {
+    pub workspace: &'a str,
+    pub servers: &'a [crate::mcp::ServerState],
 }
 
 /// A payload as the notifier carries it.

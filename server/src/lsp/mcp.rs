@@ -1,13 +1,15 @@
 //! A folder's MCP servers in the sidecar: the user's and the workspace's files and the editor setting
 //! `mcpServers`, started at the folder's first run (settings are known by then) and kept for the
 //! server's life. A workspace `.mcp.json` not trusted yet is asked about with a message request; the
-//! `approval` setting does not cover it. Failures reach the editor as warnings.
+//! `approval` setting does not cover it. Failures reach the editor as warnings, and how every server
+//! started as `stepwise/mcp` (shown beside the plan).
 
 use std::sync::Arc;
 
 use futures_util::FutureExt;
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType};
 
+use super::ext;
 use super::folder::Folder;
 use super::notify::Outgoing;
 use super::shared::Shared;
@@ -51,5 +53,16 @@ fn start(shared: &Arc<Shared>, folder: &Folder, settings: &Overrides, timeout: c
         }
         .boxed()
     });
-    McpSet::start(found.servers, folder.root.clone(), timeout, gate, Arc::new(warn))
+    let any = !found.servers.is_empty();
+    let set = McpSet::start(found.servers, folder.root.clone(), timeout, gate, Arc::new(warn));
+    if any {
+        let (ready, shared, uri) = (set.when_ready(), shared.clone(), folder.uri.clone());
+        tokio::spawn(async move {
+            if let Some(tools) = ready.await {
+                let servers = ext::Mcp { workspace: &uri, servers: &tools.servers };
+                shared.notifier.send(Outgoing::Mcp(ext::value(servers)));
+            }
+        });
+    }
+    set
 }

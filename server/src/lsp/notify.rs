@@ -8,8 +8,8 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::ext::{
-    AssistantTextNotification, CheckpointNotification, CompactedNotification, PlanNotification, ReminderNotification,
-    StatusNotification, ToolCallNotification, UsageNotification,
+    AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
+    ReminderNotification, StatusNotification, ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {
@@ -17,6 +17,7 @@ pub enum Outgoing {
     Reminder(Value),
     Compacted(Value),
     Checkpoint(Value),
+    Mcp(Value),
     Status(Value),
     AssistantText(Value),
     ToolCall(Value),
@@ -115,6 +116,7 @@ impl Notifier {
                     Outgoing::Reminder(v) => client.send_notification::<ReminderNotification>(v).await,
                     Outgoing::Compacted(v) => client.send_notification::<CompactedNotification>(v).await,
                     Outgoing::Checkpoint(v) => client.send_notification::<CheckpointNotification>(v).await,
+                    Outgoing::Mcp(v) => client.send_notification::<McpNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,

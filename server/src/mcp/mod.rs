@@ -112,7 +112,7 @@ impl McpSet {
                                 timeout.start.as_secs()
                             ))
                         });
-                        (c.name, started)
+                        (c.name, c.origin, started)
                     }
                 }))
             };
@@ -129,7 +129,7 @@ impl McpSet {
                 } else {
                     workspace
                         .into_iter()
-                        .map(|c| (c.name, Err("the workspace's .mcp.json is not trusted".into())))
+                        .map(|c| (c.name, c.origin, Err("the workspace's .mcp.json is not trusted".into())))
                         .collect()
                 }
             };
@@ -144,9 +144,13 @@ impl McpSet {
 
     /// The started servers' tools, once every server has started or failed.
     pub async fn ready(&self) -> Arc<McpTools> {
+        self.when_ready().await.unwrap_or_else(|| Arc::new(McpTools::default()))
+    }
+
+    /// The same, as a future that does not keep the set alive: `None` if the set is dropped first.
+    pub fn when_ready(&self) -> impl std::future::Future<Output = Option<Arc<McpTools>>> + Send + 'static {
         let mut rx = self.rx.clone();
-        let got = rx.wait_for(Option::is_some).await.ok().and_then(|v| v.clone());
-        got.unwrap_or_else(|| Arc::new(McpTools::default()))
+        async move { rx.wait_for(Option::is_some).await.ok().and_then(|v| v.clone()) }
     }
 }
 
@@ -173,20 +177,38 @@ struct Live {
     stderr_tail: Option<Arc<Mutex<Vec<String>>>>,
 }
 
-/// What a session's servers offer, and which failed.
+/// How one server's start went, as editors show it (`stepwise/mcp`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ServerState {
+    pub name: String,
+    pub origin: &'static str,
+    /// `running` or `failed`.
+    pub state: &'static str,
+    /// How many of its tools the model is offered.
+    pub tools: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a session's servers offer, and how each one's start went.
 #[derive(Default)]
 pub struct McpTools {
     live: Vec<Live>,
     tools: Vec<McpTool>,
-    /// Servers that could not be started, each with why.
-    pub failed: Vec<(String, String)>,
+    /// Every configured server, in name order.
+    pub servers: Vec<ServerState>,
     timeout: Duration,
 }
 
 impl McpTools {
-    fn gather(started: Vec<(String, Result<Connected, String>)>, timeout: Duration, report: &Report) -> McpTools {
+    fn gather(
+        started: Vec<(String, Origin, Result<Connected, String>)>,
+        timeout: Duration,
+        report: &Report,
+    ) -> McpTools {
         let mut out = McpTools { timeout, ..McpTools::default() };
-        for (name, result) in started {
+        for (name, origin, result) in started {
+            let origin = origin.as_str();
             match result {
                 Ok((live, tools)) => {
                     let index = out.live.len();
@@ -203,18 +225,21 @@ impl McpTools {
                         .collect();
                     list.sort_by(|a, b| a.exposed.cmp(&b.exposed));
                     tracing::info!("MCP server {name}: {} tools", list.len());
+                    let mut offered = 0;
                     for t in list {
                         if out.tools.iter().any(|o| o.exposed == t.exposed) {
                             tracing::warn!("MCP server {name}: tool {} left out: its name clashes", t.tool);
                         } else {
                             out.tools.push(t);
+                            offered += 1;
                         }
                     }
                     out.live.push(live);
+                    out.servers.push(ServerState { name, origin, state: "running", tools: offered, error: None });
                 }
                 Err(why) => {
                     report(&format!("MCP server '{name}' failed to start: {why}; its tools are left out"));
-                    out.failed.push((name, why));
+                    out.servers.push(ServerState { name, origin, state: "failed", tools: 0, error: Some(why) });
                 }
             }
         }
