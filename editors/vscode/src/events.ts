@@ -4,6 +4,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 
 import { Core, folderName } from './core';
 import type { CheckpointParams } from './checkpoints';
+import { mcpServers, type McpParams } from './mcp';
 import type { PlanParams } from './plan';
 import type { RoundLog } from './rounds';
 import type { Setup } from './setup';
@@ -55,6 +56,11 @@ export class Events {
     });
     // A checkpoint begins a round of the Transcript view; its files are asked for when the run ends.
     client.onNotification('stepwise/checkpoint', (p: CheckpointParams) => this.rounds(p?.workspace, (log) => log.checkpoint(p)));
+    client.onNotification('stepwise/mcp', (p: McpParams) => {
+      if (!p?.workspace) return;
+      this.core.folders.ensure(p.workspace).mcp = mcpServers(p);
+      this.ui.update();
+    });
     client.onNotification('stepwise/usage', (p: UsageParams) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).usage = p;

@@ -1,6 +1,7 @@
 // One record per workspace folder: what the server last said about it (plan, run state, usage, compaction)
 // and what this window sent it (the run's prompt). Pure logic: no `vscode` import.
-import { buildTree, planTitle, type FolderRef, type PlanNode, type PlanParams } from './plan';
+import { mcpNodes, type McpServer } from './mcp';
+import { buildTree, nameFromUri, planTitle, type FolderRef, type PlanNode, type PlanParams } from './plan';
 import { RoundLog } from './rounds';
 import type { CompactedParams, StatusParams, UsageParams } from './status';
 
@@ -18,6 +19,8 @@ export interface FolderState {
   compaction?: CompactedParams;
   /** The prompt of the current or last run started from this window. */
   prompt?: string;
+  /** The folder's MCP servers, as `stepwise/mcp` last said (they start at the folder's first run). */
+  mcp?: McpServer[];
   /** The transcript as runs and rounds (the Transcript view). */
   rounds: RoundLog;
 }
@@ -93,6 +96,7 @@ export class Folders {
     for (const f of this.map.values()) {
       f.status = undefined;
       f.usage = undefined;
+      f.mcp = undefined;
     }
   }
 
@@ -111,9 +115,14 @@ export class Folders {
     return out;
   }
 
-  /** Roots of the plan tree. One folder in the window: its items. Several: one node per folder. */
+  /**
+   * Roots of the plan tree: a warning per MCP server that failed, then the plan. One folder in the window:
+   * its items. Several: one node per folder.
+   */
   roots(folders: FolderRef[]): PlanNode[] {
-    return buildTree(folders, this.plans());
+    const name = (uri: string) => (folders.length > 1 ? folders.find((f) => f.uri === uri)?.name ?? nameFromUri(uri) : undefined);
+    const warnings = this.all().flatMap((f) => mcpNodes(f.uri, f.mcp, name(f.uri)));
+    return [...warnings, ...buildTree(folders, this.plans())];
   }
 
   /** The plan view's title over the window's folders. */
