@@ -12,7 +12,7 @@
 #   STEPWISE_E2E_FILES   the e2e files to run, space-separated (default: all of test/e2e/*.test.mjs)
 #   STEPWISE_VSIX_SERVER package this already built server instead of building the release one (a quicker check)
 # Artifacts (git-ignored): editors/vscode/test-artifacts/ (final.png, server.log, transcript.log, ...; plan-edit/,
-# rewind/ and transcript/ for the other e2e files).
+# rewind/, transcript/ and mcp/ for the other e2e files).
 # The last line is `N passed, N failed`.
 set -uo pipefail
 

@@ -4,7 +4,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 
 import { Core, folderName } from './core';
 import type { CheckpointParams } from './checkpoints';
-import { mcpServers, type McpParams } from './mcp';
+import { failedServers, failureLine, mcpServers, type McpParams } from './mcp';
 import type { PlanParams } from './plan';
 import type { RoundLog } from './rounds';
 import type { Setup } from './setup';
@@ -58,7 +58,11 @@ export class Events {
     client.onNotification('stepwise/checkpoint', (p: CheckpointParams) => this.rounds(p?.workspace, (log) => log.checkpoint(p)));
     client.onNotification('stepwise/mcp', (p: McpParams) => {
       if (!p?.workspace) return;
-      this.core.folders.ensure(p.workspace).mcp = mcpServers(p);
+      const f = this.core.folders.ensure(p.workspace);
+      f.mcp = mcpServers(p);
+      const failed = failedServers(f.mcp);
+      if (failed.length > 0) this.transcriptFolder(p.workspace);
+      for (const s of failed) writer.line(`⚠ ${failureLine(s)}`);
       this.ui.update();
     });
     client.onNotification('stepwise/usage', (p: UsageParams) => {
