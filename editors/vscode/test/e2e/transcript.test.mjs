@@ -1,7 +1,7 @@
 // End-to-end test of the Transcript view in real VS Code (code-server): after a run that edited an open file,
 // the view lists the run and its rounds; "Rewind to Here" on the round's edit_file entry (after the
 // confirmation naming the file) puts the buffer back. Then a second run edits it again, and "Rewind to Here"
-// on the plan item puts it back too.
+// on the plan item puts it back too. After a reload the view lists the saved session's runs and rounds again.
 import assert from 'node:assert/strict';
 import {
   LONG,
@@ -9,6 +9,7 @@ import {
   answerInputBox,
   clearToasts,
   editorText,
+  sleep,
   page,
   planRows,
   runCommand,
@@ -124,4 +125,22 @@ step('"Rewind to Here" on the plan item after a second run: the buffer goes back
   await waitFor('the original line back in the editor', editorText, (t) => t.includes(ORIGINAL), LONG);
   await waitFor('the outcome', toastText, (t) => t.includes('stepwise: rewound 1 file'), SHORT);
   await screenshot('rewound-from-plan.png');
+});
+
+/** The runs and rounds the view lists, by name (`run: <prompt>`, `Round <n>`). */
+async function runsAndRounds() {
+  return (await transcriptRows()).filter((x) => /^(run: |Round )/.test(x)).map((x) => x.split(',')[0]);
+}
+
+step('after a reload the Transcript view lists the saved session\'s rounds again', async () => {
+  // The rewind took the second run's rounds away: the view follows the server's list.
+  const before = await waitFor('the view after the rewind', runsAndRounds, (r) => r.length > 0 && !r.includes('run: Warm it up again'), LONG);
+  await sleep(500);
+  assert.deepEqual(await runsAndRounds(), before, 'the view is settled');
+  await page.reload({ timeout: LONG });
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
+  await runCommand('Focus on Transcript View');
+  const after = await waitFor('the same runs and rounds', runsAndRounds, (r) => JSON.stringify(r) === JSON.stringify(before), LONG);
+  assert.ok(after.some((x) => x.startsWith('Round ')), `rounds listed: ${after}`);
+  await screenshot('reloaded.png');
 });
