@@ -159,14 +159,21 @@ export class RoundLog {
           omitted: seen?.omitted ?? 0,
         };
       });
-      // Rounds this window saw without a checkpoint (none was taken) keep their place at the end.
-      for (const x of old?.rounds ?? []) if (!x.checkpoint) rounds.push(x);
+      // Rounds this window saw without a checkpoint (none was taken), or newer than the list while the run
+      // goes on, keep their place at the end.
+      const live = old?.state !== undefined && old.state !== 'idle';
+      for (const x of old?.rounds ?? []) if (!x.checkpoint || (live && !listed.has(x.checkpoint))) rounds.push(x);
       out.push({ runId, prompt: cps[0]?.prompt || old?.prompt, state: old?.state ?? 'idle', reason: old?.reason, rounds });
     }
     for (const r of this.runs) {
       if (byRun.has(r.runId)) continue;
+      // The run going on may be newer than the list: kept whole.
+      if (r.state !== 'idle') {
+        out.push(r);
+        continue;
+      }
       const rounds = r.rounds.filter((x) => !x.checkpoint || listed.has(x.checkpoint));
-      if (r.state !== 'idle' || (rounds.length > 0 && rounds.length === r.rounds.length)) out.push({ ...r, rounds });
+      if (rounds.length > 0 && rounds.length === r.rounds.length) out.push({ ...r, rounds });
     }
     this.runs = out.slice(-MAX_RUNS);
   }

@@ -111,6 +111,19 @@ test('the server list wins: rewound rounds go, seen text and calls stay, the run
   assert.deepEqual(log.runs.map((r) => [r.runId, r.rounds.map((x) => x.checkpoint)]), [['r1', ['c1']]]);
 });
 
+test('a list asked for before the running run\'s newest rounds does not drop them', () => {
+  const log = new RoundLog();
+  log.status({ workspace: WS, state: 'running', runId: 'r1' }, 'task');
+  log.checkpoint({ workspace: WS, id: 'c1', runId: 'r1', round: 1 });
+  log.checkpoint({ workspace: WS, id: 'c2', runId: 'r1', round: 2 });
+  log.checkpoints([{ id: 'c1', runId: 'r1', round: 1, prompt: 'task', files: [] }]);
+  assert.deepEqual(log.runs[0].rounds.map((x) => x.checkpoint), ['c1', 'c2']);
+  log.status({ workspace: WS, state: 'running', runId: 'r2' }, 'next');
+  log.checkpoint({ workspace: WS, id: 'd1', runId: 'r2', round: 1 });
+  log.checkpoints([{ id: 'c1', runId: 'r1', round: 1, prompt: 'task', files: [] }]);
+  assert.deepEqual(log.runs.map((r) => [r.runId, r.rounds.map((x) => x.checkpoint)]), [['r1', ['c1', 'c2']], ['r2', ['d1']]]);
+});
+
 test('children carry their round\'s checkpoint; several folders get a node each', () => {
   const log = new RoundLog();
   liveRun(log);
