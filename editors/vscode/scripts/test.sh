@@ -9,8 +9,10 @@
 #   STEPWISE_SHARED_DIR  the shared folder with tools/install-code-server.sh (default <repo>/../shared)
 #   STEPWISE_SKIP_E2E=1  unit tests and packaging only
 #   STEPWISE_E2E_KEEP=1  keep the e2e scratch folder (/tmp/stepwise-e2e-*)
-# Artifacts (git-ignored): editors/vscode/test-artifacts/ (final.png, server.log, transcript.log, ...; plan-edit/ and
-# rewind/ for the other e2e files).
+#   STEPWISE_E2E_FILES   the e2e files to run, space-separated (default: all of test/e2e/*.test.mjs)
+#   STEPWISE_VSIX_SERVER package this already built server instead of building the release one (a quicker check)
+# Artifacts (git-ignored): editors/vscode/test-artifacts/ (final.png, server.log, transcript.log, ...; plan-edit/,
+# rewind/, transcript/ and mcp/ for the other e2e files).
 # The last line is `N passed, N failed`.
 set -uo pipefail
 
@@ -96,7 +98,9 @@ count_tap "$WORK/unit.tap" || fail "unit tests did not run"
 log "package the .vsix (npm run package: release server + vsce package --target)"
 rm -f stepwise-*.vsix
 VSIX=""
-if npm run --silent package > "$WORK/package.log" 2>&1; then
+package_args=()
+[ -n "${STEPWISE_VSIX_SERVER:-}" ] && package_args=(-- --server "$STEPWISE_VSIX_SERVER")
+if npm run --silent package "${package_args[@]}" > "$WORK/package.log" 2>&1; then
   VSIX=$(tail -n 1 "$WORK/package.log")
 fi
 cat "$WORK/package.log"
@@ -122,12 +126,13 @@ log "build the mock model (cargo)"
 must "cargo build -p stepwise-tests --bin mock-model" bash -c "cd '$REPO' && cargo build -p stepwise-tests --bin mock-model"
 
 log "end-to-end test in code-server"
+read -r -a e2e_files <<< "${STEPWISE_E2E_FILES:-$(echo test/e2e/*.test.mjs)}"
 if MOCK_MODEL_BIN="$TARGET/debug/mock-model" \
   CODE_SERVER_DIR="$CODE_SERVER_DIR" \
   VSIX="$VSIX" \
   CHROMIUM="$(command -v chromium)" \
   ARTIFACTS_DIR="$EXT_DIR/test-artifacts" \
   timeout 1500 node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter=tap --test-reporter-destination="$WORK/e2e.tap" test/e2e/e2e.test.mjs test/e2e/plan_edit.test.mjs test/e2e/rewind.test.mjs; then :; fi
+    --test-reporter=tap --test-reporter-destination="$WORK/e2e.tap" "${e2e_files[@]}"; then :; fi
 count_tap "$WORK/e2e.tap" || fail "the end-to-end test did not run"
 echo "artifacts: $EXT_DIR/test-artifacts"

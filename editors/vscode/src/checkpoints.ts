@@ -65,8 +65,20 @@ export function rewindQuestion(c: Checkpoint, folderName: string): { message: st
   const list = changed.length === 0 ? 'No file changed after this checkpoint.' : `These files go back:\n${changed.map((f) => `  ${f}`).join('\n')}`;
   return {
     message: `Rewind ${folderName}${where}?`,
-    detail: `${list}\nThe conversation and the plan go back too. Open documents can be undone with Undo; a file you changed yourself since is left alone.`,
+    detail: `${list}\nRewind puts back the files, the conversation and the plan; Files Only or Conversation Only puts back one of them. Open documents can be undone with Undo; a file you changed yourself since is left alone.`,
   };
+}
+
+/** The confirmation's buttons, and what each puts back. */
+export const REWIND_CHOICES: readonly { title: string; restore: Restore }[] = [
+  { title: 'Rewind', restore: 'both' },
+  { title: 'Files Only', restore: 'files' },
+  { title: 'Conversation Only', restore: 'conversation' },
+];
+
+/** What the user's answer to the confirmation puts back; undefined when cancelled. */
+export function restoreFor(answer: string | undefined): Restore | undefined {
+  return REWIND_CHOICES.find((c) => c.title === answer)?.restore;
 }
 
 /** The outcome of a rewind in one line. */

@@ -38,6 +38,8 @@ class SaveDocumentsCapability implements StaticFeature {
 
 export class Connection {
   readonly events: Events;
+  /** Called with each client once it runs (after a start or a restart). */
+  readonly startListeners: ((client: LanguageClient) => void)[] = [];
   private restartTimer: NodeJS.Timeout | undefined;
   private lensTimer: NodeJS.Timeout | undefined;
 
@@ -162,6 +164,7 @@ export class Connection {
     }
     this.ui.update();
     void this.fetchPlans(client).then(() => this.settleLenses(client));
+    for (const listener of this.startListeners) listener(client);
     return client;
   }
 

@@ -42,6 +42,7 @@ export const PLAN_COMMANDS = {
 export const REWIND_COMMANDS = {
   showCheckpoints: 'stepwise.showCheckpoints',
   rewindToItem: 'stepwise.planItem.rewind',
+  rewindToEntry: 'stepwise.transcript.rewind',
 } as const;
 
 function withSlash(uri: string): string {

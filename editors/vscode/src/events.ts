@@ -3,7 +3,10 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 
 import { Core, folderName } from './core';
+import type { CheckpointParams } from './checkpoints';
+import { failedServers, failureLine, mcpServers, type McpParams } from './mcp';
 import type { PlanParams } from './plan';
+import type { RoundLog } from './rounds';
 import type { Setup } from './setup';
 import { compactedLine, isSetupError, type CompactedParams, type StatusParams, type UsageParams } from './status';
 import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
@@ -14,6 +17,8 @@ export class Events {
   private lastTranscriptFolder: string | undefined;
   /** Called with the folder whose plan changed. */
   readonly planListeners: ((workspace: string) => void)[] = [];
+  /** Called with the folder whose runs and rounds changed (the Transcript view), and whether a run ended. */
+  readonly roundListeners: ((workspace: string, ended: boolean) => void)[] = [];
 
   constructor(
     private readonly core: Core,
@@ -28,13 +33,15 @@ export class Events {
     const { writer } = this.core;
     client.onNotification('stepwise/plan', (p: PlanParams) => this.onPlan(p));
     client.onNotification('stepwise/status', (p: StatusParams) => this.onStatus(p));
-    client.onNotification('stepwise/assistantText', (p: { workspace: string; text: string }) => {
+    client.onNotification('stepwise/assistantText', (p: { workspace: string; runId?: string; text: string }) => {
       this.transcriptFolder(p.workspace);
       writer.text(p.text ?? '');
+      this.rounds(p?.workspace, (log) => log.text(p));
     });
     client.onNotification('stepwise/toolCall', (p: ToolCallParams) => {
       this.transcriptFolder(p.workspace);
       writer.lines(toolCallLines(p));
+      this.rounds(p?.workspace, (log) => log.toolCall(p));
     });
     client.onNotification('stepwise/reminder', (p: { workspace: string; text: string }) => {
       this.transcriptFolder(p.workspace);
@@ -47,8 +54,17 @@ export class Events {
       writer.line(compactedLine(p));
       this.ui.updateStatusBar();
     });
-    // Checkpoints are listed when asked for (Stepwise: Show Checkpoints); the notification needs no answer.
-    client.onNotification('stepwise/checkpoint', () => undefined);
+    // A checkpoint begins a round of the Transcript view; its files are asked for when the run ends.
+    client.onNotification('stepwise/checkpoint', (p: CheckpointParams) => this.rounds(p?.workspace, (log) => log.checkpoint(p)));
+    client.onNotification('stepwise/mcp', (p: McpParams) => {
+      if (!p?.workspace) return;
+      const f = this.core.folders.ensure(p.workspace);
+      f.mcp = mcpServers(p);
+      const failed = failedServers(f.mcp);
+      if (failed.length > 0) this.transcriptFolder(p.workspace);
+      for (const s of failed) writer.line(`⚠ ${failureLine(s)}`);
+      this.ui.update();
+    });
     client.onNotification('stepwise/usage', (p: UsageParams) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).usage = p;
@@ -78,7 +94,8 @@ export class Events {
     f.status = p;
     this.core.lastFolder = p.workspace;
     const { writer } = this.core;
-    if (p.state === 'running' && (!prev || prev.state === 'idle' || prev.runId !== p.runId)) {
+    const started = p.state === 'running' && (!prev || prev.state === 'idle' || prev.runId !== p.runId);
+    if (started) {
       f.usage = undefined;
       this.lastTranscriptFolder = p.workspace;
       writer.line('');
@@ -92,7 +109,17 @@ export class Events {
           .showWarningMessage(`stepwise: the run stopped (${p.reason.replace('_', ' ')}).`, 'Show Transcript')
           .then((x) => x && this.core.transcript.show(true));
     }
+    f.rounds.status(p, started ? f.prompt : undefined);
+    const ended = p.state === 'idle' && !!prev && prev.state !== 'idle';
+    for (const listener of this.roundListeners) listener(p.workspace, ended);
     this.ui.update();
+  }
+
+  /** Applies a change to the folder's rounds and tells the Transcript view. */
+  rounds(workspace: string | undefined, change: (log: RoundLog) => void): void {
+    if (!workspace) return;
+    change(this.core.folders.ensure(workspace).rounds);
+    for (const listener of this.roundListeners) listener(workspace, false);
   }
 
   private showRunError(message: string | undefined, setup: boolean): void {

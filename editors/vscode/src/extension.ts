@@ -3,9 +3,9 @@
 // record per folder in folders.ts), client.ts (the language client), events.ts (the server's notifications),
 // ui.ts (plan view, status bar), setup.ts (server binary, doctor, API key), runs.ts (run, steer, cancel,
 // reset), planEditor.ts (the user edits the plan: items in the view, the plan as a document), rewind.ts
-// (checkpoints, rewind).
+// (checkpoints, rewind), roundsView.ts (the Transcript view: runs and rounds).
 // The logic that can be tested without VS Code lives in plan.ts, planEdit.ts, folders.ts, settings.ts,
-// commands.ts, status.ts and transcript.ts.
+// commands.ts, status.ts, transcript.ts, checkpoints.ts, rounds.ts and roundNodes.ts.
 import * as vscode from 'vscode';
 
 import { Connection } from './client';
@@ -14,6 +14,7 @@ import { Core, folderRefs } from './core';
 import { Runs } from './runs';
 import { PlanEditor } from './planEditor';
 import { Rewind } from './rewind';
+import { RoundsView } from './roundsView';
 import { needsRestart } from './settings';
 import { Setup } from './setup';
 import { Ui } from './ui';
@@ -31,7 +32,8 @@ class Stepwise {
     const runs = new Runs(core, ui, setup, connection);
     const planEditor = new PlanEditor(core, connection);
     connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
-    new Rewind(core, connection);
+    const rounds = new RoundsView(core, connection);
+    new Rewind(core, connection, (ws) => void rounds.sync(ws));
     const disposables = core.disposables;
     ui.update();
     // Opening the plan view is using stepwise: the server starts then (and shows the folders' plans).

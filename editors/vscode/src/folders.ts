@@ -1,6 +1,8 @@
 // One record per workspace folder: what the server last said about it (plan, run state, usage, compaction)
 // and what this window sent it (the run's prompt). Pure logic: no `vscode` import.
-import { buildTree, planTitle, type FolderRef, type PlanNode, type PlanParams } from './plan';
+import { mcpNodes, type McpServer } from './mcp';
+import { buildTree, nameFromUri, planTitle, type FolderRef, type PlanNode, type PlanParams } from './plan';
+import { RoundLog } from './rounds';
 import type { CompactedParams, StatusParams, UsageParams } from './status';
 
 export interface FolderState {
@@ -17,6 +19,10 @@ export interface FolderState {
   compaction?: CompactedParams;
   /** The prompt of the current or last run started from this window. */
   prompt?: string;
+  /** The folder's MCP servers, as `stepwise/mcp` last said (they start at the folder's first run). */
+  mcp?: McpServer[];
+  /** The transcript as runs and rounds (the Transcript view). */
+  rounds: RoundLog;
 }
 
 export function isBusy(status: StatusParams | undefined): boolean {
@@ -33,7 +39,7 @@ export class Folders {
   ensure(uri: string): FolderState {
     let f = this.map.get(uri);
     if (!f) {
-      f = { uri, planUpdates: 0 };
+      f = { uri, planUpdates: 0, rounds: new RoundLog() };
       this.map.set(uri, f);
     }
     return f;
@@ -90,13 +96,17 @@ export class Folders {
     for (const f of this.map.values()) {
       f.status = undefined;
       f.usage = undefined;
+      f.mcp = undefined;
     }
   }
 
   /** The server stopped: every run it had ended with an error. */
   serverStopped(): void {
     for (const f of this.map.values())
-      if (f.status && f.status.state !== 'idle') f.status = { workspace: f.uri, state: 'idle', reason: 'error', message: 'the server stopped' };
+      if (f.status && f.status.state !== 'idle') {
+        f.status = { workspace: f.uri, state: 'idle', reason: 'error', message: 'the server stopped' };
+        f.rounds.status({ ...f.status, runId: f.rounds.runs.find((r) => r.state !== 'idle')?.runId });
+      }
   }
 
   private plans(): Map<string, PlanParams> {
@@ -105,9 +115,14 @@ export class Folders {
     return out;
   }
 
-  /** Roots of the plan tree. One folder in the window: its items. Several: one node per folder. */
+  /**
+   * Roots of the plan tree: a warning per MCP server that failed, then the plan. One folder in the window:
+   * its items. Several: one node per folder.
+   */
   roots(folders: FolderRef[]): PlanNode[] {
-    return buildTree(folders, this.plans());
+    const name = (uri: string) => (folders.length > 1 ? folders.find((f) => f.uri === uri)?.name ?? nameFromUri(uri) : undefined);
+    const warnings = this.all().flatMap((f) => mcpNodes(f.uri, f.mcp, name(f.uri)));
+    return [...warnings, ...buildTree(folders, this.plans())];
   }
 
   /** The plan view's title over the window's folders. */

@@ -36,7 +36,8 @@ export interface IconSpec {
 }
 
 export interface PlanNode {
-  kind: 'folder' | 'item';
+  /** `warning`: a problem shown above the plan (an MCP server that failed). */
+  kind: 'folder' | 'item' | 'warning';
   /** Stable id, unique in the tree. */
   id: string;
   workspace: string;

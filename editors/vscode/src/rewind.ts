@@ -1,22 +1,36 @@
 // Checkpoints and rewind: Stepwise: Show Checkpoints (a quick pick of the folder's checkpoints), "Rewind to
-// Here" on plan items; each asks first, listing the files that go back. Open documents are put back through
-// workspace edits, so Undo brings the agent's work back.
+// Here" on plan items and on the Transcript view's entries; each asks first, listing the files that go back,
+// and offers files only or the conversation only. Open documents are put back through workspace edits, so
+// Undo brings the agent's work back.
 import * as vscode from 'vscode';
 
-import { checkpointForStep, checkpointItem, rewindQuestion, rewindSummary, type Checkpoint, type RewindResult } from './checkpoints';
+import {
+  REWIND_CHOICES,
+  checkpointForStep,
+  checkpointItem,
+  restoreFor,
+  rewindQuestion,
+  rewindSummary,
+  type Checkpoint,
+  type RewindResult,
+} from './checkpoints';
 import type { Connection } from './client';
 import { REWIND_COMMANDS, SERVER_COMMANDS, workspaceArguments } from './commands';
 import { Core, folderName, pickFolder, showError } from './core';
 import type { PlanNode } from './plan';
+import type { RoundNode } from './roundNodes';
 
 export class Rewind {
   constructor(
     private readonly core: Core,
     private readonly connection: Connection,
+    /** Called with the folder after a rewind (the Transcript view asks for the checkpoints again). */
+    private readonly rewound: (workspace: string) => void,
   ) {
     const cmd = (id: string, fn: (...args: any[]) => unknown) => core.disposables.push(vscode.commands.registerCommand(id, fn));
     cmd(REWIND_COMMANDS.showCheckpoints, () => this.showCheckpoints());
     cmd(REWIND_COMMANDS.rewindToItem, (n?: PlanNode) => this.rewindToItem(n));
+    cmd(REWIND_COMMANDS.rewindToEntry, (n?: RoundNode) => this.rewindToEntry(n));
   }
 
   private async list(workspace: string): Promise<Checkpoint[] | undefined> {
@@ -61,14 +75,32 @@ export class Rewind {
     await this.rewind(n.workspace, c);
   }
 
+  /** "Rewind to Here" on a Transcript entry: back to the checkpoint before its round (a run: before its task). */
+  private async rewindToEntry(n: RoundNode | undefined): Promise<void> {
+    if (!n?.checkpoint) return;
+    const checkpoints = await this.list(n.workspace);
+    if (!checkpoints) return;
+    // The server's entry, for the files that go back now.
+    const c = checkpoints.find((x) => x.id === n.checkpoint);
+    if (!c) {
+      void vscode.window.showInformationMessage('stepwise: that checkpoint is gone (rewound past, or dropped to keep the store under its limit).');
+      this.rewound(n.workspace);
+      return;
+    }
+    await this.rewind(n.workspace, c);
+  }
+
   private async rewind(workspace: string, c: Checkpoint): Promise<void> {
     const q = rewindQuestion(c, folderName(workspace));
-    const answer = await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, 'Rewind');
-    if (answer !== 'Rewind') return;
+    const answer = await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, ...REWIND_CHOICES.map((x) => x.title));
+    const restore = restoreFor(answer);
+    if (!restore) return;
     const client = await this.connection.ensureClient(true);
     if (!client) return;
     try {
-      const result = (await this.core.execute(client, SERVER_COMMANDS.rewind, [{ workspace, checkpoint: c.id }])) as RewindResult | null;
+      const args = [{ workspace, checkpoint: c.id, ...(restore === 'both' ? {} : { restore }) }];
+      const result = (await this.core.execute(client, SERVER_COMMANDS.rewind, args)) as RewindResult | null;
+      this.rewound(workspace);
       const summary = rewindSummary(result);
       this.core.writer.line(`⟲ ${summary.replace(/^stepwise: /, '')}`);
       if ((result?.conflicts?.length ?? 0) > 0) void vscode.window.showWarningMessage(summary);

@@ -104,6 +104,7 @@ export class Runs {
       const folders = this.core.folders;
       folders.updatePlan({ workspace: folder.uri, items: [], completed: 0, total: 0 });
       folders.ensure(folder.uri).usage = undefined;
+      this.connection.events.rounds(folder.uri, (log) => log.clear());
       this.core.writer.line(`━━ new session in ${folder.name}`);
       this.ui.update();
       void vscode.window.showInformationMessage(`stepwise: new session in ${folder.name}.`);

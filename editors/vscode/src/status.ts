@@ -1,6 +1,7 @@
 // The status-bar item: run state + plan progress. Pure logic: no `vscode` import.
 import { planCounts, planSummary, type PlanParams } from './plan';
 import { EXTENSION_COMMANDS } from './commands';
+import { mcpStatus, type McpServer } from './mcp';
 
 export type RunStateName = 'running' | 'waiting' | 'idle';
 
@@ -122,6 +123,7 @@ export function statusBarModel(
   usage?: UsageParams,
   folderName?: string,
   compacted?: CompactedParams,
+  mcp?: McpServer[],
 ): StatusBarModel {
   const { completed, total } = planCounts(plan);
   const progress = total > 0 ? ` ${completed}/${total}` : '';
@@ -164,5 +166,11 @@ export function statusBarModel(
   const ctx = contextLine(usage);
   if (ctx) tip.push(ctx);
   if (compacted) tip.push(compactedLine(compacted));
+  const servers = mcpStatus(mcp);
+  if (servers) {
+    text += servers.text;
+    tip.push(...servers.tooltip);
+    severity ??= 'warning';
+  }
   return { text, tooltip: tip.join('\n'), command: busy ? EXTENSION_COMMANDS.cancelRun : EXTENSION_COMMANDS.showPlan, busy, severity };
 }

@@ -188,6 +188,7 @@ local function on_exit(code, signal, id)
     for _, f in pairs(state.folders) do
       require('stepwise.marks').clear(f)
       f.state = 'idle'
+      f.mcp = nil -- a new server starts its MCP servers again at the folder's next run
     end
   end)
 end

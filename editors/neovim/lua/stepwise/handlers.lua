@@ -429,6 +429,7 @@ function M.handlers()
     ['stepwise/toolCall'] = on_tool_call,
     ['stepwise/usage'] = on_usage,
     ['stepwise/compacted'] = on_compacted,
+    ['stepwise/mcp'] = require('stepwise.mcp').on_notification,
     ['stepwise/saveDocuments'] = on_save_documents,
     ['workspace/applyEdit'] = on_apply_edit,
     ['window/showMessageRequest'] = on_show_message_request,

@@ -215,8 +215,10 @@ function M.statusline()
     return ''
   end
   local p = folder.plan
+  local mcp = require('stepwise.mcp').short(folder)
   if not p or not p.items or #p.items == 0 then
-    return folder.state ~= 'idle' and ('stepwise ' .. folder.state) or ''
+    local s = folder.state ~= 'idle' and ('stepwise ' .. folder.state) or (mcp and 'stepwise' or '')
+    return mcp and (s .. ' ' .. mcp) or s
   end
   local s = string.format('stepwise %s/%s', p.completed or 0, p.total or #p.items)
   local item = plan.active_item(p)
@@ -226,7 +228,7 @@ function M.statusline()
   if folder.state == 'waiting' then
     s = s .. ' (waiting)'
   end
-  return s
+  return mcp and (s .. ' ' .. mcp) or s
 end
 
 --- The `:Stepwise` command.

@@ -121,6 +121,7 @@ function M.status_lines(folder)
     end
     lines[#lines + 1] = line
   end
+  vim.list_extend(lines, require('stepwise.mcp').status_lines(folder))
   return lines
 end
 
@@ -167,7 +168,8 @@ local function title_for(folder)
   if folder and folder.state and folder.state ~= 'idle' then
     t = t .. '(' .. folder.state .. ') '
   end
-  return t
+  local mcp = require('stepwise.mcp').short(folder)
+  return mcp and (t .. mcp .. ' ') or t
 end
 
 local function geometry(lines, folder)

@@ -12,6 +12,7 @@ local M = {}
 ---@field prompt string? prompt of the current or last run
 ---@field mark table? {buf, id} extmark of the step virtual text
 ---@field step string? the plan step of the tool call in flight (from stepwise/toolCall)
+---@field mcp stepwise.McpServer[]? the folder's MCP servers (stepwise/mcp)
 
 ---@type table<string, stepwise.Folder>
 M.folders = {}

@@ -1,0 +1,92 @@
+// The Transcript view: the folders' runs and rounds as a tree (rounds.ts, roundNodes.ts), next to the plan.
+// It follows the server's notifications, and asks for `stepwise.checkpoints` when the server starts (a saved
+// session's rounds), when a run ends (the files each round's rewind puts back) and after a rewind.
+import * as vscode from 'vscode';
+import type { LanguageClient } from 'vscode-languageclient/node';
+
+import type { Checkpoint } from './checkpoints';
+import type { Connection } from './client';
+import { SERVER_COMMANDS, workspaceArguments } from './commands';
+import { Core, folderRefs } from './core';
+import { roundTree, type RoundNode } from './roundNodes';
+
+export const ROUNDS_VIEW = 'stepwise.roundsView';
+
+class RoundsProvider implements vscode.TreeDataProvider<RoundNode> {
+  private readonly changed = new vscode.EventEmitter<RoundNode | undefined | void>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  constructor(private readonly core: Core) {}
+
+  refresh(): void {
+    this.changed.fire();
+  }
+
+  getTreeItem(n: RoundNode): vscode.TreeItem {
+    const collapsible = (n.children?.length ?? 0) === 0
+      ? vscode.TreeItemCollapsibleState.None
+      : n.expanded
+        ? vscode.TreeItemCollapsibleState.Expanded
+        : vscode.TreeItemCollapsibleState.Collapsed;
+    const item = new vscode.TreeItem(n.label, collapsible);
+    item.id = n.id;
+    item.description = n.description;
+    item.tooltip = n.tooltip;
+    item.iconPath = new vscode.ThemeIcon(n.icon.id, n.icon.color ? new vscode.ThemeColor(n.icon.color) : undefined);
+    item.accessibilityInformation = { label: n.accessibility };
+    item.contextValue = n.contextValue;
+    return item;
+  }
+
+  getChildren(n?: RoundNode): RoundNode[] {
+    return n ? n.children ?? [] : roundTree(folderRefs(), (uri) => this.core.folders.get(uri)?.rounds);
+  }
+}
+
+export class RoundsView {
+  private readonly provider: RoundsProvider;
+  readonly view: vscode.TreeView<RoundNode>;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly core: Core,
+    private readonly connection: Connection,
+  ) {
+    this.provider = new RoundsProvider(core);
+    this.view = vscode.window.createTreeView(ROUNDS_VIEW, { treeDataProvider: this.provider, showCollapseAll: true });
+    core.disposables.push(this.view, { dispose: () => this.timer && clearTimeout(this.timer) });
+    connection.events.roundListeners.push((ws, ended) => {
+      this.refreshSoon();
+      if (ended) void this.sync(ws);
+    });
+    connection.startListeners.push((client) => void this.syncAll(client));
+    // Opening the view is using stepwise: the server starts then.
+    core.disposables.push(this.view.onDidChangeVisibility((e) => e.visible && void connection.ensureClient(false)));
+  }
+
+  /** Text streams in chunks: one redraw per 100 ms at most. */
+  private refreshSoon(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.provider.refresh();
+    }, 100);
+  }
+
+  /** Takes the server's checkpoint list of `workspace` into its rounds. */
+  async sync(workspace: string, client = this.connection.running()): Promise<void> {
+    if (!client) return;
+    try {
+      const result = await this.core.execute(client, SERVER_COMMANDS.checkpoints, workspaceArguments(workspace));
+      if (!Array.isArray(result) || this.core.client !== client) return;
+      this.core.folders.ensure(workspace).rounds.checkpoints(result as Checkpoint[]);
+      this.refreshSoon();
+    } catch (error) {
+      this.core.log(`[stepwise] stepwise.checkpoints for ${workspace} failed: ${String(error)}`);
+    }
+  }
+
+  private async syncAll(client: LanguageClient): Promise<void> {
+    for (const f of folderRefs()) await this.sync(f.uri, client);
+  }
+}
