@@ -1,5 +1,6 @@
 // The plan model: `stepwise/plan` payloads -> tree nodes, titles and summaries.
 // Pure logic (no `vscode` import) so it can be unit-tested with node's test runner.
+import type { IconSpec, TreeNode } from './treeNode';
 
 export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
 
@@ -28,28 +29,12 @@ export interface FolderRef {
   name: string;
 }
 
-export interface IconSpec {
-  /** A codicon id, e.g. `pass-filled`, `sync~spin`. */
-  id: string;
-  /** A theme color id, e.g. `testing.iconPassed`. */
-  color?: string;
-}
+export type { IconSpec } from './treeNode';
 
-export interface PlanNode {
-  /** `warning`: a problem shown above the plan (an MCP server that failed). */
-  kind: 'folder' | 'item' | 'warning';
-  /** Stable id, unique in the tree. */
-  id: string;
-  workspace: string;
-  label: string;
-  description?: string;
-  tooltip: string;
-  icon: IconSpec;
-  /** Text for screen readers (and the e2e test): `<status>: <text>[, <activeForm>]`. */
-  accessibility: string;
-  contextValue: string;
+/** `warning`: a problem shown above the plan (an MCP server that failed). An item's `accessibility` is
+ * `<status>: <text>[, <activeForm>]`. */
+export interface PlanNode extends TreeNode<'folder' | 'item' | 'warning', PlanNode> {
   status?: PlanStatus;
-  children?: PlanNode[];
 }
 
 const KNOWN: readonly PlanStatus[] = ['pending', 'in_progress', 'completed', 'failed'];

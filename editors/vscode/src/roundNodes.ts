@@ -1,27 +1,15 @@
 // The Transcript view's tree: folder (several folders only) → run → round → the round's text and tool calls.
 // Every round, and what happened in it, carries the checkpoint taken before the round, so "Rewind to Here"
 // works on any of them; a run rewinds to before its prompt. Pure logic: no `vscode` import.
-import type { FolderRef, IconSpec } from './plan';
+import type { FolderRef } from './plan';
+import type { IconSpec, TreeNode } from './treeNode';
 import { RoundLog, type RoundEntry, type RoundItem, type RunEntry } from './rounds';
 
-export interface RoundNode {
-  kind: 'folder' | 'run' | 'round' | 'call' | 'text';
-  /** Stable id, unique in the tree. */
-  id: string;
-  workspace: string;
-  label: string;
-  description?: string;
-  tooltip: string;
-  icon: IconSpec;
-  /** Text for screen readers (and the e2e test). */
-  accessibility: string;
-  /** `stepwise.transcript.<kind>`, with `.rewindable` when there is a checkpoint to go back to. */
-  contextValue: string;
+/** `contextValue` is `stepwise.transcript.<kind>`, with `.rewindable` when there is a checkpoint to go back
+ * to; the newest run is `expanded`. */
+export interface RoundNode extends TreeNode<'folder' | 'run' | 'round' | 'call' | 'text', RoundNode> {
   /** The checkpoint "Rewind to Here" goes back to. */
   checkpoint?: string;
-  /** Shown expanded at first (the newest run). */
-  expanded?: boolean;
-  children?: RoundNode[];
 }
 
 function oneLine(s: string, max = 80): string {

@@ -9,42 +9,12 @@ import type { Connection } from './client';
 import { SERVER_COMMANDS, workspaceArguments } from './commands';
 import { Core, folderRefs } from './core';
 import { roundTree, type RoundNode } from './roundNodes';
+import { NodeTree } from './tree';
 
 export const ROUNDS_VIEW = 'stepwise.roundsView';
 
-class RoundsProvider implements vscode.TreeDataProvider<RoundNode> {
-  private readonly changed = new vscode.EventEmitter<RoundNode | undefined | void>();
-  readonly onDidChangeTreeData = this.changed.event;
-
-  constructor(private readonly core: Core) {}
-
-  refresh(): void {
-    this.changed.fire();
-  }
-
-  getTreeItem(n: RoundNode): vscode.TreeItem {
-    const collapsible = (n.children?.length ?? 0) === 0
-      ? vscode.TreeItemCollapsibleState.None
-      : n.expanded
-        ? vscode.TreeItemCollapsibleState.Expanded
-        : vscode.TreeItemCollapsibleState.Collapsed;
-    const item = new vscode.TreeItem(n.label, collapsible);
-    item.id = n.id;
-    item.description = n.description;
-    item.tooltip = n.tooltip;
-    item.iconPath = new vscode.ThemeIcon(n.icon.id, n.icon.color ? new vscode.ThemeColor(n.icon.color) : undefined);
-    item.accessibilityInformation = { label: n.accessibility };
-    item.contextValue = n.contextValue;
-    return item;
-  }
-
-  getChildren(n?: RoundNode): RoundNode[] {
-    return n ? n.children ?? [] : roundTree(folderRefs(), (uri) => this.core.folders.get(uri)?.rounds);
-  }
-}
-
 export class RoundsView {
-  private readonly provider: RoundsProvider;
+  private readonly provider: NodeTree<RoundNode>;
   readonly view: vscode.TreeView<RoundNode>;
   private timer: NodeJS.Timeout | undefined;
 
@@ -52,7 +22,7 @@ export class RoundsView {
     private readonly core: Core,
     private readonly connection: Connection,
   ) {
-    this.provider = new RoundsProvider(core);
+    this.provider = new NodeTree<RoundNode>(() => roundTree(folderRefs(), (uri) => core.folders.get(uri)?.rounds), false);
     this.view = vscode.window.createTreeView(ROUNDS_VIEW, { treeDataProvider: this.provider, showCollapseAll: true });
     core.disposables.push(this.view, { dispose: () => this.timer && clearTimeout(this.timer) });
     connection.events.roundListeners.push((ws, ended) => {

@@ -3,46 +3,17 @@ import * as vscode from 'vscode';
 
 import { EXTENSION_COMMANDS, folderForUri } from './commands';
 import { Core, PLAN_VIEW, folderName, folderRefs } from './core';
-import type { Folders } from './folders';
 import type { PlanNode } from './plan';
+import { NodeTree } from './tree';
 import { statusBarModel } from './status';
-
-class PlanTreeProvider implements vscode.TreeDataProvider<PlanNode> {
-  private readonly changed = new vscode.EventEmitter<PlanNode | undefined | void>();
-  readonly onDidChangeTreeData = this.changed.event;
-
-  constructor(private readonly folders: Folders) {}
-
-  refresh(): void {
-    this.changed.fire();
-  }
-
-  getTreeItem(n: PlanNode): vscode.TreeItem {
-    const item = new vscode.TreeItem(
-      n.label,
-      n.children && n.children.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
-    );
-    item.id = n.id;
-    item.description = n.description;
-    item.tooltip = n.tooltip;
-    item.iconPath = new vscode.ThemeIcon(n.icon.id, n.icon.color ? new vscode.ThemeColor(n.icon.color) : undefined);
-    item.accessibilityInformation = { label: n.accessibility };
-    item.contextValue = n.contextValue;
-    return item;
-  }
-
-  getChildren(n?: PlanNode): PlanNode[] {
-    return n ? n.children ?? [] : this.folders.roots(folderRefs());
-  }
-}
 
 export class Ui {
   private readonly statusItem = vscode.window.createStatusBarItem('stepwise.status', vscode.StatusBarAlignment.Left, 10);
-  private readonly tree: PlanTreeProvider;
+  private readonly tree: NodeTree<PlanNode>;
   readonly view: vscode.TreeView<PlanNode>;
 
   constructor(private readonly core: Core) {
-    this.tree = new PlanTreeProvider(core.folders);
+    this.tree = new NodeTree<PlanNode>(() => core.folders.roots(folderRefs()), true);
     this.view = vscode.window.createTreeView(PLAN_VIEW, { treeDataProvider: this.tree, showCollapseAll: false });
     this.statusItem.name = 'Stepwise';
     core.disposables.push(this.statusItem, this.view);

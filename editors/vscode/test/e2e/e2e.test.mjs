@@ -16,6 +16,7 @@ import {
   editorText,
   greetPath,
   log,
+  mockLog,
   norm,
   page,
   planRows,
@@ -232,7 +233,7 @@ step('a second run shows its states: completed, in progress with activeForm, pen
 });
 
 step('Stepwise: Cancel stops the hanging run', async () => {
-  await sleep(500);
+  await waitFor('the model holding the hanging request', () => mockLog, (l) => /-> hang/.test(l), LONG);
   await runCommand('Stepwise: Cancel');
   await waitStatus(/stepwise: cancelled 1\/3/, LONG);
   const rows = await planRows();
@@ -246,7 +247,7 @@ step('the edit is in the editor undo history', async () => {
   await page.keyboard.press('Control+Shift+Z');
   await waitFor('redo brings the edit back', editorText, (t) => t.includes(EDITED), SHORT);
   await page.keyboard.press('Control+S');
-  await sleep(500);
+  await waitFor('greet.js saved', () => page.locator('.tab.dirty').count(), (n) => n === 0, SHORT);
 });
 
 step('after a reload the folder with a saved session gets its server, and the plan back, with no command', async () => {
@@ -283,7 +284,6 @@ step('approval "ask": the shell command waits for Allow in a VS Code notificatio
   const before = serverLog().length;
   writeFolderSettings({ 'stepwise.approval': 'ask' });
   await waitFor('the server to pull approval "ask"', async () => serverLog().slice(before), (l) => /settings for .*"approval":"ask"/.test(l), LONG);
-  await sleep(500);
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', 'Count the lines');
   await waitStatus(/stepwise: waiting 0\/1/, LONG);
@@ -315,8 +315,9 @@ step('Check Setup shows what the server sees (stepwise doctor), never the key', 
 
 step('a missing model or server binary gives a clear message with the fix', async () => {
   await clearToasts();
+  const pulled = serverLog().length;
   writeFolderSettings({ 'stepwise.model': '' });
-  await sleep(1500);
+  await waitFor('the server to pull the empty model', async () => serverLog().slice(pulled), (l) => /settings for (?:(?!"model":"mock-model").)*$/m.test(l), LONG);
   await runCommand('Stepwise: Run Task');
   await waitFor('the "no model" message', toastText, (t) => /stepwise: no model is configured: set stepwise\.model/.test(t), LONG);
   await clearToasts();
