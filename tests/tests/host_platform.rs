@@ -16,16 +16,27 @@ fn portable() -> bool {
     std::env::var(PORTABLE_ENV).is_ok_and(|v| v == "1")
 }
 
-/// Which paths run is visible from the command: it runs in a subshell of the guard (so `$$` is the
-/// guard), and on the portable paths the guard has a second child, the watchdog reading the pipe stepwise
-/// holds.
+/// Which paths run is visible from the command. Linux: the command's shell is the only child of the
+/// guard, a forked copy of stepwise (here the test binary) that runs no program of its own. Portable: the
+/// command runs in a subshell of a bash guard (so `$$` is the guard), whose second child is the watchdog
+/// reading the pipe stepwise holds.
 #[tokio::test]
 async fn the_guard_runs_the_selected_paths() {
     let ws = TempDir::new("platform-guard");
-    let out = run_shell(ws.path(), "cat /proc/$$/task/$$/children", Duration::from_secs(10)).await.unwrap();
+    let command = r#"p=$(cut -d' ' -f4 /proc/$$/stat); echo "$$ $p $(readlink /proc/$p/exe)"
+        echo $(cat /proc/$p/task/$p/children); echo $(cat /proc/$$/task/$$/children)"#;
+    let out = run_shell(ws.path(), command, Duration::from_secs(10)).await.unwrap();
     assert!(!out.is_error, "{}", out.text);
-    let children = out.text.split_whitespace().count();
-    assert_eq!(children, if portable() { 2 } else { 1 }, "the guard's children: {}", out.text);
+    let lines: Vec<&str> = out.text.lines().collect();
+    let [ids, parents_children, own_children] = lines[..] else { panic!("unexpected output: {}", out.text) };
+    let ids: Vec<&str> = ids.split_whitespace().collect();
+    if portable() {
+        assert_eq!(own_children.split_whitespace().count(), 2, "the guard's children: {own_children}");
+    } else {
+        assert_eq!(parents_children, ids[0], "the command is the guard's only child");
+        let me = std::env::current_exe().unwrap().canonicalize().unwrap();
+        assert_eq!(Path::new(ids[2]), me, "the guard is a forked copy of this process (no program of its own)");
+    }
 }
 
 /// Linux's own paths find escaped processes through the process tree (the guard is a child subreaper),
