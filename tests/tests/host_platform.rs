@@ -59,7 +59,9 @@ async fn an_escaped_child_without_the_marker_dies_with_the_command() {
 
 /// Linux's guard is a fork of stepwise, sharing its memory until one side writes a page: it lets go of its
 /// copy, so what stepwise writes while a command runs does not leave the old pages with the guard (they
-/// did: 31 MB here). The command reads its guard's memory once stepwise has written 32 MB.
+/// did: 31 MB here). A command that runs on past its first moments (the guard lets go then; a quick one's
+/// guard is killed first) waits until stepwise has written 32 MB, then until its guard holds less than
+/// 8 MB of anonymous memory; a guard that kept its copy would hold the command to its time-out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guard_keeps_no_copy_of_what_stepwise_writes_meanwhile() {
     use std::io::Write;
@@ -72,8 +74,9 @@ async fn the_guard_keeps_no_copy_of_what_stepwise_writes_meanwhile() {
     memory.fill(1); // every page present before the fork, so shared with the guard
     let root = ws.path().to_path_buf();
     let command = tokio::spawn(async move {
-        let measure = "read -r _ < go; grep -E '^Pss_Anon' /proc/$PPID/smaps_rollup";
-        run_shell(&root, measure, Duration::from_secs(20)).await
+        let measure = "read -r _ < go; g=/proc/$PPID/smaps_rollup
+            until [ \"$(awk '/^Pss_Anon/ {print $2}' $g)\" -lt 8192 ]; do :; done; grep -E '^Pss_Anon' $g";
+        run_shell(&root, measure, Duration::from_secs(10)).await
     });
     // Opening the fifo waits for the command to open it: the guard has forked by then.
     let open = move || std::fs::OpenOptions::new().write(true).open(fifo);

@@ -101,9 +101,16 @@ pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd) -> ! {
         image.argv.as_ptr() as *const *mut libc::c_char,
         image.envp.as_ptr() as *const *mut libc::c_char,
     );
-    release_memory();
     // As a shell reports it: death by signal N is 128 + N; 127 when bash could not start.
-    let code = if spawned != 0 { 127 } else { wait_for(pid) };
+    let code = if spawned != 0 {
+        127
+    } else if ended_within(pid, QUICK_MS) {
+        wait_for(pid)
+    } else {
+        // A longer command: the guard lives on, so it lets go of its copy of stepwise's memory.
+        release_memory();
+        wait_for(pid)
+    };
     let mut text = [0u8; 12];
     let len = decimal(code, &mut text);
     libc::write(status, text.as_ptr().cast(), len);
@@ -161,6 +168,23 @@ unsafe fn close_all_but(a: RawFd, b: RawFd) {
             }
         }
     }
+}
+
+/// Most commands end within this: for them the guard is killed before its memory matters, and letting go
+/// of it (tearing down the pages it shares) would only compete with the command for a core.
+const QUICK_MS: libc::c_int = 20;
+
+/// Whether `pid` ended within `ms` milliseconds (its pidfd becomes readable); false where pidfds are not
+/// supported (before Linux 5.3).
+unsafe fn ended_within(pid: libc::pid_t, ms: libc::c_int) -> bool {
+    let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as libc::c_int;
+    if fd < 0 {
+        return false;
+    }
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ready = libc::poll(&mut p, 1, ms) == 1;
+    libc::close(fd);
+    ready
 }
 
 /// Lets go of the guard's copy of stepwise's heap and other threads' stacks. A fork shares every page
