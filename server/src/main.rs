@@ -88,7 +88,9 @@ fn main() {
     let code = match command {
         Command::Run { opts, task } => {
             init_logging("warn");
-            runtime().block_on(cli::run_once(opts.into(), task.join(" ")))
+            // One run, one task at a time: on one thread, a round's steps (the answer read, the tool, the
+            // next request written) never wait for another thread to wake up.
+            one_thread_runtime().block_on(cli::run_once(opts.into(), task.join(" ")))
         }
         Command::Chat { opts } => {
             init_logging("warn");
@@ -114,6 +116,16 @@ fn main() {
 
 fn runtime() -> tokio::runtime::Runtime {
     match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("stepwise: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn one_thread_runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("stepwise: cannot start the async runtime: {e}");

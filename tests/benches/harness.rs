@@ -10,6 +10,9 @@
 //! With `STEPWISE_BEFORE_BIN=<another stepwise binary>` that one is measured too (Anthropic format), for a
 //! before → after pairing in the same run.
 //!
+//! With `STEPWISE_BENCH_GAPS=<prefix>` each session's gaps (µs, one a line) are written to
+//! `<prefix>-<harness>-<n>`, to see where in a session the time moves.
+//!
 //! `-- profile` instead runs one stepwise session (Anthropic format) under `valgrind --tool=callgrind` and
 //! prints where its instructions go (`callgrind_annotate --inclusive=yes`, the top entries).
 //!
@@ -200,7 +203,11 @@ fn run_session(h: Harness, programs: &Programs, root: &Path, script: &Path, n: u
     assert_eq!(times.len(), ROUNDS + 1, "{}: every round reached the model", h.label());
     let text = std::fs::read_to_string(ws.join("src/big.txt")).unwrap();
     assert_eq!(text.matches(": omega").count(), ROUNDS / 5 * 2, "{}: every edit landed", h.label());
-    let gaps = (0..ROUNDS).map(|k| times[k + 1].0 - times[k].1).collect();
+    let gaps: Vec<f64> = (0..ROUNDS).map(|k| times[k + 1].0 - times[k].1).collect();
+    if let Some(prefix) = std::env::var_os("STEPWISE_BENCH_GAPS") {
+        let lines: String = gaps.iter().map(|g| format!("{g:.0}\n")).collect();
+        let _ = std::fs::write(format!("{}-{}-{n}", prefix.to_string_lossy(), h.label()), lines);
+    }
     let cpu = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
     let _ = std::fs::remove_dir_all(&ws);
     Session { gaps, max_rss_kb: usage.ru_maxrss, cpu_us: cpu(usage.ru_utime) + cpu(usage.ru_stime) }

@@ -16,16 +16,27 @@ fn portable() -> bool {
     std::env::var(PORTABLE_ENV).is_ok_and(|v| v == "1")
 }
 
-/// Which paths run is visible from the command: it runs in a subshell of the guard (so `$$` is the
-/// guard), and on the portable paths the guard has a second child, the watchdog reading the pipe stepwise
-/// holds.
+/// Which paths run is visible from the command. Linux: the command's shell is the only child of the
+/// guard, a forked copy of stepwise (here the test binary) that runs no program of its own. Portable: the
+/// command runs in a subshell of a bash guard (so `$$` is the guard), whose second child is the watchdog
+/// reading the pipe stepwise holds.
 #[tokio::test]
 async fn the_guard_runs_the_selected_paths() {
     let ws = TempDir::new("platform-guard");
-    let out = run_shell(ws.path(), "cat /proc/$$/task/$$/children", Duration::from_secs(10)).await.unwrap();
+    let command = r#"p=$(cut -d' ' -f4 /proc/$$/stat); echo "$$ $p $(readlink /proc/$p/exe)"
+        echo $(cat /proc/$p/task/$p/children); echo $(cat /proc/$$/task/$$/children)"#;
+    let out = run_shell(ws.path(), command, Duration::from_secs(10)).await.unwrap();
     assert!(!out.is_error, "{}", out.text);
-    let children = out.text.split_whitespace().count();
-    assert_eq!(children, if portable() { 2 } else { 1 }, "the guard's children: {}", out.text);
+    let lines: Vec<&str> = out.text.lines().collect();
+    let [ids, parents_children, own_children] = lines[..] else { panic!("unexpected output: {}", out.text) };
+    let ids: Vec<&str> = ids.split_whitespace().collect();
+    if portable() {
+        assert_eq!(own_children.split_whitespace().count(), 2, "the guard's children: {own_children}");
+    } else {
+        assert_eq!(parents_children, ids[0], "the command is the guard's only child");
+        let me = std::env::current_exe().unwrap().canonicalize().unwrap();
+        assert_eq!(Path::new(ids[2]), me, "the guard is a forked copy of this process (no program of its own)");
+    }
 }
 
 /// Linux's own paths find escaped processes through the process tree (the guard is a child subreaper),
@@ -44,6 +55,40 @@ async fn an_escaped_child_without_the_marker_dies_with_the_command() {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     assert!(stat.contains("(sleep)"), "{pid} is not the escaped sleep: {stat}");
     assert!(wait_gone(pid), "an escaped child {pid} without the marker outlived its command");
+}
+
+/// Linux's guard is a fork of stepwise, sharing its memory until one side writes a page: it lets go of its
+/// copy, so what stepwise writes while a command runs does not leave the old pages with the guard (they
+/// did: 31 MB here). A command that runs on past its first moments (the guard lets go then; a quick one's
+/// guard is killed first) waits until stepwise has written 32 MB, then until its guard holds less than
+/// 8 MB of anonymous memory; a guard that kept its copy would hold the command to its time-out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_keeps_no_copy_of_what_stepwise_writes_meanwhile() {
+    use std::io::Write;
+    let ws = TempDir::new("platform-guard-memory");
+    let fifo = ws.join("go");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let mut memory = vec![1u8; 32 << 20];
+    memory.fill(1); // every page present before the fork, so shared with the guard
+    let root = ws.path().to_path_buf();
+    let command = tokio::spawn(async move {
+        let measure = "read -r _ < go; g=/proc/$PPID/smaps_rollup
+            until [ \"$(awk '/^Pss_Anon/ {print $2}' $g)\" -lt 8192 ]; do :; done; grep -E '^Pss_Anon' $g";
+        run_shell(&root, measure, Duration::from_secs(10)).await
+    });
+    // Opening the fifo waits for the command to open it: the guard has forked by then.
+    let open = move || std::fs::OpenOptions::new().write(true).open(fifo);
+    let mut go = tokio::task::spawn_blocking(open).await.unwrap().unwrap();
+    memory.fill(2); // every page written: one side of the fork gets a copy
+    go.write_all(b"go\n").unwrap();
+    drop(go);
+    let out = command.await.unwrap().unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    let kb: u64 = out.text.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect(&out.text);
+    assert!(kb < 8 * 1024, "the guard holds {kb} kB of anonymous memory");
+    assert!(memory.iter().step_by(4096).all(|&b| b == 2));
 }
 
 /// The tests that hold the host's guarantees, by name, and how many there are.

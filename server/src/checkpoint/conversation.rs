@@ -3,12 +3,11 @@
 //! plan, its revision, whatever else it carries) as one object, and a checkpoint records its message list
 //! as the previous checkpoint's first `keep` messages plus its own `tail`.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use super::store::{Hash, Pack};
+use crate::llm::{encode_alike, Message};
+use crate::plan::Plan;
 use crate::session::Session;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,21 +22,52 @@ pub struct SessionRef {
     pub tail: Vec<Hash>,
 }
 
+/// The messages stored last, with their hashes: a conversation that only grew is encoded and hashed only
+/// where it grew (encoding and hashing the whole history every round grew with it).
+#[derive(Default)]
+pub struct Stored {
+    mirror: Vec<Message>,
+    hashes: Vec<Hash>,
+}
+
 /// Stores `session`: the object of the rest and the message hashes, in order.
-pub fn store(pack: &mut Pack, session: &Session) -> Result<(Hash, Vec<Hash>), String> {
-    let bytes = serde_json::to_vec(session).map_err(|e| e.to_string())?;
-    // Split without building values: each message stays the bytes it was written as.
-    let mut top: BTreeMap<String, &RawValue> = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-    let messages: Vec<&RawValue> = match top.remove("messages") {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
-        None => Vec::new(),
-    };
-    let mut list = Vec::with_capacity(messages.len());
-    for m in messages {
-        list.push(pack.put(m.get().as_bytes()).map_err(|e| e.to_string())?);
+pub fn store(pack: &mut Pack, stored: &mut Stored, session: &Session) -> Result<(Hash, Vec<Hash>), String> {
+    // Every field of the session is stored; a field added to `Session` fails to compile here.
+    let Session { messages, plan, revision } = session;
+    store_parts(pack, stored, messages, plan, *revision)
+}
+
+/// The same from the session's parts (the loop's messages and the plan board's state, not copied).
+pub fn store_parts(
+    pack: &mut Pack,
+    stored: &mut Stored,
+    messages: &[Message],
+    plan: &Plan,
+    revision: u64,
+) -> Result<(Hash, Vec<Hash>), String> {
+    // Every field of the session but its messages, as `load` puts them back (in their JSON key order).
+    #[derive(Serialize)]
+    struct Rest<'a> {
+        plan: &'a Plan,
+        revision: u64,
     }
-    let rest = serde_json::to_vec(&top).map_err(|e| e.to_string())?;
-    Ok((pack.put(&rest).map_err(|e| e.to_string())?, list))
+    // Kept hashes stand while their messages are unchanged and still stored (a compaction drops objects).
+    let same = stored
+        .mirror
+        .iter()
+        .zip(messages)
+        .zip(&stored.hashes)
+        .take_while(|((a, b), h)| encode_alike(a, b) && pack.contains(h))
+        .count();
+    stored.mirror.truncate(same);
+    stored.hashes.truncate(same);
+    for m in &messages[same..] {
+        let bytes = serde_json::to_vec(m).map_err(|e| e.to_string())?;
+        stored.hashes.push(pack.put(&bytes).map_err(|e| e.to_string())?);
+        stored.mirror.push(m.clone());
+    }
+    let rest = serde_json::to_vec(&Rest { plan, revision }).map_err(|e| e.to_string())?;
+    Ok((pack.put(&rest).map_err(|e| e.to_string())?, stored.hashes.clone()))
 }
 
 /// A checkpoint's reference, given the previous checkpoint's message list.
@@ -83,16 +113,32 @@ mod tests {
         let mut s = Session::default();
         s.push_prompt("first");
         s.plan.update(&serde_json::json!([{"id": "1", "text": "Do it", "status": "in_progress"}])).unwrap();
-        let (rest, list) = store(&mut pack, &s).unwrap();
+        let mut stored = Stored::default();
+        let (rest, list) = store(&mut pack, &mut stored, &s).unwrap();
         assert_eq!(load(&pack, &rest, &list).unwrap(), s);
         let size = pack.size();
         s.messages.push(crate::llm::Message { role: crate::llm::Role::Assistant, content: vec![] });
-        let (rest2, list2) = store(&mut pack, &s).unwrap();
+        let (rest2, list2) = store(&mut pack, &mut stored, &s).unwrap();
         let d = delta(rest2, &list2, Some((7, &list)));
         assert_eq!((d.base, d.keep, d.tail.len()), (Some(7), 1, 1));
         assert!(pack.size() - size < 100, "only the new message was stored");
         assert_eq!(load(&pack, &rest2, &list2).unwrap(), s);
         assert_eq!(load(&pack, &rest, &[]).unwrap().messages.len(), 0);
+        // A changed earlier message (a rewind, a compaction) is stored again, not taken for the kept one.
+        s.messages[0] = crate::llm::Message { role: crate::llm::Role::User, content: vec![] };
+        let (rest3, list3) = store(&mut pack, &mut stored, &s).unwrap();
+        assert_ne!(list3[0], list2[0]);
+        assert_eq!(list3[1], list2[1]);
+        assert_eq!(load(&pack, &rest3, &list3).unwrap(), s);
+        // The same as hashing each message of the session's whole encoding (the way it was first done).
+        let whole: serde_json::Value = serde_json::to_value(&s).unwrap();
+        let fresh: Vec<Hash> = whole["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| Hash::of(serde_json::to_string(m).unwrap().as_bytes()))
+            .collect();
+        assert_eq!(list3, fresh);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -175,6 +175,8 @@ pub struct Checkpoints {
     marks: HashMap<String, Mark>,
     /// The newest checkpoint's full message list, to store the next one as a difference.
     last_list: Option<(u64, Vec<Hash>)>,
+    /// The conversation as last stored, so the next store encodes and hashes only what is new.
+    stored: conversation::Stored,
     scan: Scanner,
     /// A command is running: `before_command` scanned.
     armed: bool,
@@ -245,6 +247,7 @@ impl Checkpoints {
             next_id: 1,
             marks: HashMap::new(),
             last_list: None,
+            stored: Default::default(),
             armed: false,
             compacted_at: 0,
             unflushed: Default::default(),
@@ -287,7 +290,18 @@ impl Checkpoints {
     /// Stores `session`'s new messages ahead of `take_prepared` (the loop has the conversation in a
     /// consistent state before it knows whether another round follows).
     pub fn prepare(&mut self, session: &crate::session::Session) -> Result<Prepared, String> {
-        let (rest, list) = conversation::store(&mut self.pack, session)?;
+        let (rest, list) = conversation::store(&mut self.pack, &mut self.stored, session)?;
+        Ok(Prepared { rest, list })
+    }
+
+    /// The same from the session's parts, which are not copied.
+    pub fn prepare_parts(
+        &mut self,
+        messages: &[crate::llm::Message],
+        plan: &crate::plan::Plan,
+        revision: u64,
+    ) -> Result<Prepared, String> {
+        let (rest, list) = conversation::store_parts(&mut self.pack, &mut self.stored, messages, plan, revision)?;
         Ok(Prepared { rest, list })
     }
 

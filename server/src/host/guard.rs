@@ -1,14 +1,14 @@
-//! A command's processes, from its start to their end: a guard shell owns them, and nothing the command
+//! A command's processes, from its start to their end: a guard process owns them, and nothing the command
 //! starts outlives it (a time-out, a cancel, its own end, or stepwise dying).
 //!
-//! The guard runs the command in the background in its own process group and reports its exit status on
-//! fd 4, then waits for stepwise to end everything (so whatever it adopted stays findable until then).
-//! Escaped processes (`setsid`, double forks) are found without scanning the system where the kernel
-//! allows it: on Linux the guard is a child subreaper, so orphans come back to it and its process tree
-//! holds all of them. Elsewhere (and on Linux with `STEPWISE_PORTABLE_HOST=1` in debug builds) they are
-//! the processes started since the command began that carry its marker in their environment.
-//! Stepwise dying: on Linux the parent-death signal reaches the guard (SIGTERM); elsewhere a watchdog in
-//! the guard reads a pipe only stepwise holds open, whose end means stepwise is gone.
+//! The guard runs the command in its own process group and reports its exit status on a pipe, then
+//! waits for stepwise to end everything (so whatever it adopted stays findable until then). On Linux the
+//! guard is a forked copy of stepwise running no program (`fork_guard.rs`) and a child subreaper, so
+//! escaped processes (`setsid`, double forks) come back to it and its process tree holds all of them;
+//! the parent-death signal reaches it (SIGTERM) if stepwise dies. Elsewhere (and on Linux with
+//! `STEPWISE_PORTABLE_HOST=1` in debug builds) the guard is a bash script (`GUARD`); escaped processes are
+//! the ones started since the command began that carry its marker in their environment, and a watchdog
+//! in the guard reads a pipe only stepwise holds open, whose end means stepwise is gone.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -24,7 +24,7 @@ use super::{platform, procs};
 /// forks, process groups are not), so stragglers can be found where the process tree cannot tell.
 const MARKER: &str = "STEPWISE_COMMAND_ID";
 
-/// The guard: `$1` the command, `$2` `watch` for the watchdog. stdin is the pipe stepwise holds (kept as
+/// The portable guard: `$1` the command, `$2` `watch` for the watchdog. stdin is the pipe stepwise holds (kept as
 /// fd 5; the command gets /dev/null), fd 4 the status pipe. The command runs in a forked subshell of the
 /// guard (cheaper than starting a second bash), without the guard's arguments and fds. `$$` is the
 /// guard's pid: a command that kills it is reported as killed, and its processes are found by the marker.
@@ -69,29 +69,12 @@ pub fn spawn(root: &Path, command: &str) -> std::io::Result<Guarded> {
     let (hold_r, hold_w) = std::io::pipe()?;
     let (status_r, status_w) = std::io::pipe()?;
     let status_fd = status_w.as_raw_fd();
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.args(["-c", GUARD, "bash", command, if portable { "watch" } else { "-" }])
-        .current_dir(root)
-        .env(MARKER, &id)
-        .stdin(Stdio::from(hold_r))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: only async-signal-safe calls (fcntl, dup2, prctl) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            inherit_as(status_fd, 4)?;
-            #[cfg(target_os = "linux")]
-            if !portable {
-                // If stepwise dies (even by SIGKILL) the guard gets SIGTERM and takes its whole process
-                // group down; tokio spawns from its long-lived worker threads, whose exit would also count.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong);
-            }
-            Ok(())
-        });
-    }
+    let mut cmd = if portable {
+        bash_guard(command, &id, hold_r, status_fd)
+    } else {
+        forked_guard(command, &id, hold_r, status_fd)?
+    };
+    cmd.current_dir(root).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     let since = procs::mark();
     let child = cmd.spawn()?;
     drop(cmd);
@@ -104,9 +87,53 @@ pub fn spawn(root: &Path, command: &str) -> std::io::Result<Guarded> {
         since,
         portable,
         lost: AtomicBool::new(false),
+        done: AtomicBool::new(false),
         _hold: hold_w,
     };
     Ok(Guarded { reaper, child, status: Status(status) })
+}
+
+/// The portable guard: a bash running `GUARD`, its watchdog reading `hold` (its stdin).
+fn bash_guard(command: &str, id: &str, hold: std::io::PipeReader, status_fd: RawFd) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.args(["-c", GUARD, "bash", command, "watch"]).env(MARKER, id).stdin(Stdio::from(hold));
+    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
+    unsafe { cmd.pre_exec(move || inherit_as(status_fd, 4)) };
+    cmd
+}
+
+/// Linux's guard: the forked child itself (`fork_guard.rs`); it never reaches `exec`.
+#[cfg(target_os = "linux")]
+fn forked_guard(
+    command: &str,
+    id: &str,
+    hold: std::io::PipeReader,
+    status_fd: RawFd,
+) -> std::io::Result<tokio::process::Command> {
+    let image = super::fork_guard::Image::new(command, (MARKER, id))
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no bash on the PATH"))?;
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.stdin(Stdio::null());
+    let parent = std::process::id();
+    // SAFETY: `run` makes only async-signal-safe calls, on memory made before the fork; it owns `hold`
+    // (kept open in the parent until the spawn, then closed there by the drop of `cmd`).
+    unsafe {
+        cmd.pre_exec(move || {
+            let hold_fd = hold.as_raw_fd();
+            super::fork_guard::run(&image, parent, status_fd, hold_fd)
+        })
+    };
+    Ok(cmd)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn forked_guard(
+    command: &str,
+    id: &str,
+    hold: std::io::PipeReader,
+    status_fd: RawFd,
+) -> std::io::Result<tokio::process::Command> {
+    Ok(bash_guard(command, id, hold, status_fd))
 }
 
 /// Puts `fd` at `at` in the child, open across exec.
@@ -159,13 +186,16 @@ pub struct Reaper {
     portable: bool,
     /// The guard lost its adopted processes (it died before reporting): look for the marker too.
     lost: AtomicBool,
-    /// The write end of the guard's stdin: closed when stepwise is gone, which its watchdog notices.
+    /// Everything was killed already: nothing is left that could start another process.
+    done: AtomicBool,
+    /// The write end of the pipe the guard reads: closed when stepwise is gone (the portable watchdog
+    /// notices; the Linux guard also ends its group when it sees it closed).
     _hold: std::io::PipeWriter,
 }
 
 impl Reaper {
     pub fn kill_all(&self) {
-        if self.guard <= 0 {
+        if self.guard <= 0 || self.done.load(Ordering::Relaxed) {
             return;
         }
         let scan = self.portable || self.lost.load(Ordering::Relaxed);
@@ -184,6 +214,7 @@ impl Reaper {
                 Some(procs::started_since(since).into_iter().filter(|&p| procs::has_env(p, marker)).collect())
             });
         }
+        self.done.store(true, Ordering::Relaxed);
     }
 }
 

@@ -7,6 +7,8 @@ mod approval;
 pub(crate) mod beneath;
 mod change;
 pub mod disk;
+#[cfg(target_os = "linux")]
+mod fork_guard;
 mod guard;
 pub mod output;
 mod path;

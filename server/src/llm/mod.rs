@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::LlmError;
-pub use prefix::KeptMessages;
+pub use prefix::{encode_alike, KeptMessages};
 pub use replay::{Recorder, Replay};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

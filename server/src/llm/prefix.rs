@@ -101,7 +101,7 @@ impl KeptMessages {
 /// Whether two messages encode to the same bytes: `==`, except that JSON objects compare in order (as
 /// they are written) and without hashing their keys (an order-blind map comparison cost more than
 /// everything else the cache does).
-fn encode_alike(a: &Message, b: &Message) -> bool {
+pub fn encode_alike(a: &Message, b: &Message) -> bool {
     use super::Block::{Text, ToolResult, ToolUse};
     a.role == b.role
         && a.content.len() == b.content.len()

@@ -180,8 +180,9 @@ impl<E: EventSink + ?Sized> EventSink for Rounds<'_, E> {
 
     fn checkpoint(&self, messages: &[Message]) {
         if let Some(c) = self.ws.checkpoints.get() {
-            let session = self.ws.session_now(messages);
-            let prepared = locks::lock(c).prepare(&session);
+            // The messages as they are, not copied into a session (the plan is small).
+            let state = self.ws.plan.snapshot();
+            let prepared = locks::lock(c).prepare_parts(messages, &state.plan, state.revision);
             match prepared {
                 Ok(p) => *locks::lock(&self.pending) = Some(p),
                 Err(e) => tracing::warn!("checkpoints: {e}"),

@@ -140,10 +140,15 @@ pub(crate) async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> s
         }
         req.body = body;
     } else if let Some(n) = length {
+        // Straight into room for the whole body, as much as the socket holds per read: the time a request
+        // takes to arrive is what the harness benchmark measures, not 16 KiB reads and a copy.
+        buf.reserve(n.saturating_sub(buf.len()));
         while buf.len() < n {
-            read_more(stream, buf).await?;
+            if stream.read_buf(buf).await? == 0 {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+            }
         }
-        req.body = buf.drain(..n).collect();
+        req.body = if buf.len() == n { std::mem::take(buf) } else { buf.drain(..n).collect() };
     }
     Ok(Some(req))
 }

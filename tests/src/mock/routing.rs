@@ -30,6 +30,9 @@ pub(crate) enum After {
 
 pub(crate) async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = Vec::new();
+    // The previous request, parsed: dropped once the next one has arrived, so that freeing it (which takes
+    // longer the longer the conversation) falls outside the timed gap between an answer and the next request.
+    let mut spent: Option<Value> = None;
     loop {
         let req = match read_request(&mut stream, &mut buf).await {
             Ok(Some(req)) => req,
@@ -45,10 +48,12 @@ pub(crate) async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
         };
         let keep_alive = req.keep_alive();
         let received = Instant::now();
-        let result = respond(&mut stream, &shared, req).await;
+        drop(spent.take());
+        let mut answered = None;
+        let result = respond(&mut stream, &shared, req, &mut answered, &mut spent).await;
         if let Some((start, file)) = &shared.timing {
             let us = |t: Instant| t.duration_since(*start).as_secs_f64() * 1e6;
-            let line = format!("{:.1} {:.1}\n", us(received), us(Instant::now()));
+            let line = format!("{:.1} {:.1}\n", us(received), us(answered.unwrap_or_else(Instant::now)));
             let _ = file.lock().unwrap().write_all(line.as_bytes());
         }
         match result {
@@ -114,7 +119,14 @@ pub(crate) fn error_body(provider: Provider, status: u16, message: &str) -> Valu
     }
 }
 
-pub(crate) async fn respond(stream: &mut TcpStream, shared: &Shared, req: Request) -> std::io::Result<After> {
+/// `answered`: when a turn's answer was written whole; `spent`: the parsed request, for the caller to drop.
+pub(crate) async fn respond(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    req: Request,
+    answered: &mut Option<Instant>,
+    spent: &mut Option<Value>,
+) -> std::io::Result<After> {
     let body_json: Option<Value> = if req.body.is_empty() { None } else { serde_json::from_slice(&req.body).ok() };
     let rec = Recorded {
         method: req.method.clone(),
@@ -238,6 +250,8 @@ pub(crate) async fn respond(stream: &mut TcpStream, shared: &Shared, req: Reques
                     sse.finish().await?;
                 }
             }
+            *answered = Some(Instant::now());
+            *spent = Some(request);
             Ok(After::Continue)
         }
         Some(Step::StreamError(se)) => {
