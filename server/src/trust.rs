@@ -14,9 +14,7 @@ pub fn state_dir() -> Option<PathBuf> {
     Some(base.join("stepwise").join("sessions"))
 }
 
-fn file() -> Option<PathBuf> {
-    state_dir().map(|d| d.join("trusted-endpoints"))
-}
+const ENDPOINTS: &str = "trusted-endpoints";
 
 fn line(env_file: &Path, url: &str) -> String {
     format!("{}\t{}", env_file.display(), url.trim())
@@ -24,18 +22,29 @@ fn line(env_file: &Path, url: &str) -> String {
 
 /// Whether the user approved `url` as set by `env_file`.
 pub fn is_trusted(env_file: &Path, url: &str) -> bool {
-    let Some(f) = file() else { return false };
-    let want = line(env_file, url);
-    std::fs::read_to_string(f).is_ok_and(|text| text.lines().any(|l| l == want))
+    is_recorded(ENDPOINTS, &line(env_file, url))
 }
 
 /// Records the user's approval of `url` as set by `env_file`.
 pub fn remember(env_file: &Path, url: &str) -> std::io::Result<()> {
+    record(ENDPOINTS, &line(env_file, url))
+}
+
+/// Whether the state directory's list `name` (one record a line) holds `line`.
+pub(crate) fn is_recorded(name: &str, line: &str) -> bool {
+    let Some(f) = state_dir().map(|d| d.join(name)) else { return false };
+    std::fs::read_to_string(f).is_ok_and(|text| text.lines().any(|l| l == line))
+}
+
+/// Appends `line` to the state directory's list `name`.
+pub(crate) fn record(name: &str, line: &str) -> std::io::Result<()> {
     use std::io::Write;
-    let f = file().ok_or_else(|| std::io::Error::other("no state directory (set STEPWISE_STATE_DIR or HOME)"))?;
+    let f = state_dir()
+        .map(|d| d.join(name))
+        .ok_or_else(|| std::io::Error::other("no state directory (set STEPWISE_STATE_DIR or HOME)"))?;
     if let Some(dir) = f.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let mut out = std::fs::OpenOptions::new().create(true).append(true).open(f)?;
-    writeln!(out, "{}", line(env_file, url))
+    writeln!(out, "{line}")
 }

@@ -2,35 +2,27 @@
 //! carry one: its servers start only once the user trusted that file with that content. Trust is kept
 //! in the state directory, one line per file and content hash; a changed file is asked about again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use sha2::{Digest, Sha256};
+use crate::trust::{is_recorded, record};
 
-fn file() -> Option<PathBuf> {
-    crate::trust::state_dir().map(|d| d.join("trusted-mcp"))
-}
+const LIST: &str = "trusted-mcp";
 
 fn line(path: &Path, content: &str) -> String {
-    let hash: String = Sha256::digest(content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    // SHA-256 by ring, which rustls and the checkpoint store use already.
+    let digest = ring::digest::digest(&ring::digest::SHA256, content.as_bytes());
+    let hash: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     format!("{}\t{hash}", path.display())
 }
 
 /// Whether the user trusted `path` with this `content`.
 pub fn is_trusted(path: &Path, content: &str) -> bool {
-    let Some(f) = file() else { return false };
-    let want = line(path, content);
-    std::fs::read_to_string(f).is_ok_and(|text| text.lines().any(|l| l == want))
+    is_recorded(LIST, &line(path, content))
 }
 
 /// Records the user's trust in `path` with this `content`.
 pub fn remember(path: &Path, content: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let f = file().ok_or_else(|| std::io::Error::other("no state directory (set STEPWISE_STATE_DIR or HOME)"))?;
-    if let Some(dir) = f.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(f)?;
-    writeln!(out, "{}", line(path, content))
+    record(LIST, &line(path, content))
 }
 
 /// The question put to the user, naming what would run.
