@@ -69,11 +69,14 @@ pub fn spawn(root: &Path, command: &str) -> std::io::Result<Guarded> {
     let (hold_r, hold_w) = std::io::pipe()?;
     let (status_r, status_w) = std::io::pipe()?;
     let status_fd = status_w.as_raw_fd();
+    #[cfg(target_os = "linux")]
     let mut cmd = if portable {
         bash_guard(command, &id, hold_r, status_fd)
     } else {
         forked_guard(command, &id, hold_r, status_fd)?
     };
+    #[cfg(not(target_os = "linux"))]
+    let mut cmd = bash_guard(command, &id, hold_r, status_fd);
     cmd.current_dir(root).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     let since = procs::mark();
     let child = cmd.spawn()?;
@@ -124,16 +127,6 @@ fn forked_guard(
         })
     };
     Ok(cmd)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn forked_guard(
-    command: &str,
-    id: &str,
-    hold: std::io::PipeReader,
-    status_fd: RawFd,
-) -> std::io::Result<tokio::process::Command> {
-    Ok(bash_guard(command, id, hold, status_fd))
 }
 
 /// Puts `fd` at `at` in the child, open across exec.
