@@ -189,8 +189,23 @@ pub struct Checkpoints {
     user_saved: UserSaves,
 }
 
-/// Where the sidecar notes the user's saves (keys as `state::key_of` makes them).
-pub type UserSaves = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
+/// Where the sidecar notes the user's saves (keys as `state::key_of` makes them); clones share the set.
+#[derive(Clone, Default)]
+pub struct UserSaves(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
+
+impl UserSaves {
+    /// The user saved `rel` in the editor: while a command runs, what the scan after it finds there is
+    /// the user's, left alone by a rewind (a conflict), unless it is the text the agent wrote.
+    pub fn note(&self, rel: &Path) {
+        if let Some(k) = state::key_of(rel) {
+            crate::locks::lock(&self.0).insert(k);
+        }
+    }
+
+    fn take(&self) -> std::collections::HashSet<String> {
+        std::mem::take(&mut *crate::locks::lock(&self.0))
+    }
+}
 
 /// Takes the directory's lock, or says it is held.
 fn lock(dir: &Path) -> std::io::Result<File> {
@@ -257,17 +272,9 @@ impl Checkpoints {
         Ok(cp)
     }
 
-    /// The handle the sidecar notes the user's saves in (`note_user_save`).
+    /// The handle the sidecar notes the user's saves in.
     pub fn user_saves(&self) -> UserSaves {
         self.user_saved.clone()
-    }
-
-    /// The user saved `rel` in the editor: while a command runs, what the scan after it finds there is
-    /// the user's, left alone by a rewind (a conflict), unless it is the text the agent wrote.
-    pub fn note_user_save(saves: &UserSaves, rel: &Path) {
-        if let Some(k) = state::key_of(rel) {
-            crate::locks::lock(saves).insert(k);
-        }
     }
 
     pub fn root(&self) -> &Path {
@@ -336,7 +343,7 @@ impl Checkpoints {
 
     /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
     pub fn before_command(&mut self) {
-        crate::locks::lock(&self.user_saved).clear();
+        self.user_saved.take();
         if self.cps.is_empty() {
             return;
         }
@@ -363,7 +370,7 @@ impl Checkpoints {
         let id = self.cps.last().map_or(0, |c| c.id);
         let mut records = Vec::new();
         let mut changed = Vec::new();
-        let user_saved = std::mem::take(&mut *crate::locks::lock(&self.user_saved));
+        let user_saved = self.user_saved.take();
         for d in synced.new_dirs {
             records.push(Record::Dir { cp: id, path: d });
         }

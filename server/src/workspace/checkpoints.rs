@@ -34,7 +34,7 @@ impl Workspace {
     /// Never waits on the store (a scan may hold it).
     pub fn note_user_save(&self, path: &Path) {
         if let (Some(saves), Ok(rel)) = (self.user_saves.get(), path.strip_prefix(&self.root)) {
-            Checkpoints::note_user_save(saves, rel);
+            saves.note(rel);
         }
     }
 
