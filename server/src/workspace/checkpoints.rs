@@ -86,13 +86,9 @@ impl Workspace {
         restore: Restore,
         open: impl Fn(&Path) -> Option<String>,
     ) -> Result<RewindPlan, String> {
-        self.plan_rewind_as(Some(&slot.id), id, restore, open)
-    }
-
-    /// Records a rewind whose files in `done` were put back, and puts back the conversation and plan the
-    /// plan carries.
-    pub fn finish_rewind(&self, slot: &RunTicket, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
-        self.finish_rewind_as(Some(&slot.id), plan, done)
+        let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
+        self.holds(slot)?;
+        locks::lock(c).rewind(id, restore, open)
     }
 
     /// A whole rewind on disk (the command line): plan, put back, record.
@@ -102,37 +98,28 @@ impl Workspace {
     }
 
     /// The same, by a command that holds the run slot itself (an ACP prompt).
-    pub fn rewind_on_disk_holding(&self, ticket: &RunTicket, id: &str, restore: Restore) -> Result<Rewound, String> {
-        let plan = self.plan_rewind_as(Some(&ticket.id), id, restore, |_| None)?;
+    pub fn rewind_on_disk_holding(&self, slot: &RunTicket, id: &str, restore: Restore) -> Result<Rewound, String> {
+        let plan = self.plan_rewind(slot, id, restore, |_| None)?;
         let applied = apply_on_disk(&self.root, &plan, |_| false);
-        self.finish_rewind_as(Some(&ticket.id), &plan, &applied.done)?;
+        self.finish_rewind(slot, &plan, &applied.done)?;
         Ok(Rewound { plan, applied })
     }
 
-    /// Refused while a run other than `mine` goes on.
-    fn idle_but(&self, mine: Option<&str>) -> Result<(), String> {
+    /// Refused unless `slot` is this workspace's run slot (a ticket of another workspace, or one whose
+    /// run ended).
+    fn holds(&self, slot: &RunTicket) -> Result<(), String> {
         match self.running() {
-            Some(run) if Some(run.as_str()) != mine => Err(REFUSED.into()),
-            _ => Ok(()),
+            Some(run) if run == slot.id => Ok(()),
+            _ => Err(REFUSED.into()),
         }
     }
 
-    fn plan_rewind_as(
-        &self,
-        mine: Option<&str>,
-        id: &str,
-        restore: Restore,
-        open: impl Fn(&Path) -> Option<String>,
-    ) -> Result<RewindPlan, String> {
-        let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
-        self.idle_but(mine)?;
-        locks::lock(c).rewind(id, restore, open)
-    }
-
-    fn finish_rewind_as(&self, mine: Option<&str>, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
+    /// Records a rewind whose files in `done` were put back, and puts back the conversation and plan the
+    /// plan carries.
+    pub fn finish_rewind(&self, slot: &RunTicket, plan: &RewindPlan, done: &[PathBuf]) -> Result<(), String> {
         let c = self.checkpoints.get().ok_or("checkpoints are off in this workspace")?;
         let Ok(mut convo) = self.conversation.try_lock() else { return Err(REFUSED.into()) };
-        self.idle_but(mine)?;
+        self.holds(slot)?;
         locks::lock(c).finish(plan, done);
         if let Some(s) = &plan.session {
             convo.clone_from(&s.messages);
