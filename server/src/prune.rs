@@ -53,16 +53,24 @@ pub fn prune(dir: &Path, age: Duration, now: SystemTime, open: &[PathBuf]) -> Ve
         if open.contains(&file) {
             continue;
         }
-        let newest = [modified(&file), newest_in(&store)].into_iter().flatten().max();
+        let file_meta = std::fs::symlink_metadata(&file).ok();
+        // Only plain files and directories are removed: a symlink planted here is left as it is.
+        let store_meta = std::fs::symlink_metadata(&store).ok().filter(|m| m.is_dir());
+        let newest = [
+            file_meta.as_ref().and_then(|m| m.modified().ok()),
+            store_meta.as_ref().and_then(|m| newest_in(&store, m)),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
         let stale = newest.is_some_and(|t| now.duration_since(t).is_ok_and(|d| d > age));
         if !stale {
             continue;
         }
-        // Only plain files and directories: a symlink planted here is left as it is.
-        if is(&file, |m| m.is_file()) && std::fs::remove_file(&file).is_ok() {
+        if file_meta.is_some_and(|m| m.is_file()) && std::fs::remove_file(&file).is_ok() {
             gone.push(file);
         }
-        if is(&store, |m| m.is_dir()) {
+        if store_meta.is_some() {
             match std::fs::remove_dir_all(&store) {
                 Ok(()) => gone.push(store),
                 Err(e) => tracing::warn!("could not remove {}: {e}", store.display()),
@@ -72,22 +80,10 @@ pub fn prune(dir: &Path, age: Duration, now: SystemTime, open: &[PathBuf]) -> Ve
     gone
 }
 
-fn is(p: &Path, what: impl Fn(&std::fs::Metadata) -> bool) -> bool {
-    std::fs::symlink_metadata(p).is_ok_and(|m| what(&m))
-}
-
-fn modified(p: &Path) -> Option<SystemTime> {
-    std::fs::symlink_metadata(p).and_then(|m| m.modified()).ok()
-}
-
 /// The store's own time and its top-level files' (the journal is appended to at every checkpoint).
-fn newest_in(store: &Path) -> Option<SystemTime> {
-    if !is(store, |m| m.is_dir()) {
-        return None;
-    }
-    let own = modified(store)?;
+fn newest_in(store: &Path, own: &std::fs::Metadata) -> Option<SystemTime> {
     let inner = std::fs::read_dir(store).ok()?.flatten().filter_map(|e| e.metadata().and_then(|m| m.modified()).ok());
-    inner.chain([own]).max()
+    inner.chain(own.modified().ok()).max()
 }
 
 #[cfg(test)]
