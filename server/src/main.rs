@@ -115,17 +115,16 @@ fn main() {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("stepwise: cannot start the async runtime: {e}");
-            std::process::exit(1);
-        }
-    }
+    let mut two = tokio::runtime::Builder::new_multi_thread();
+    build(two.worker_threads(2))
 }
 
 fn one_thread_runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    build(&mut tokio::runtime::Builder::new_current_thread())
+}
+
+fn build(builder: &mut tokio::runtime::Builder) -> tokio::runtime::Runtime {
+    match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("stepwise: cannot start the async runtime: {e}");
