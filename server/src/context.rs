@@ -73,10 +73,15 @@ pub fn shorten_old_results(messages: &mut [Message]) -> usize {
         .collect();
     let old = result_turns.len().saturating_sub(KEEP_ROUNDS);
     let mut shortened = 0;
+    let long = |content: &str| content.len() > SHORTEN_OVER && !content.starts_with("[earlier output of");
     for &i in &result_turns[..old] {
+        // Blocks are shared with copies of the conversation (llm::Content): only those changed are copied.
+        if !messages[i].content.iter().any(|b| matches!(b, Block::ToolResult { content, .. } if long(content))) {
+            continue;
+        }
         for b in &mut messages[i].content {
             if let Block::ToolResult { tool_use_id, content, .. } = b {
-                if content.len() > SHORTEN_OVER && !content.starts_with("[earlier output of") {
+                if long(content) {
                     let tool = names.get(tool_use_id).map(String::as_str).unwrap_or("a tool");
                     *content = format!(
                         "[earlier output of {tool}, {} characters, left out to save context; run it again if needed]",
@@ -108,7 +113,7 @@ fn rebuild(messages: &[Message], summary: &str, plan: &Plan) -> Vec<Message> {
     if !plan.is_empty() {
         head.push_str(&format!("\n\n[Current plan]\n{}", plan.render()));
     }
-    let mut out = vec![Message { role: Role::User, content: vec![Block::Text { text: head }] }];
+    let mut out = vec![Message { role: Role::User, content: vec![Block::Text { text: head }].into() }];
     out.extend_from_slice(&messages[start..]);
     out
 }
@@ -146,7 +151,7 @@ pub async fn compact(
     let q = Block::Text { text: SUMMARY_ASK.into() };
     match ask.last_mut() {
         Some(m) if m.role == Role::User => m.content.push(q),
-        _ => ask.push(Message { role: Role::User, content: vec![q] }),
+        _ => ask.push(Message { role: Role::User, content: vec![q].into() }),
     }
     let req = ModelRequest { system: SUMMARY_SYSTEM, messages: &ask, tools: &[] };
     let summary = llm.complete(&req, &mut |_| {}).await.map(|r| r.text());
@@ -181,7 +186,8 @@ mod tests {
                     id: format!("t{i}"),
                     name: "bash".into(),
                     input: json!({"command": "x"}),
-                }],
+                }]
+                .into(),
             },
             Message {
                 role: Role::User,
@@ -189,13 +195,14 @@ mod tests {
                     tool_use_id: format!("t{i}"),
                     content: output.into(),
                     is_error: false,
-                }],
+                }]
+                .into(),
             },
         ]
     }
 
     fn conversation(rounds: usize, output: &str) -> Vec<Message> {
-        let mut m = vec![Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }] }];
+        let mut m = vec![Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }].into() }];
         for i in 0..rounds {
             m.extend(round(i, output));
         }
@@ -207,7 +214,7 @@ mod tests {
         let input = json!({"command": "echo \"é\"", "n": [1, 2]});
         let m = vec![Message {
             role: Role::Assistant,
-            content: vec![Block::ToolUse { id: "t".into(), name: "bash".into(), input: input.clone() }],
+            content: vec![Block::ToolUse { id: "t".into(), name: "bash".into(), input: input.clone() }].into(),
         }];
         assert_eq!(encoded_len(&input), input.to_string().len());
         assert_eq!(estimate_tokens(&m), ((4 + input.to_string().len()) / 4) as u64);

@@ -13,7 +13,8 @@ pub mod context;
 pub mod events;
 pub mod host;
 pub mod instructions;
-pub mod llm;
+/// Model providers: their own crate, built for speed while the rest is built for size (Cargo.toml).
+pub use stepwise_llm as llm;
 pub mod locks;
 pub mod lsp;
 pub mod mcp;

@@ -28,7 +28,7 @@ pub fn push_user_text(messages: &mut Vec<Message>, text: String) {
     let block = Block::Text { text };
     match messages.last_mut() {
         Some(m) if m.role == Role::User => m.content.push(block),
-        _ => messages.push(Message { role: Role::User, content: vec![block] }),
+        _ => messages.push(Message { role: Role::User, content: vec![block].into() }),
     }
 }
 

@@ -266,7 +266,8 @@ mod tests {
             check(&mut snap, "/work/a \"b\"", &session);
             session.messages.push(Message {
                 role: Role::Assistant,
-                content: vec![Block::ToolUse { id: format!("t{i}"), name: "todo".into(), input: json!({"i": i}) }],
+                content: vec![Block::ToolUse { id: format!("t{i}"), name: "todo".into(), input: json!({"i": i}) }]
+                    .into(),
             });
             session.messages.push(Message {
                 role: Role::User,
@@ -274,7 +275,8 @@ mod tests {
                     tool_use_id: format!("t{i}"),
                     content: "ok é\n".into(),
                     is_error: false,
-                }],
+                }]
+                .into(),
             });
             let items = json!([{"id": "1", "text": format!("Step {i}"), "status": "in_progress"}]);
             session.plan.update(&items).unwrap();

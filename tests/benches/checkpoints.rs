@@ -48,7 +48,8 @@ fn grow(session: &mut Session, round: usize) {
             id: format!("t{round}"),
             name: "bash".into(),
             input: serde_json::json!({"command": format!("cargo test {round}")}),
-        }],
+        }]
+        .into(),
     });
     session.messages.push(Message {
         role: Role::User,
@@ -56,7 +57,8 @@ fn grow(session: &mut Session, round: usize) {
             tool_use_id: format!("t{round}"),
             content: format!("test output line {round}\n").repeat(80),
             is_error: false,
-        }],
+        }]
+        .into(),
     });
 }
 

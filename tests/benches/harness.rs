@@ -13,8 +13,9 @@
 //! With `STEPWISE_BENCH_GAPS=<prefix>` each session's gaps (µs, one a line) are written to
 //! `<prefix>-<harness>-<n>`, to see where in a session the time moves.
 //!
-//! `-- profile` instead runs one stepwise session (Anthropic format) under `valgrind --tool=callgrind` and
-//! prints where its instructions go (`callgrind_annotate --inclusive=yes`, the top entries).
+//! `-- profile` instead runs one stepwise session (Anthropic format; `-- profile openai`: OpenAI chat) under
+//! `valgrind --tool=callgrind` and prints where its instructions go (`callgrind_annotate --inclusive=yes`,
+//! the top entries).
 //!
 //! A round's harness time is the gap from the mock having written one answer whole to the next request
 //! having arrived whole: reading the answer, running the tool, the bookkeeping, encoding and sending the
@@ -110,6 +111,9 @@ impl Harness {
 /// One session: each round's harness time (µs), the process's peak RSS (KiB) and CPU time (µs).
 struct Session {
     gaps: Vec<f64>,
+    /// The same gaps to the next request's first bytes: without the time its bytes took through the
+    /// socket to the mock (the whole history every round).
+    to_first: Vec<f64>,
     max_rss_kb: i64,
     cpu_us: f64,
 }
@@ -192,25 +196,26 @@ fn run_session(h: Harness, programs: &Programs, root: &Path, script: &Path, n: u
     drop(mock.stdin.take());
     let _ = mock.wait();
 
-    let times: Vec<(f64, f64)> = std::fs::read_to_string(&timing)
+    let times: Vec<(f64, f64, f64)> = std::fs::read_to_string(&timing)
         .unwrap()
         .lines()
         .map(|l| {
             let mut it = l.split(' ').map(|x| x.parse::<f64>().unwrap());
-            (it.next().unwrap(), it.next().unwrap())
+            (it.next().unwrap(), it.next().unwrap(), it.next().unwrap())
         })
         .collect();
     assert_eq!(times.len(), ROUNDS + 1, "{}: every round reached the model", h.label());
     let text = std::fs::read_to_string(ws.join("src/big.txt")).unwrap();
     assert_eq!(text.matches(": omega").count(), ROUNDS / 5 * 2, "{}: every edit landed", h.label());
     let gaps: Vec<f64> = (0..ROUNDS).map(|k| times[k + 1].0 - times[k].1).collect();
+    let to_first: Vec<f64> = (0..ROUNDS).map(|k| times[k + 1].2 - times[k].1).collect();
     if let Some(prefix) = std::env::var_os("STEPWISE_BENCH_GAPS") {
         let lines: String = gaps.iter().map(|g| format!("{g:.0}\n")).collect();
         let _ = std::fs::write(format!("{}-{}-{n}", prefix.to_string_lossy(), h.label()), lines);
     }
     let cpu = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
     let _ = std::fs::remove_dir_all(&ws);
-    Session { gaps, max_rss_kb: usage.ru_maxrss, cpu_us: cpu(usage.ru_utime) + cpu(usage.ru_stime) }
+    Session { gaps, to_first, max_rss_kb: usage.ru_maxrss, cpu_us: cpu(usage.ru_utime) + cpu(usage.ru_stime) }
 }
 
 /// Waits for `pid` and returns its exit status and resource use.
@@ -246,7 +251,10 @@ fn ms(us: f64) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let runs: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(5);
-    if args.iter().any(|a| a.parse::<usize>().is_err() && a != "profile" && !"harness".contains(a.as_str())) {
+    if args
+        .iter()
+        .any(|a| a.parse::<usize>().is_err() && a != "profile" && a != "openai" && !"harness".contains(a.as_str()))
+    {
         return;
     }
     let before = std::env::var_os("STEPWISE_BEFORE_BIN").map(PathBuf::from);
@@ -271,7 +279,8 @@ fn main() {
         harnesses.push(Harness::Seed);
     }
     if args.iter().any(|a| a == "profile") {
-        return profile(stepwise, root.path(), &script_file);
+        let openai = args.iter().any(|a| a == "openai");
+        return profile(stepwise, root.path(), &script_file, openai);
     }
     let programs = Programs { stepwise, before, python, callgrind: None };
     let mut results: Vec<Vec<Session>> = harnesses.iter().map(|_| Vec::new()).collect();
@@ -288,30 +297,37 @@ fn main() {
     }
 
     println!("\nharness time per round, from outside ({ROUNDS} rounds, {runs} runs each, medians; the model answers at once)");
-    println!("| harness | all rounds | todo | read_file | edit_file | bash | first half → second half (file and plan tools) | CPU per round (whole process) | peak RSS |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| harness | all rounds | todo | read_file | edit_file | bash | first half → second half (file and plan tools) | the same, to the request's first bytes | CPU per round (whole process) | peak RSS |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let half = ROUNDS / 2;
     for (h, sessions) in harnesses.iter().zip(&results) {
-        let file_plan = |r: std::ops::Range<usize>| {
+        let file_plan = |r: std::ops::Range<usize>, first: bool| {
             median(
                 sessions
                     .iter()
-                    .flat_map(|s| r.clone().filter(|k| round_call(*k).0 != "bash").map(|k| s.gaps[k]))
+                    .flat_map(|s| {
+                        let gaps = if first { &s.to_first } else { &s.gaps };
+                        r.clone().filter(|k| round_call(*k).0 != "bash").map(|k| gaps[k])
+                    })
                     .collect(),
             )
         };
-        let (a, b) = (file_plan(0..half), file_plan(half..ROUNDS));
+        let (a, b) = (file_plan(0..half, false), file_plan(half..ROUNDS, false));
+        let (fa, fb) = (file_plan(0..half, true), file_plan(half..ROUNDS, true));
         let cpu = median(sessions.iter().map(|s| s.cpu_us / (ROUNDS + 1) as f64).collect());
         let rss = sessions.iter().map(|s| s.max_rss_kb).max().unwrap_or(0);
         let tools: Vec<String> = TOOLS.iter().map(|t| ms(med(sessions, Some(t), 0..ROUNDS))).collect();
         println!(
-            "| {} | {} | {} | {} → {} ({:+.0}%) | {} | {:.1} MiB |",
+            "| {} | {} | {} | {} → {} ({:+.0}%) | {} → {} ({:+.0}%) | {} | {:.1} MiB |",
             h.label(),
             ms(med(sessions, None, 0..ROUNDS)),
             tools.join(" | "),
             ms(a),
             ms(b),
             (b / a - 1.0) * 100.0,
+            ms(fa),
+            ms(fb),
+            (fb / fa - 1.0) * 100.0,
             ms(cpu),
             rss as f64 / 1024.0
         );
@@ -327,10 +343,11 @@ fn main() {
 }
 
 /// One stepwise session under callgrind; prints the functions with the most instructions, inclusive.
-fn profile(stepwise: PathBuf, root: &Path, script: &Path) {
+fn profile(stepwise: PathBuf, root: &Path, script: &Path, openai: bool) {
     let out = root.join("callgrind.out");
     let programs = Programs { stepwise, before: None, python: None, callgrind: Some(out.clone()) };
-    let s = run_session(Harness::StepwiseAnthropic, &programs, root, script, 0);
+    let harness = if openai { Harness::StepwiseOpenai } else { Harness::StepwiseAnthropic };
+    let s = run_session(harness, &programs, root, script, 0);
     println!(
         "one session under callgrind: median harness time per round {} (slowed down by valgrind)",
         ms(median(s.gaps))

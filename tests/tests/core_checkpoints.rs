@@ -94,7 +94,7 @@ fn session(prompts: &[&str]) -> Session {
         s.push_prompt(p);
         s.messages.push(stepwise::llm::Message {
             role: stepwise::llm::Role::Assistant,
-            content: vec![stepwise::llm::Block::Text { text: format!("answer to {p}") }],
+            content: vec![stepwise::llm::Block::Text { text: format!("answer to {p}") }].into(),
         });
     }
     s

@@ -40,7 +40,7 @@ pub(super) fn read<H: Host, E: EventSink + ?Sized>(
     let text = resp.text();
     let stop_reason = resp.stop_reason;
     if !resp.content.is_empty() {
-        messages.push(Message { role: Role::Assistant, content: resp.content });
+        messages.push(Message { role: Role::Assistant, content: resp.content.into() });
     }
     let cut = stop_reason == "max_tokens";
     if !cut && !KNOWN_STOPS.contains(&stop_reason.as_str()) {
@@ -104,7 +104,7 @@ fn answer_unrun(messages: &mut Vec<Message>, calls: &[(String, String, Value)], 
         .map(|(id, _, _)| Block::ToolResult { tool_use_id: id.clone(), content: text.to_string(), is_error: true })
         .collect::<Vec<_>>();
     if !results.is_empty() {
-        messages.push(Message { role: Role::User, content: results });
+        messages.push(Message { role: Role::User, content: results.into() });
     }
 }
 

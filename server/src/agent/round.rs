@@ -246,7 +246,7 @@ impl Turn {
             results.push(Block::Text { text: REMINDER.into() });
             r.events.emit(Event::Reminder { text: REMINDER });
         }
-        messages.push(Message { role: Role::User, content: results });
+        messages.push(Message { role: Role::User, content: results.into() });
         r.events.checkpoint(messages);
         if let Some(reason) = stop {
             return self.end(reason, text, None);

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::store::{Hash, Pack};
-use crate::llm::{encode_alike, Message};
+use crate::llm::Message;
 use crate::plan::Plan;
 use crate::session::Session;
 
@@ -57,7 +57,7 @@ pub fn store_parts(
         .iter()
         .zip(messages)
         .zip(&stored.hashes)
-        .take_while(|((a, b), h)| encode_alike(a, b) && pack.contains(h))
+        .take_while(|((a, b), h)| a.same(b) && pack.contains(h))
         .count();
     stored.mirror.truncate(same);
     stored.hashes.truncate(same);
@@ -117,7 +117,7 @@ mod tests {
         let (rest, list) = store(&mut pack, &mut stored, &s).unwrap();
         assert_eq!(load(&pack, &rest, &list).unwrap(), s);
         let size = pack.size();
-        s.messages.push(crate::llm::Message { role: crate::llm::Role::Assistant, content: vec![] });
+        s.messages.push(crate::llm::Message { role: crate::llm::Role::Assistant, content: vec![].into() });
         let (rest2, list2) = store(&mut pack, &mut stored, &s).unwrap();
         let d = delta(rest2, &list2, Some((7, &list)));
         assert_eq!((d.base, d.keep, d.tail.len()), (Some(7), 1, 1));
@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(load(&pack, &rest2, &list2).unwrap(), s);
         assert_eq!(load(&pack, &rest, &[]).unwrap().messages.len(), 0);
         // A changed earlier message (a rewind, a compaction) is stored again, not taken for the kept one.
-        s.messages[0] = crate::llm::Message { role: crate::llm::Role::User, content: vec![] };
+        s.messages[0] = crate::llm::Message { role: crate::llm::Role::User, content: vec![].into() };
         let (rest3, list3) = store(&mut pack, &mut stored, &s).unwrap();
         assert_ne!(list3[0], list2[0]);
         assert_eq!(list3[1], list2[1]);

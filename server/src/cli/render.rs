@@ -3,7 +3,7 @@
 //! Everything is written through `anstream`, which drops the colour codes when the stream is not a
 //! terminal or `NO_COLOR` is set; the spinner is indicatif's, drawn on stderr only when it is a terminal.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -20,6 +20,9 @@ const DIM: &str = "\x1b[2m";
 pub struct Terminal {
     /// Shown while the model is asked; `None` between requests.
     spinner: Mutex<Option<ProgressBar>>,
+    /// Whether stderr is a terminal: a spinner nobody sees would still start its ticking thread every
+    /// round (a tenth of a round's time where stepwise runs under a script or an editor).
+    spins: bool,
     /// The latest prompt's size and the context window, for the end-of-run line.
     context: Mutex<(u64, u64)>,
 }
@@ -32,10 +35,13 @@ impl Default for Terminal {
 
 impl Terminal {
     pub fn new() -> Terminal {
-        Terminal { spinner: Mutex::new(None), context: Mutex::new((0, 0)) }
+        Terminal { spinner: Mutex::new(None), spins: std::io::stderr().is_terminal(), context: Mutex::new((0, 0)) }
     }
 
     fn spin(&self, on: bool) {
+        if !self.spins {
+            return;
+        }
         let mut slot = locks::lock(&self.spinner);
         match (on, slot.take()) {
             (true, None) => {

@@ -34,6 +34,13 @@ pub(crate) async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
     // longer the longer the conversation) falls outside the timed gap between an answer and the next request.
     let mut spent: Option<Value> = None;
     loop {
+        // When the next request began to arrive (its first bytes), apart from when it was whole: the
+        // difference is the time its bytes took through the socket (`mock-model --timing`).
+        // (`peek` waits for a byte that is there; `readable` may answer from readiness seen before.)
+        if buf.is_empty() && stream.peek(&mut [0u8; 1]).await.is_err() {
+            return;
+        }
+        let first = Instant::now();
         let req = match read_request(&mut stream, &mut buf).await {
             Ok(Some(req)) => req,
             Ok(None) => return,
@@ -53,7 +60,8 @@ pub(crate) async fn handle_conn(mut stream: TcpStream, shared: Arc<Shared>) {
         let result = respond(&mut stream, &shared, req, &mut answered, &mut spent).await;
         if let Some((start, file)) = &shared.timing {
             let us = |t: Instant| t.duration_since(*start).as_secs_f64() * 1e6;
-            let line = format!("{:.1} {:.1}\n", us(received), us(answered.unwrap_or_else(Instant::now)));
+            let line =
+                format!("{:.1} {:.1} {:.1}\n", us(received), us(answered.unwrap_or_else(Instant::now)), us(first));
             let _ = file.lock().unwrap().write_all(line.as_bytes());
         }
         match result {

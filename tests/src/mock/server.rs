@@ -65,9 +65,10 @@ pub struct MockOptions {
     /// Turns without scripted usage report estimated tokens (characters / 4) with a simulated prompt
     /// cache: Anthropic's breakpoints, OpenAI's automatic prefix cache (see `mock_cache`).
     pub simulate_usage: bool,
-    /// Append one line per request to this file: when it had been read whole and when its answer had been
-    /// written whole, in microseconds since the mock started (`{received_us} {answered_us}`). The gap
-    /// from one answer to the next request is the client's own time.
+    /// Append one line per request to this file: when it had been read whole, when its answer had been
+    /// written whole and when its first bytes arrived, in microseconds since the mock started
+    /// (`{received_us} {answered_us} {first_us}`). The gap from one answer to the next request is the
+    /// client's own time (to its first bytes: without the time the request's bytes took to arrive).
     pub timing: Option<PathBuf>,
 }
 

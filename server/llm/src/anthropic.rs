@@ -1,9 +1,13 @@
 //! Anthropic Messages API with streaming.
 
 use serde::ser::{SerializeSeq, SerializeStruct};
-use serde::{Serialize, Serializer};
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::loose::{Count, Obj, Text};
 use super::prefix::{self, Frame, Pieces};
 use super::sse::SseStream;
 use super::wire::Wire;
@@ -257,6 +261,67 @@ enum Partial {
     Ignored,
 }
 
+/// One streamed event: only what is read of it (`loose.rs`: a mistyped field is left out, as before).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
+    index: Count,
+    #[serde(borrow)]
+    message: Obj<MessageStart<'a>>,
+    #[serde(borrow)]
+    content_block: Obj<BlockStart<'a>>,
+    #[serde(borrow)]
+    delta: Obj<Delta<'a>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Obj<StreamError<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MessageStart<'a> {
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct BlockStart<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
+    #[serde(borrow)]
+    text: Text<'a>,
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    name: Text<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
+    #[serde(borrow)]
+    text: Text<'a>,
+    #[serde(borrow)]
+    partial_json: Text<'a>,
+    #[serde(borrow)]
+    stop_reason: Text<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StreamError<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
+    #[serde(borrow)]
+    message: Text<'a>,
+}
+
 async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, LlmError> {
     let mut blocks: Vec<Partial> = Vec::new();
     let mut usage = Usage::default();
@@ -266,29 +331,32 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         if ev.data.is_empty() {
             continue;
         }
-        let v: Value =
+        let v: Event =
             serde_json::from_str(&ev.data).map_err(|e| protocol(format!("invalid event data ({e}): {}", ev.data)))?;
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or(ev.event.as_str());
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let kind = v.kind.as_str().unwrap_or(ev.event.as_str());
+        let index = v.index.0.unwrap_or(0);
         if index >= super::MAX_STREAM_INDEX {
             return Err(protocol(format!("content block index {index} is out of range")));
         }
         let index = index as usize;
         match kind {
-            "message_start" => usage = parse_usage(v.pointer("/message/usage")),
+            "message_start" => {
+                let u = v.message.0.and_then(|m| m.usage).and_then(|u| serde_json::from_str(u.get()).ok());
+                usage = parse_usage(u.as_ref());
+            }
             "content_block_start" => {
-                let b = v.get("content_block").unwrap_or(&Value::Null);
-                let partial = match b.get("type").and_then(Value::as_str) {
+                let b = v.content_block.0.unwrap_or_default();
+                let partial = match b.kind.as_str() {
                     Some("text") => {
-                        let t = b.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
+                        let t = b.text.0.map(Cow::into_owned).unwrap_or_default();
                         if !t.is_empty() {
                             on_text(&t);
                         }
                         Partial::Text(t)
                     }
                     Some("tool_use") => Partial::Tool {
-                        id: b.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        name: b.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        id: b.id.0.map(Cow::into_owned).unwrap_or_default(),
+                        name: b.name.0.map(Cow::into_owned).unwrap_or_default(),
                         json: String::new(),
                     },
                     _ => Partial::Ignored,
@@ -299,29 +367,31 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                 blocks[index] = partial;
             }
             "content_block_delta" => {
-                let d = v.get("delta").unwrap_or(&Value::Null);
-                match (blocks.get_mut(index), d.get("type").and_then(Value::as_str)) {
+                let d = v.delta.0.unwrap_or_default();
+                match (blocks.get_mut(index), d.kind.as_str()) {
                     (Some(Partial::Text(t)), Some("text_delta")) => {
-                        let piece = d.get("text").and_then(Value::as_str).unwrap_or_default();
+                        let piece = d.text.as_str().unwrap_or_default();
                         on_text(piece);
                         t.push_str(piece);
                     }
                     (Some(Partial::Tool { json, .. }), Some("input_json_delta")) => {
-                        json.push_str(d.get("partial_json").and_then(Value::as_str).unwrap_or_default());
+                        json.push_str(d.partial_json.as_str().unwrap_or_default());
                     }
                     _ => {}
                 }
             }
             "message_delta" => {
-                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                if let Some(r) = v.delta.0.as_ref().and_then(|d| d.stop_reason.as_str()) {
                     stop_reason = Some(r.to_string());
                 }
-                if let Some(o) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                let u: Option<Value> = v.usage.and_then(|u| serde_json::from_str(u.get()).ok());
+                let count = |k: &str| u.as_ref().and_then(|u| u.get(k)).and_then(Value::as_u64);
+                if let Some(o) = count("output_tokens") {
                     usage.output_tokens = o;
                 }
                 // Some servers report the prompt only at the end; then it replaces message_start's.
-                if v.pointer("/usage/input_tokens").and_then(Value::as_u64).is_some() {
-                    let late = parse_usage(v.get("usage"));
+                if count("input_tokens").is_some() {
+                    let late = parse_usage(u.as_ref());
                     usage = Usage { output_tokens: usage.output_tokens, ..late };
                 }
             }
@@ -330,12 +400,9 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                 break;
             }
             "error" => {
-                let msg = v
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown streaming error")
-                    .to_string();
-                let (status, retryable) = match v.pointer("/error/type").and_then(Value::as_str) {
+                let e = v.error.0.unwrap_or_default();
+                let msg = e.message.as_str().unwrap_or("unknown streaming error").to_string();
+                let (status, retryable) = match e.kind.as_str() {
                     Some("overloaded_error") => (529, true),
                     Some("rate_limit_error") => (429, true),
                     Some("api_error") => (500, true),

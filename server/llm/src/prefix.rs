@@ -1,13 +1,12 @@
 //! The request body without encoding the whole history every round: the conversation only grows (or is
 //! replaced by a compaction), so the encoded messages of earlier rounds are kept and only what is new is
-//! encoded. What is kept is checked against the conversation first (an exact comparison, far cheaper
-//! than encoding), so a history changed in any way is encoded afresh from where it differs: the bytes
-//! sent are always exactly what encoding the whole request would give.
-
-use serde::Serialize;
-use serde_json::Value;
+//! encoded. What is kept is checked against the conversation first (`Message::same`: the kept copies
+//! share their blocks with the conversation until either changes, `content.rs`), so a history changed
+//! in any way is encoded afresh from where it differs: the bytes sent are always exactly what encoding
+//! the whole request would give.
 
 use super::{Message, ModelRequest, ProviderConfig, ToolSpec};
+use serde::Serialize;
 
 /// How a wire format writes a request, in pieces.
 pub trait Pieces {
@@ -59,7 +58,8 @@ impl FrameKey {
 /// that only grew is encoded only where it grew.
 #[derive(Default)]
 pub struct KeptMessages {
-    /// Copies of the messages encoded in `bytes`, to tell whether the conversation still starts with them.
+    /// Copies of the messages encoded in `bytes` (sharing their blocks), to tell whether the conversation
+    /// still starts with them.
     mirror: Vec<Message>,
     /// Where each mirrored message's encoding ends in `bytes`.
     ends: Vec<usize>,
@@ -76,7 +76,7 @@ impl KeptMessages {
         mut encode: impl FnMut(usize, &Message, &mut Vec<u8>) -> serde_json::Result<()>,
     ) -> serde_json::Result<&[u8]> {
         let upto = upto.min(messages.len());
-        let same = self.mirror.iter().zip(messages).take_while(|(a, b)| encode_alike(a, b)).count();
+        let same = self.mirror.iter().zip(messages).take_while(|(a, b)| a.same(b)).count();
         self.mirror.truncate(same);
         self.ends.truncate(same);
         self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
@@ -95,36 +95,6 @@ impl KeptMessages {
     /// Every kept message's encoding.
     pub fn encoded(&self) -> &[u8] {
         &self.bytes
-    }
-}
-
-/// Whether two messages encode to the same bytes: `==`, except that JSON objects compare in order (as
-/// they are written) and without hashing their keys (an order-blind map comparison cost more than
-/// everything else the cache does).
-pub fn encode_alike(a: &Message, b: &Message) -> bool {
-    use super::Block::{Text, ToolResult, ToolUse};
-    a.role == b.role
-        && a.content.len() == b.content.len()
-        && a.content.iter().zip(&b.content).all(|pair| match pair {
-            (Text { text: x }, Text { text: y }) => x == y,
-            (ToolUse { id: i, name: n, input: x }, ToolUse { id: j, name: m, input: y }) => {
-                i == j && n == m && json_alike(x, y)
-            }
-            (
-                ToolResult { tool_use_id: i, content: x, is_error: e },
-                ToolResult { tool_use_id: j, content: y, is_error: f },
-            ) => i == j && e == f && x == y,
-            _ => false,
-        })
-}
-
-fn json_alike(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|((k, v), (l, w))| k == l && json_alike(v, w))
-        }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| json_alike(v, w)),
-        _ => a == b,
     }
 }
 
@@ -269,7 +239,8 @@ mod tests {
                 content: vec![
                     Block::Text { text: format!("Round {i}\n") },
                     Block::ToolUse { id: format!("t{i}"), name: "bash".into(), input },
-                ],
+                ]
+                .into(),
             },
             Message {
                 role: Role::User,
@@ -280,7 +251,8 @@ mod tests {
                         is_error: i.is_multiple_of(5),
                     },
                     Block::Text { text: "<reminder>Update your todos.</reminder>".into() },
-                ],
+                ]
+                .into(),
             },
         ]
     }
@@ -309,7 +281,7 @@ mod tests {
                 assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{:?}", cfg.kind);
             };
             check(&messages, "sys", &specs);
-            messages.push(Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }] });
+            messages.push(Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }].into() });
             for i in 0..12 {
                 check(&messages, "sys", &specs);
                 messages.extend(round(i));
@@ -325,12 +297,12 @@ mod tests {
             check(&messages, "sys", &specs);
             // The summary request: another system prompt, no tools, one more block; then the main one again.
             let mut ask = messages.clone();
-            ask.push(Message { role: Role::Assistant, content: vec![Block::Text { text: "summary?".into() }] });
+            ask.push(Message { role: Role::Assistant, content: vec![Block::Text { text: "summary?".into() }].into() });
             check(&ask, "summarise", &[]);
             check(&messages, "sys", &specs);
             // The conversation replaced by a summary and its newest rounds.
             let tail = messages.split_off(messages.len() - 4);
-            messages = vec![Message { role: Role::User, content: vec![Block::Text { text: "summary".into() }] }];
+            messages = vec![Message { role: Role::User, content: vec![Block::Text { text: "summary".into() }].into() }];
             messages.extend(tail);
             check(&messages, "sys", &specs);
             messages.extend(round(40));
@@ -348,7 +320,7 @@ mod tests {
             let mut cache = PrefixCache::default();
             let specs = tools();
             let mut messages =
-                vec![Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }] }];
+                vec![Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }].into() }];
             for i in 0..100 {
                 let req = ModelRequest { system: "sys", messages: &messages, tools: &specs };
                 let body = cache.encode(&wire, &cfg, &req).unwrap();
@@ -365,9 +337,9 @@ mod tests {
         let cfg = cfg(ProviderKind::Anthropic, false);
         let mut cache = PrefixCache::default();
         let specs = tools();
-        let call = |input: Value| Message {
+        let call = |input: serde_json::Value| Message {
             role: Role::Assistant,
-            content: vec![Block::ToolUse { id: "t".into(), name: "bash".into(), input }],
+            content: vec![Block::ToolUse { id: "t".into(), name: "bash".into(), input }].into(),
         };
         let mut messages = vec![call(json!({"a": 1, "b": [1, {"c": 2, "d": 3}]}))];
         let mut reordered = serde_json::Map::new();
@@ -376,7 +348,7 @@ mod tests {
         for _ in 0..2 {
             let req = ModelRequest { system: "s", messages: &messages, tools: &specs };
             assert_eq!(cache.encode(&Anthropic, &cfg, &req).unwrap(), anthropic::reference_body(&cfg, &req));
-            messages[0] = call(Value::Object(reordered.clone()));
+            messages[0] = call(serde_json::Value::Object(reordered.clone()));
         }
     }
 
@@ -385,7 +357,7 @@ mod tests {
         let cfg = cfg(ProviderKind::Openai, false);
         let wire = OpenAi::default();
         let mut cache = PrefixCache::default();
-        let messages = vec![Message { role: Role::User, content: vec![Block::Text { text: "hi".into() }] }];
+        let messages = vec![Message { role: Role::User, content: vec![Block::Text { text: "hi".into() }].into() }];
         let specs = tools();
         let req = ModelRequest { system: "sys", messages: &messages, tools: &specs };
         let before = String::from_utf8(cache.encode(&wire, &cfg, &req).unwrap()).unwrap();

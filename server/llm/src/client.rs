@@ -15,12 +15,18 @@ static TLS: Mutex<Option<reqwest::Client>> = Mutex::new(None);
 /// How long a TCP (and TLS) connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// stepwise's policy for poisoned locks (its `locks` module): recover the data, which is always replaced
+/// whole here.
+pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The shared client for `base_url`; an error (never a panic) when it cannot be built.
 pub fn for_url(base_url: &str) -> Result<reqwest::Client, String> {
     let tls = base_url.trim_start().get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
     let slot = if tls { &TLS } else { &PLAIN };
     // A poisoned lock only means another thread panicked while building; the slot is still usable.
-    let mut slot = crate::locks::lock(slot);
+    let mut slot = lock(slot);
     if let Some(c) = slot.as_ref() {
         return Ok(c.clone());
     }

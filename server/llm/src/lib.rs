@@ -5,8 +5,10 @@
 
 mod anthropic;
 pub mod client;
+mod content;
 mod error;
 mod http;
+mod loose;
 mod openai;
 mod openai_wire;
 mod prefix;
@@ -23,8 +25,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use content::Content;
 pub use error::LlmError;
-pub use prefix::{encode_alike, KeptMessages};
+pub use prefix::KeptMessages;
 pub use replay::{Recorder, Replay};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +59,18 @@ pub enum Block {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
-    pub content: Vec<Block>,
+    pub content: Content,
+}
+
+impl Message {
+    pub fn new(role: Role, blocks: Vec<Block>) -> Message {
+        Message { role, content: blocks.into() }
+    }
+
+    /// Whether `other` is a copy of this message that neither side has changed since (`content.rs`).
+    pub fn same(&self, other: &Message) -> bool {
+        self.role == other.role && self.content.same(&other.content)
+    }
 }
 
 /// Tokens of one answer (or a sum of answers), the same on both wire formats.
@@ -259,7 +273,7 @@ impl Llm {
             Backend::Replay(r) => r.next(on_text).await?,
         };
         if let Some(rec) = &self.recorder {
-            if let Err(e) = crate::locks::lock(rec).write(&resp) {
+            if let Err(e) = client::lock(rec).write(&resp) {
                 tracing::warn!("could not record model response: {e}");
             }
         }

@@ -2,10 +2,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use serde::Serialize;
-
+use super::loose::{Count, List, Obj, Text};
 use super::openai_wire::{elements, Plain, StreamOptions, Tail, WireTool};
 use super::prefix::{self, Frame, Pieces};
 use super::sse::SseStream;
@@ -173,6 +174,55 @@ fn parse_completion(v: &Value) -> Result<ModelResponse, LlmError> {
     })
 }
 
+/// One streamed chunk: only what is read of it (`loose.rs`: a mistyped field is left out, as before).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Chunk<'a> {
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    choices: List<Obj<Choice<'a>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Choice<'a> {
+    #[serde(borrow)]
+    delta: Obj<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Text<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Text<'a>,
+    #[serde(borrow)]
+    tool_calls: List<Obj<CallDelta<'a>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CallDelta<'a> {
+    index: Count,
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    function: Obj<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
+    #[serde(borrow)]
+    arguments: Text<'a>,
+}
+
 #[derive(Default)]
 struct PartialCall {
     id: String,
@@ -195,24 +245,27 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
         if data.is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| protocol(format!("invalid chunk ({e}): {data}")))?;
-        if let Some(err) = v.get("error") {
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| protocol(format!("invalid chunk ({e}): {data}")))?;
+        if let Some(err) = chunk.error {
+            let err: Value = serde_json::from_str(err.get()).unwrap_or(Value::Null);
             let message = err.get("message").and_then(Value::as_str).unwrap_or("streaming error").to_string();
             // The error's kind is the provider's own; a retry is left to the user.
             return Err(LlmError::Interrupted { provider: PROVIDER, status: None, message, retryable: false });
         }
-        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-            usage = parse_usage(Some(u));
+        if let Some(u) = chunk.usage.and_then(|u| serde_json::from_str::<Value>(u.get()).ok()).filter(Value::is_object)
+        {
+            usage = parse_usage(Some(&u));
         }
-        let Some(choice) = v.pointer("/choices/0") else { continue };
-        if let Some(piece) = choice.pointer("/delta/content").and_then(Value::as_str) {
+        let Some(Obj(Some(choice))) = chunk.choices.0.into_iter().next() else { continue };
+        let delta = choice.delta.0.unwrap_or_default();
+        if let Some(piece) = delta.content.as_str() {
             if !piece.is_empty() {
                 on_text(piece);
                 text.push_str(piece);
             }
         }
-        for tc in choice.pointer("/delta/tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let idx = tc.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64);
+        for tc in delta.tool_calls.0.into_iter().flat_map(|o| o.0) {
+            let idx = tc.index.0.unwrap_or(calls.len() as u64);
             if idx >= super::MAX_STREAM_INDEX {
                 return Err(protocol(format!("tool call index {idx} is out of range")));
             }
@@ -221,17 +274,18 @@ async fn read_stream(mut sse: SseStream, on_text: &mut (dyn FnMut(&str) + Send))
                 calls.push(PartialCall::default());
             }
             let call = &mut calls[idx];
-            if let Some(id) = tc.get("id").and_then(Value::as_str) {
+            if let Some(id) = tc.id.as_str() {
                 call.id = id.to_string();
             }
-            if let Some(n) = tc.pointer("/function/name").and_then(Value::as_str) {
+            let function = tc.function.0.unwrap_or_default();
+            if let Some(n) = function.name.as_str() {
                 call.name.push_str(n);
             }
-            if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
+            if let Some(a) = function.arguments.as_str() {
                 call.args.push_str(a);
             }
         }
-        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(f) = choice.finish_reason.as_str() {
             finish = Some(f.to_string());
         }
     }
@@ -265,17 +319,19 @@ mod tests {
     #[test]
     fn history_translates_to_chat_messages() {
         let msgs = vec![
-            Message { role: Role::User, content: vec![Block::Text { text: "hi".into() }] },
+            Message { role: Role::User, content: vec![Block::Text { text: "hi".into() }].into() },
             Message {
                 role: Role::Assistant,
-                content: vec![Block::ToolUse { id: "c1".into(), name: "bash".into(), input: json!({"command": "ls"}) }],
+                content: vec![Block::ToolUse { id: "c1".into(), name: "bash".into(), input: json!({"command": "ls"}) }]
+                    .into(),
             },
             Message {
                 role: Role::User,
                 content: vec![
                     Block::ToolResult { tool_use_id: "c1".into(), content: "a.txt".into(), is_error: false },
                     Block::Text { text: "<reminder>Update your todos.</reminder>".into() },
-                ],
+                ]
+                .into(),
             },
         ];
         let body = WireMessages { system: "sys", messages: &msgs };
@@ -297,7 +353,8 @@ mod tests {
                 Block::Text { text: "one".into() },
                 Block::Text { text: "two".into() },
                 Block::ToolUse { id: "c1".into(), name: "bash".into(), input: json!("{not json") },
-            ],
+            ]
+            .into(),
         }];
         let w = serde_json::to_value(WireMessages { system: "s", messages: &msgs }).unwrap();
         assert_eq!(
