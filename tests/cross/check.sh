@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that the `stepwise` package compiles for macOS, on this Linux machine and without a Mac's SDK:
+# Checks that the `stepwise` and `stepwise-llm` packages compile for macOS, on this Linux machine and without a Mac's SDK:
 # clippy (rustc's check plus its lints) of the library, binary and unit tests for aarch64-apple-darwin and
 # x86_64-apple-darwin, with -D warnings. Nothing is linked.
 #   - Debian's rustc-web, cargo-web, rust-web-clippy and rust-web-src (bookworm-security, 1.96): a compiler
@@ -44,9 +44,9 @@ export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="$CACHE/target"
 status=0
 for target in "${TARGETS[@]}"; do
-  echo "-- clippy -p stepwise --target $target"
+  echo "-- clippy -p stepwise -p stepwise-llm --target $target"
   log="$CACHE/$target.log"
-  if cargo-zigbuild clippy --quiet -p stepwise --all-targets --target "$target" \
+  if cargo-zigbuild clippy --quiet -p stepwise -p stepwise-llm --all-targets --target "$target" \
     -Zbuild-std=std,panic_abort,test --manifest-path "$ROOT/Cargo.toml" -- -D warnings > "$log" 2>&1; then
     echo "ok: no errors, no warnings"
   else
