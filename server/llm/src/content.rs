@@ -1,8 +1,8 @@
 //! A message's blocks, shared copy-on-write: copies of a conversation (the request encoder's, the
 //! checkpoints', the session saver's) share them, and a message changed in any way after it was copied
 //! gets blocks of its own. So "is this still the message I encoded?" is a pointer comparison, exact by
-//! construction, where comparing the blocks walked the whole history every round (a tenth of a round's
-//! time by round 200, and growing).
+//! construction, where comparing the blocks walked the whole history every round (a tenth of a 200-round
+//! session's instructions, growing with the history).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;

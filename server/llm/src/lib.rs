@@ -63,10 +63,6 @@ pub struct Message {
 }
 
 impl Message {
-    pub fn new(role: Role, blocks: Vec<Block>) -> Message {
-        Message { role, content: blocks.into() }
-    }
-
     /// Whether `other` is a copy of this message that neither side has changed since (`content.rs`).
     pub fn same(&self, other: &Message) -> bool {
         self.role == other.role && self.content.same(&other.content)

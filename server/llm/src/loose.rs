@@ -1,6 +1,6 @@
 //! Fields of a streamed event, read as the wire format describes them and left out (not an error) when a
 //! server sends another type, as `Value::get(..).and_then(Value::as_str)` did, but without building a
-//! `Value` of every event: that, its map's hashing and freeing it were a third of a round's work.
+//! `Value` of every event: that, its map's hashing and freeing it were a quarter of the OpenAI session's work.
 //! Hand-written visitors because serde's own `Option<T>` fails the whole event on a mistyped field.
 
 use std::borrow::Cow;
