@@ -18,6 +18,7 @@ import {
   log,
   mockLog,
   norm,
+  openFile,
   page,
   planRows,
   recordPath,
@@ -147,12 +148,7 @@ step('the workbench loads; a window that has not used stepwise gets no server', 
 
 step('opening a file of the workspace', async () => {
   await page.locator('.part.editor').click({ position: { x: 300, y: 200 } }).catch(() => undefined);
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible', timeout: SHORT });
-  await input.fill('greet.js');
-  await page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: 'greet.js' }).first().waitFor({ timeout: SHORT });
-  await page.keyboard.press('Enter');
+  await openFile('greet.js');
   await waitFor('greet.js in the editor', editorText, (t) => t.includes(ORIGINAL), SHORT);
 });
 

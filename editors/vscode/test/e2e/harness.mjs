@@ -140,6 +140,16 @@ export async function runCommand(title) {
   await row.click({ timeout: SHORT });
 }
 
+/** Opens a file of the workspace by name through Quick Open (Ctrl+P). */
+export async function openFile(name) {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: SHORT });
+  await input.fill(name);
+  await page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: SHORT });
+  await page.keyboard.press('Enter');
+}
+
 /** Types into the input box the extension opens (titled `title`) and accepts it. */
 export async function answerInputBox(title, value) {
   await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ state: 'visible', timeout: SHORT });

@@ -7,6 +7,7 @@ import {
   SHORT,
   answerInputBox,
   editorText,
+  openFile,
   page,
   runCommand,
   screenshot,
@@ -36,12 +37,7 @@ useCodeServer(SCRIPT, { artifacts: 'rewind', keyViaEnv: true });
 step('a run edits the open file', async () => {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
   await page.locator('.part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: LONG });
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible', timeout: SHORT });
-  await input.fill('greet.js');
-  await page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: 'greet.js' }).first().waitFor({ timeout: SHORT });
-  await page.keyboard.press('Enter');
+  await openFile('greet.js');
   await waitFor('greet.js in the editor', editorText, (t) => t.includes(ORIGINAL), SHORT);
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', 'Warm up the greeting');

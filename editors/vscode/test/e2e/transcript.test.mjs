@@ -9,6 +9,7 @@ import {
   answerInputBox,
   clearToasts,
   editorText,
+  openFile,
   page,
   planRows,
   runCommand,
@@ -58,19 +59,10 @@ async function confirmRewind() {
   await dialog.locator('.monaco-button', { hasText: /^Rewind$/ }).click();
 }
 
-async function openGreet() {
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible', timeout: SHORT });
-  await input.fill('greet.js');
-  await page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: 'greet.js' }).first().waitFor({ timeout: SHORT });
-  await page.keyboard.press('Enter');
-}
-
 step('a run edits the open file; the Transcript view lists its rounds', async () => {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
   await page.locator('.part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: LONG });
-  await openGreet();
+  await openFile('greet.js');
   await waitFor('greet.js in the editor', editorText, (t) => t.includes(ORIGINAL), SHORT);
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', STEP);
