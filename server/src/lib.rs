@@ -13,7 +13,7 @@ pub mod context;
 pub mod events;
 pub mod host;
 pub mod instructions;
-/// Model providers: their own crate, built for speed while the rest is built for size (Cargo.toml).
+/// Model providers: their own crate (server/llm), which uses nothing else of stepwise and builds apart.
 pub use stepwise_llm as llm;
 pub mod locks;
 pub mod lsp;

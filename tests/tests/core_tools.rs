@@ -1,4 +1,4 @@
-//! Every tool result text of CONTRACT.md, as the model reads it in the next request.
+//! Every tool result text the model reads (README, docs/protocol.md), as the model reads it in the next request.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The plan as a shared document (CONTRACT.md "The plan as a shared document"): the user edits it through
+//! The plan as a shared document (docs/protocol.md, "The plan as a shared document"): the user edits it through
 //! `stepwise.editPlan`, the model is told at its next request, and `stepwise.steer` reaches a run.
 
 use std::time::Duration;

@@ -30,7 +30,7 @@ pub struct PlanBoard {
     tx: watch::Sender<PlanState>,
 }
 
-/// The text block the model gets after the user changed the plan (CONTRACT.md).
+/// The text block the model gets after the user changed the plan (docs/protocol.md, "The plan as a shared document").
 pub fn edit_notice(plan: &Plan) -> String {
     format!("<plan-edit>The user changed the plan. It is now:\n{}</plan-edit>", plan.render())
 }
