@@ -8,6 +8,7 @@ local state = require('stepwise.state')
 local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
+local events = require('stepwise.events')
 
 -- ---------------------------------------------------------------------------
 -- code lenses
@@ -107,6 +108,7 @@ local function on_plan(_, params)
   require('stepwise.plan_edit').refresh(folder)
   marks.update(folder)
   M.refresh_lenses(folder.uri)
+  events.emit('plan', { workspace = folder.uri, by = params.by })
   util.emit('StepwisePlan', { workspace = folder.uri, plan = folder.plan })
   pcall(vim.cmd.redrawstatus)
 end
@@ -122,7 +124,10 @@ local function on_status(_, params)
     folder.run_id = params.runId
   end
   folder.state = params.state or 'idle'
+  local prompt -- the prompt of a run started by a command (a chat renders its own)
   if folder.state ~= 'idle' and (new_run or prev == 'idle') then
+    prompt = folder.prompt_pending
+    folder.prompt_pending = nil
     if not folder.logged_run or folder.logged_run ~= folder.run_id then
       folder.logged_run = folder.run_id
       log.run_started(folder.uri, folder.run_id, folder.prompt)
@@ -152,6 +157,13 @@ local function on_status(_, params)
     util.notify(msg, config.get().notify.finished or vim.log.levels.INFO)
   end
   plan.update(folder)
+  events.emit('status', {
+    workspace = folder.uri,
+    state = folder.state,
+    prompt = prompt,
+    reason = folder.state == 'idle' and folder.reason or nil,
+    message = params.message ~= vim.NIL and params.message or nil,
+  })
   util.emit('StepwiseStatus', {
     workspace = folder.uri,
     state = folder.state,
@@ -166,6 +178,9 @@ local function on_reminder(_, params)
   local folder = folder_of(params)
   local text = params and params.text or ''
   log.reminder(folder and folder.uri, text)
+  if folder then
+    events.emit('reminder', { workspace = folder.uri, text = text })
+  end
   util.notify(text, config.get().notify.reminder or vim.log.levels.DEBUG)
   util.emit('StepwiseReminder', params)
 end
@@ -173,6 +188,9 @@ end
 local function on_text(_, params)
   local folder = folder_of(params)
   log.assistant_text(folder and folder.uri, params and params.text)
+  if folder and params and type(params.text) == 'string' then
+    events.emit('text', { workspace = folder.uri, text = params.text })
+  end
 end
 
 local function on_tool_call(_, params)
@@ -185,6 +203,9 @@ local function on_tool_call(_, params)
     folder.step = type(params.step) == 'string' and params.step or nil
   end
   log.tool_call(params)
+  if folder then
+    events.emit('tool', vim.tbl_extend('force', params, { workspace = folder.uri }))
+  end
   if params.phase == 'finished' and params.name == 'bash' then
     -- a shell command may have changed files on disk: reload the unmodified buffers ('autoread')
     vim.schedule(function()
@@ -390,6 +411,11 @@ local function on_show_message_request(_, params)
       return (tostring(action.title):gsub('\n', ' '))
     end,
   }
+  events.emit('approval', { message = message })
+  local function told(choice)
+    local title = type(choice) == 'table' and choice.title or 'no answer'
+    events.emit('approval', { message = message, choice = tostring(title) })
+  end
   local co, is_main = coroutine.running()
   if co and not is_main then
     local answered = false
@@ -398,6 +424,7 @@ local function on_show_message_request(_, params)
         return
       end
       answered = true
+      told(choice)
       vim.schedule(function()
         local ok, e = coroutine.resume(co, choice or vim.NIL)
         if not ok then
@@ -410,6 +437,7 @@ local function on_show_message_request(_, params)
   local result = vim.NIL
   vim.ui.select(actions, opts, function(choice)
     result = choice or vim.NIL
+    told(choice)
   end)
   return result
 end
@@ -430,6 +458,9 @@ function M.handlers()
     ['stepwise/usage'] = on_usage,
     ['stepwise/compacted'] = on_compacted,
     ['stepwise/mcp'] = require('stepwise.mcp').on_notification,
+    ['stepwise/review'] = function(_, params)
+      events.emit('review', params)
+    end,
     ['stepwise/saveDocuments'] = on_save_documents,
     ['workspace/applyEdit'] = on_apply_edit,
     ['window/showMessageRequest'] = on_show_message_request,
