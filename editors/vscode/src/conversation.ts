@@ -110,7 +110,7 @@ export class ConversationLog {
       case 'note':
         return e.text ? this.push({ kind: e.kind, text: e.text, runId: e.runId }) : undefined;
       case 'user':
-        return e.text ? this.push({ kind: e.kind, text: e.text, runId: e.runId }) : undefined;
+        return e.text ? this.user(e.kind, e.text, e.runId) : undefined;
       case 'approval':
         return this.approval(e.approval);
       case 'answered':
@@ -142,6 +142,22 @@ export class ConversationLog {
   setRunId(index: number, runId: string): void {
     const e = this.entries[index];
     if (e && !e.runId) e.runId = runId;
+  }
+
+  /** A prompt: the view adds it when it sends, the run's start names it again (from a command): once. */
+  private user(kind: 'user' | 'steer', text: string, runId: string | undefined): number | undefined {
+    if (kind === 'user' && runId) {
+      for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 20; i--, n++) {
+        const e = this.entries[i];
+        if (e.kind !== 'user') continue;
+        if (e.runId === runId) return undefined;
+        if (!e.runId && e.text === text) {
+          e.runId = runId;
+          return i;
+        }
+      }
+    }
+    return this.push({ kind, text, runId });
   }
 
   private push(e: Entry): number {

@@ -16,6 +16,8 @@ import type { Ui } from './ui';
 export class Events {
   /** The folder the transcript's last lines are about. */
   private lastTranscriptFolder: string | undefined;
+  /** The prompt last given to the Conversation view, per folder. */
+  private readonly promptShown = new Map<string, string>();
   /** Called with the folder whose plan changed. */
   readonly planListeners: ((workspace: string) => void)[] = [];
   /** Called with the folder whose runs and rounds changed (the Transcript view), and whether a run ended. */
@@ -111,6 +113,11 @@ export class Events {
       this.lastTranscriptFolder = p.workspace;
       writer.line('');
       writer.line(runStartLine(f.prompt, folderName(p.workspace), p.runId));
+      // The prompt this window sent names the turn (once: a run a steer started has none of its own).
+      if (f.prompt && this.promptShown.get(p.workspace) !== f.prompt) {
+        this.promptShown.set(p.workspace, f.prompt);
+        this.conversation(p.workspace, { type: 'user', kind: 'user', text: f.prompt, runId: p.runId });
+      }
     } else if (p.state === 'idle' && prev && prev.state !== 'idle') {
       this.transcriptFolder(p.workspace);
       writer.line(runEndLine(p.reason, p.message, f.usage, f.plan));

@@ -175,4 +175,5 @@ window.addEventListener('message', (event) => {
 
 input.box.addEventListener('keydown', () => queueMicrotask(() => vscode.setState({ prompts: input.prompts })));
 post({ type: 'ready' });
-input.box.focus();
+// Focusing the view (its title, Focus on Conversation View) puts the cursor in the input; loading it does not.
+window.addEventListener('focus', () => input.box.focus());

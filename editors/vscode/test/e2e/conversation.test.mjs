@@ -3,7 +3,8 @@
 // the shell command is a card whose Allow button (approval "ask") lets it run; after a reload the view shows
 // the conversation again (from `stepwise.conversation`). Screenshots: conversation/*.png.
 import assert from 'node:assert/strict';
-import { LONG, SHORT, norm, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
+import path from 'node:path';
+import { LONG, SHORT, artifacts, norm, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
 
 const TASK = 'Count the lines of greet.js';
 const SCRIPT = [
@@ -44,8 +45,23 @@ async function openView() {
 
 let frame;
 
+/** Collapses the container's other views, so the Conversation view has the sidebar's height. */
+async function onlyConversation() {
+  for (const name of ['Plan', 'Transcript', 'Changes']) {
+    const header = page.locator('.part.sidebar .pane-header', { hasText: new RegExp(`^\\s*${name}`, 'i') }).first();
+    if ((await header.count()) > 0 && (await header.getAttribute('aria-expanded')) === 'true') await header.click();
+  }
+}
+
+/** A screenshot of the whole window and one of the sidebar (the view). */
+async function screenshots(name) {
+  await screenshot(`${name}.png`);
+  await page.locator('.part.sidebar').screenshot({ path: path.join(artifacts, `${name}-view.png`) });
+}
+
 step('a task typed into the view runs; the reply is drawn as markdown, the command is a card to allow', async () => {
   frame = await openView();
+  await onlyConversation();
   const box = frame.locator('textarea[aria-label="Message for the agent"]');
   await box.click();
   await box.fill(TASK);
@@ -72,7 +88,7 @@ step('a task typed into the view runs; the reply is drawn as markdown, the comma
   await waitStatus(/stepwise: waiting/, SHORT);
   // No VS Code notification asks meanwhile: the view does.
   assert.equal(await page.locator('.notifications-toasts .notification-toast', { hasText: 'wants to run a shell command' }).count(), 0);
-  await screenshot('approval-in-card.png');
+  await screenshots('approval-in-card');
   await allow.click();
   await card.locator('.approval.answered', { hasText: 'Allowed' }).waitFor({ timeout: LONG });
   await frame.locator('.card.tool.done[data-tool="bash"]').waitFor({ timeout: LONG });
@@ -83,16 +99,18 @@ step('a task typed into the view runs; the reply is drawn as markdown, the comma
   await waitStatus(/stepwise: idle 1\/1/, LONG);
   await frame.locator('.plan-item.completed', { hasText: TASK }).waitFor({ timeout: SHORT });
   await waitFor('the footer with the usage', () => frame.locator('.footer').textContent(), (t) => /tokens/.test(t ?? ''), SHORT);
-  await screenshot('conversation.png');
+  await screenshots('conversation');
 });
 
 step('after a reload the view shows the conversation again', async () => {
   await page.reload({ timeout: LONG });
-  frame = await openView();
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
+  // The view was open: VS Code shows it again after the reload.
+  frame = await viewFrame();
   await frame.locator('.turn.user', { hasText: TASK }).waitFor({ timeout: LONG });
   await frame.locator('.assistant strong', { hasText: 'count' }).waitFor({ timeout: LONG });
   await frame.locator('.card.tool[data-tool="bash"]', { hasText: 'wc -l < greet.js' }).waitFor({ timeout: LONG });
   await frame.locator('.assistant strong', { hasText: '6' }).waitFor({ timeout: LONG });
   assert.ok((await frame.locator('.turn.user button.rewind').count()) > 0, 'the turn offers Rewind to here');
-  await screenshot('reloaded.png');
+  await screenshots('reloaded');
 });

@@ -52,3 +52,14 @@ test('the input: slash commands with their argument, else text', () => {
   assert.deepEqual(parseInput('  fix it  '), { text: 'fix it' });
   assert.equal(parseInput('   '), undefined);
 });
+
+test('a prompt the view sent and the run\'s start naming it are one turn', () => {
+  const log = new ConversationLog();
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'fix it' }), 0);
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'fix it', runId: 'r1' }), 0);
+  assert.equal(log.entries[0].runId, 'r1');
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'fix it', runId: 'r1' }), undefined);
+  // A run started elsewhere (Run Task) adds its prompt.
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'again', runId: 'r2' }), 1);
+  assert.equal(log.entries.length, 2);
+});
