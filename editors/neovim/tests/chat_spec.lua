@@ -63,7 +63,7 @@ end
 
 return H.spec({
   {
-    name = 'chat: :w sends the prompt; the plan, tool calls and the streamed reply appear in the buffer',
+    name = 'chat: :w sends the prompt; the plan, tool calls and the streamed reply appear in the buffer; reset empties it',
     timeout = 40000,
     fn = function()
       H.workspace({ ['a.txt'] = 'alpha\n' })
@@ -125,6 +125,15 @@ return H.spec({
       end
       H.contains(request_texts(m)[1], 'Read a.txt\nand tell me.', 'the model got the prompt')
       H.eq({ { workspace = require('stepwise').current_folder().uri, kind = 'run', text = 'Read a.txt\nand tell me.' } }, ev.sent, 'sent as a run')
+
+      -- a reset starts a new conversation: the chat shows it empty again
+      vim.cmd('Stepwise reset')
+      H.wait(function()
+        return count(ev.chat, 'restored') == 2 and H.buf_text(buf):find('No todos.', 1, true)
+      end, 10000, 'the chat reloaded after the reset', function()
+        return H.buf_text(buf)
+      end)
+      H.eq({ '# Plan', '', 'No todos.', '', '---', '', '## You', '' }, api.nvim_buf_get_lines(buf, 0, -1, false), 'an empty chat after the reset')
     end,
   },
   {

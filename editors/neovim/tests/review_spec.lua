@@ -20,13 +20,15 @@ end
 
 local FILES = { ['a.txt'] = 'one\ntwo\nthree\nfour\nfive\n', ['b.txt'] = 'bee\n' }
 
---- A run that changes a.txt (line 2), b.txt and creates c.txt; waits until the review is pending.
+--- A run that changes a.txt (lines 2 and 5: two hunks), b.txt and creates c.txt; waits until the review is
+--- pending.
 local function changed_run()
   local dir = H.workspace(FILES)
   local m = H.mock({
     H.turn({
       calls = {
         { 'edit_file', { path = 'a.txt', old_text = 'two', new_text = 'TWO' } },
+        { 'edit_file', { path = 'a.txt', old_text = 'five', new_text = 'FIVE' } },
         { 'edit_file', { path = 'b.txt', old_text = 'bee', new_text = 'BEE' } },
         { 'write_file', { path = 'c.txt', content = 'new file\n' } },
       },
@@ -40,7 +42,7 @@ local function changed_run()
   H.eq('end_turn', H.wait_idle(cap, 20000).reason, 'the run ends normally')
   H.wait(function()
     local last = ev.review[#ev.review]
-    return last and last.pending['a.txt'] and last.pending['b.txt'] and last.pending['c.txt']
+    return last and last.pending['a.txt'] == 2 and last.pending['b.txt'] and last.pending['c.txt']
   end, 10000, 'stepwise/review with the three files pending', function()
     return ev.review
   end)
@@ -73,12 +75,22 @@ return H.spec({
       local dir, _, ev = changed_run()
       vim.cmd.edit(vim.fn.fnameescape(dir .. '/a.txt'))
       local abuf = api.nvim_get_current_buf()
-      H.eq('one\nTWO\nthree\nfour\nfive', H.buf_text(abuf), 'the agent changed a.txt')
+      H.eq('one\nTWO\nthree\nfour\nFIVE', H.buf_text(abuf), 'the agent changed a.txt')
       local review = require('stepwise.review')
       H.wait(function()
         return #review.signs(abuf) > 0
       end, 5000, 'the signs of a.txt')
-      H.eq({ { 1, '┃' } }, review.signs(abuf), 'one unreviewed hunk, on line 2')
+      H.eq({ { 1, '┃' }, { 4, '┃' } }, review.signs(abuf), 'two unreviewed hunks, on lines 2 and 5')
+      -- keep the hunk of line 2 only: its sign goes, the other stays
+      local seen = #ev.review
+      vim.cmd('2Stepwise review keep')
+      H.wait(function()
+        return #ev.reviewed == 1 and #ev.review > seen and ev.review[#ev.review].pending['a.txt'] == 1
+      end, 10000, 'one hunk of a.txt left', function()
+        return { reviewed = ev.reviewed, review = ev.review }
+      end)
+      H.eq({ 0 }, ev.reviewed[1].hunks, 'the hunk sent is the first')
+      H.eq({ { 4, '┃' } }, review.signs(abuf), 'the kept hunk has no sign any more')
 
       vim.cmd('Stepwise review')
       H.wait(function()
@@ -102,11 +114,11 @@ return H.spec({
       vim.cmd('normal! gg]c')
       H.eq(2, api.nvim_win_get_cursor(t.file)[1], ']c lands on the hunk')
       vim.cmd('diffget')
-      H.eq('one\ntwo\nthree\nfour\nfive', H.buf_text(abuf), '`do` put the before line back')
+      H.eq('one\ntwo\nthree\nfour\nFIVE', H.buf_text(abuf), '`do` put the before line back')
     end,
   },
   {
-    name = 'review: undo of the current file (buffer), undo of a file not loaded (disk), keep of a created file',
+    name = 'review: undo of one hunk and of the current file (buffer), of a file not loaded (disk), keep of a created file',
     timeout = 60000,
     fn = function()
       local dir, _, ev = changed_run()
@@ -125,12 +137,25 @@ return H.spec({
       local abuf = api.nvim_win_get_buf(t.file)
       api.nvim_set_current_win(t.file)
 
+      -- a range: the hunks on those lines only
+      vim.cmd('5Stepwise review undo')
+      H.wait(function()
+        return #ev.reviewed == 1
+      end, 10000, 'the answer to undo the hunk of line 5')
+      H.eq({ 1 }, ev.reviewed[1].hunks, 'the second hunk')
+      H.wait(function()
+        return H.buf_text(abuf) == 'one\nTWO\nthree\nfour\nfive'
+      end, 5000, 'line 5 back as before, line 2 as the agent left it', function()
+        return H.buf_text(abuf)
+      end)
+      H.truthy(diff_tab(dir, 'a.txt'), 'still in review: one hunk is left')
+
       -- no path: the current buffer's file
       vim.cmd('Stepwise review undo')
       H.wait(function()
-        return #ev.reviewed == 1
+        return #ev.reviewed == 2
       end, 10000, 'the answer to undo a.txt')
-      H.eq({ 'a.txt' }, ev.reviewed[1].result.undone, 'a.txt undone')
+      H.eq({ 'a.txt' }, ev.reviewed[2].result.undone, 'a.txt undone')
       H.wait(function()
         return H.buf_text(abuf) == 'one\ntwo\nthree\nfour\nfive'
       end, 5000, 'the buffer of a.txt back as before', function()
@@ -142,23 +167,23 @@ return H.spec({
       api.nvim_buf_call(abuf, function()
         vim.cmd('silent undo')
       end)
-      H.eq('one\nTWO\nthree\nfour\nfive', H.buf_text(abuf), 'u brings the agent\'s change back')
+      H.eq('one\nTWO\nthree\nfour\nfive', H.buf_text(abuf), 'u brings the agent\'s line 2 back')
       api.nvim_buf_call(abuf, function()
         vim.cmd('silent redo')
       end)
 
       vim.cmd('Stepwise review undo b.txt')
       H.wait(function()
-        return #ev.reviewed == 2
+        return #ev.reviewed == 3
       end, 10000, 'the answer to undo b.txt')
-      H.eq({ 'b.txt' }, ev.reviewed[2].result.undone, 'b.txt undone')
+      H.eq({ 'b.txt' }, ev.reviewed[3].result.undone, 'b.txt undone')
       H.eq('bee\n', H.read(dir .. '/b.txt'), 'b.txt on disk as before')
 
       vim.cmd('Stepwise review keep c.txt')
       H.wait(function()
-        return #ev.reviewed == 3
+        return #ev.reviewed == 4
       end, 10000, 'the answer to keep c.txt')
-      H.eq(nil, ev.reviewed[3].result.conflicts[1], 'no conflict')
+      H.eq(nil, ev.reviewed[4].result.conflicts[1], 'no conflict')
       H.eq('new file\n', H.read(dir .. '/c.txt'), 'c.txt kept')
       H.wait(function()
         local last = ev.review[#ev.review]

@@ -246,7 +246,9 @@ end
 
 function apply.plan(ch, d)
   M._set_plan(ch)
-  if d.by == 'user' then
+  local folder = state.get(ch.uri)
+  -- (a reset empties the plan as the user too: the conversation is shown anew then)
+  if d.by == 'user' and folder and folder.plan and #(folder.plan.items or {}) > 0 then
     add_note(ch, '✎ you edited the plan')
   end
 end
@@ -283,6 +285,16 @@ local function subscribe()
       dispatch(kind, d)
     end)
   end
+  -- a reset or a rewind changed the conversation: show it again as the server has it
+  unsubscribe[#unsubscribe + 1] = events.on('reload', function(d)
+    for _, ch in ipairs(chats_for(d and d.workspace)) do
+      local folder = state.get(ch.uri)
+      if folder and not ch.queue then
+        ch.queue = {}
+        M._load(ch, folder)
+      end
+    end
+  end)
 end
 
 -- ---------------------------------------------------------------------------
@@ -308,7 +320,7 @@ function M._restore(ch, entries)
       elseif kind == 'reminder' then
         add_note(ch, '⚑ ' .. one_line(e.text))
       elseif kind == 'planEdit' then
-        add_note(ch, '✎ the plan was edited')
+        add_note(ch, '✎ you edited the plan')
       end
     end
     ch.speaker = nil
@@ -323,7 +335,7 @@ function M._restore(ch, entries)
   util.emit('StepwiseChat', { workspace = ch.uri, kind = 'restored' })
 end
 
-local function load(ch, folder)
+function M._load(ch, folder)
   execute(folder, 'stepwise.conversation', nil, function(err, result)
     if not api.nvim_buf_is_valid(ch.buf) then
       return
@@ -451,7 +463,7 @@ local function make_buf(folder)
   end
   vim.keymap.set({ 'n', 'i' }, '<C-c>', cancel, { buffer = buf, desc = 'stepwise: cancel the run' })
   subscribe()
-  load(ch, folder)
+  M._load(ch, folder)
   return ch
 end
 

@@ -10,6 +10,7 @@ local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
 local execute = require('stepwise.execute')
+local events = require('stepwise.events')
 
 M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review' }
 
@@ -143,6 +144,7 @@ function M.reset(opts)
   marks.clear(folder)
   M.execute(folder, 'stepwise.reset', nil, function(err)
     if not err then
+      events.emit('reload', { workspace = folder.uri })
       log.line(folder.uri, '— conversation reset', 'StepwiseLogHeader')
     end
   end)
@@ -189,11 +191,12 @@ end
 --- `:Stepwise review [path]`, `:Stepwise review keep|undo [path]`.
 ---@param what string? nil, 'keep', 'undo' or a path to review
 ---@param path string?
+---@param opts {folder: stepwise.Folder?, range: integer[]?}? `range`: {first, last} lines (keep/undo only those hunks)
 function M.review(what, path, opts)
   local folder = (opts and opts.folder) or M.current_folder()
   local review = require('stepwise.review')
   if what == 'keep' or what == 'undo' then
-    return review.act(folder, what, path)
+    return review.act(folder, what, path, nil, opts and opts.range)
   end
   return review.open(folder, what)
 end
@@ -282,7 +285,8 @@ function M.command(o)
   elseif sub == 'chat' then
     return M.chat()
   elseif sub == 'review' then
-    return M.review(o.fargs[2], o.fargs[3])
+    local range = (o.range or 0) > 0 and { o.line1, o.line2 } or nil
+    return M.review(o.fargs[2], o.fargs[3], { range = range })
   end
   util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path]])', vim.log.levels.ERROR)
 end
@@ -315,6 +319,7 @@ function M.create_command()
     M.command(o)
   end, {
     nargs = '*',
+    range = true,
     complete = M.complete,
     desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]]',
   })

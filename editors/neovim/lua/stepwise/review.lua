@@ -284,12 +284,30 @@ local function end_diff(rel)
   end
 end
 
---- `:Stepwise review keep|undo [path]` (the current buffer's file when no path is given).
+--- The numbers of the hunks of `f` (a file of stepwise.changes) that touch lines [first, last] (1-based).
+---@return integer[]
+function M.hunks_in(f, first, last)
+  local out = {}
+  for _, h in ipairs(type(f) == 'table' and type(f.hunks) == 'table' and f.hunks or {}) do
+    local from, to = tonumber(h.start), tonumber(h['end'])
+    if from and to and tonumber(h.index) then
+      to = math.max(to, from + 1) -- a hunk that only removed lines sits at its line
+      if from < last and to > first - 1 then
+        out[#out + 1] = tonumber(h.index)
+      end
+    end
+  end
+  return out
+end
+
+--- `:[range]Stepwise review keep|undo [path]` (the current buffer's file when no path is given; with a
+--- range, only the hunks touching those lines, numbered as the server numbers them right now).
 ---@param folder stepwise.Folder
 ---@param action 'keep'|'undo'
 ---@param path string?
 ---@param cb fun(err: any, result: any)?
-function M.act(folder, action, path, cb)
+---@param range {[1]: integer, [2]: integer}?
+function M.act(folder, action, path, cb, range)
   local rel
   if path then
     -- a path relative to the current directory, else as the server names it (relative to the folder)
@@ -302,20 +320,44 @@ function M.act(folder, action, path, cb)
     util.notify(':Stepwise review ' .. action .. ': name a file (the current buffer is not one)', vim.log.levels.ERROR)
     return
   end
-  execute(folder, 'stepwise.review', { path = rel, action = action }, function(err, result)
-    if not err then
-      local conflicts = type(result) == 'table' and type(result.conflicts) == 'table' and result.conflicts or {}
-      if #conflicts > 0 then
-        util.notify('left alone, changed since by someone else: ' .. table.concat(conflicts, ', '), vim.log.levels.WARN)
-      else
-        end_diff(rel)
-        util.notify((action == 'keep' and 'kept ' or 'undid the agent\'s changes to ') .. rel)
+  local function send(hunks)
+    local what = hunks and string.format('%d hunk%s of %s', #hunks, #hunks == 1 and '' or 's', rel) or rel
+    execute(folder, 'stepwise.review', { path = rel, action = action, hunks = hunks }, function(err, result)
+      if not err then
+        local conflicts = type(result) == 'table' and type(result.conflicts) == 'table' and result.conflicts or {}
+        local failed = type(result) == 'table' and type(result.failed) == 'table' and result.failed or {}
+        if #conflicts > 0 then
+          util.notify('left alone, changed since by someone else: ' .. table.concat(conflicts, ', '), vim.log.levels.WARN)
+        elseif #failed > 0 then
+          util.notify(action .. ' failed: ' .. tostring(failed[1].path) .. ': ' .. tostring(failed[1].reason), vim.log.levels.ERROR)
+        else
+          if not hunks then
+            end_diff(rel)
+          end
+          util.notify((action == 'keep' and 'kept ' or 'undid the agent\'s changes: ') .. what)
+        end
       end
+      util.emit('StepwiseReviewed', { workspace = folder.uri, path = rel, action = action, hunks = hunks, result = result })
+      if cb then
+        cb(err, result)
+      end
+    end)
+  end
+  if not range then
+    return send(nil)
+  end
+  -- the hunks as the server numbers them now (the buffer's text is the server's)
+  execute(folder, 'stepwise.changes', nil, function(err, result)
+    if err then
+      return
     end
-    util.emit('StepwiseReviewed', { workspace = folder.uri, path = rel, action = action, result = result })
-    if cb then
-      cb(err, result)
+    take_changes(folder, result)
+    local hunks = M.hunks_in(rf(folder.uri).files[rel], range[1], range[2])
+    if #hunks == 0 then
+      util.notify(string.format('no change of the agent to %s in lines %d-%d', action, range[1], range[2]), vim.log.levels.WARN)
+      return
     end
+    send(hunks)
   end)
 end
 
