@@ -210,6 +210,10 @@ end
 
 local apply = {}
 
+function apply.user(ch, d)
+  add_user(ch, d.text)
+end
+
 function apply.text(ch, d)
   add_text(ch, d.text)
 end
@@ -385,7 +389,12 @@ function M.send(ch)
   end
   edit(ch, function()
     api.nvim_buf_set_lines(ch.buf, row + 1, -1, false, { '' })
-    add_user(ch, text)
+    if ch.queue then
+      -- the history is still loading: shown after it
+      ch.queue[#ch.queue + 1] = { 'user', { text = text } }
+    else
+      add_user(ch, text)
+    end
   end)
   vim.bo[ch.buf].modified = false
   for _, w in ipairs(vim.fn.win_findbuf(ch.buf)) do
