@@ -3,13 +3,14 @@
 // view under its plan step; the editor marks the unreviewed hunks and the server's lenses offer Keep / Undo;
 // Undo on one hunk puts that hunk back in the buffer and leaves the other. Screenshots: review/*.png.
 import assert from 'node:assert/strict';
-import { LONG, SHORT, answerInputBox, editorText, openFile, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
+import { LONG, SHORT, answerInputBox, editorText, norm, openFile, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
 
 const STEP = 'Make the greeting louder';
+const LOUD = '// A LOUD module for the stepwise end-to-end test.\nfunction greet(name) {\n  return `HELLO, ${name}!!`;\n}\n\nmodule.exports = { greet };\n';
 const SCRIPT = [
   { type: 'turn', tool_calls: [{ name: 'todo', input: { items: [{ id: '1', text: STEP, status: 'in_progress' }] } }] },
-  { type: 'turn', tool_calls: [{ name: 'edit_file', input: { path: 'greet.js', old_text: '// A tiny module', new_text: '// A LOUD module' } }] },
-  { type: 'turn', tool_calls: [{ name: 'edit_file', input: { path: 'greet.js', old_text: 'Hello, ${name}!', new_text: 'HELLO, ${name}!!' } }] },
+  // One write that changes two separate lines: two hunks.
+  { type: 'turn', tool_calls: [{ name: 'write_file', input: { path: 'greet.js', content: LOUD } }] },
   { type: 'turn', tool_calls: [{ name: 'todo', input: { items: [{ id: '1', text: STEP, status: 'completed' }] } }] },
   { type: 'turn', text: 'Louder now.' },
 ];
@@ -27,24 +28,26 @@ async function changeRows() {
 step('a run edits greet.js in two places; Review Changes opens the diff and the Changes view', async () => {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
   await page.locator('.part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: LONG });
-  await openFile('greet.js');
+  // greet.js is not open during the run (the agent writes it on disk); the review opens it.
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', STEP);
   await waitStatus(/stepwise: idle 1\/1/, LONG);
-  await waitFor('both edits in the editor', editorText, (t) => t.includes('A LOUD module') && t.includes('HELLO, ${name}!!'), SHORT);
   await runCommand('Stepwise: Review Changes');
   // The diff editor: the text before on the left (read-only), the file on the right.
   const diff = page.locator('.monaco-diff-editor').first();
   await diff.waitFor({ state: 'visible', timeout: LONG });
-  await waitFor('the before text on the left', () => diff.locator('.editor.original .view-lines').textContent(), (t) => (t ?? '').includes('A tiny module'), SHORT);
-  await waitFor('the new text on the right', () => diff.locator('.editor.modified .view-lines').textContent(), (t) => (t ?? '').includes('A LOUD module'), SHORT);
+  await waitFor('the before text on the left', () => diff.locator('.editor.original .view-lines').textContent(), (t) => norm(t).includes('A tiny module'), SHORT);
+  await waitFor('the new text on the right', () => diff.locator('.editor.modified .view-lines').textContent(), (t) => norm(t).includes('A LOUD module'), SHORT);
   const rows = await waitFor('greet.js under its step in the Changes view', changeRows, (r) => r.some((x) => x.startsWith('step ' + STEP)) && r.some((x) => /^greet\.js, modified, 2 hunks to review/.test(x)), LONG);
   assert.ok(rows.length >= 2, `rows: ${rows}`);
   await screenshot('review.png');
 });
 
 step('in the editor, Undo on one hunk (the server\'s lens) puts it back and leaves the other', async () => {
+  // Close the diff: the file's own editor (open since the agent's write) comes to the front.
+  await runCommand('View: Close Editor');
   await openFile('greet.js');
+  await page.locator('.tabs-container .tab.active', { hasText: /^greet\.js/ }).waitFor({ timeout: SHORT });
   const lenses = page.locator('.part.editor .codelens-decoration a', { hasText: /^Undo$/ });
   await waitFor('two Undo lenses', () => lenses.count(), (n) => n === 2, LONG);
   assert.ok((await page.locator('.part.editor .codelens-decoration a', { hasText: /^Keep$/ }).count()) === 2, 'two Keep lenses');
