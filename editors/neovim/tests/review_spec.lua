@@ -197,4 +197,48 @@ return H.spec({
       end
     end,
   },
+  {
+    name = 'review: the server\'s Keep / Undo lenses sit above each hunk; running Undo takes that hunk back',
+    timeout = 60000,
+    fn = function()
+      local dir, _, ev = changed_run()
+      vim.cmd.edit(vim.fn.fnameescape(dir .. '/a.txt'))
+      local abuf = api.nvim_get_current_buf()
+      H.wait_attached(abuf)
+      require('stepwise.handlers').refresh_lenses(nil)
+      H.wait(function()
+        return H.lens_text(abuf, 1):find('Undo', 1, true) and H.lens_text(abuf, 4):find('Undo', 1, true)
+      end, 10000, 'Keep / Undo lenses on lines 2 and 5', function()
+        return { H.lens_text(abuf, 1), H.lens_text(abuf, 4) }
+      end)
+      H.contains(H.lens_text(abuf, 4), 'Keep', 'a Keep lens too')
+      -- as a user does: cursor on the line, vim.lsp.codelens.run(), pick Undo
+      local offered
+      H.stub_select(function(items, opts, on_choice)
+        offered = vim.tbl_map(function(it)
+          return opts.format_item and opts.format_item(it) or tostring(it)
+        end, items)
+        for i, it in ipairs(items) do
+          if offered[i]:find('Undo', 1, true) then
+            return on_choice(it)
+          end
+        end
+        on_choice(nil)
+      end)
+      api.nvim_win_set_cursor(0, { 5, 0 })
+      local seen = #ev.review
+      vim.lsp.codelens.run()
+      H.wait(function()
+        return H.buf_text(abuf) == 'one\nTWO\nthree\nfour\nfive'
+      end, 10000, 'the hunk of line 5 undone', function()
+        return { text = H.buf_text(abuf), offered = offered }
+      end)
+      H.wait(function()
+        return #ev.review > seen and ev.review[#ev.review].pending['a.txt'] == 1
+      end, 10000, 'one hunk of a.txt left to review', function()
+        return ev.review
+      end)
+      H.eq({ { 1, '┃' } }, require('stepwise.review').signs(abuf), 'the sign of the undone hunk is gone')
+    end,
+  },
 })

@@ -223,11 +223,7 @@ function M.open(folder, path, cb)
     if err then
       return
     end
-    if not (result and result.runId and result.runId ~= vim.NIL) then
-      -- nothing changed: keep what the signs use
-    else
-      take_changes(folder, result)
-    end
+    take_changes(folder, result)
     local want = path and M.relative(folder, path)
     local opened = {}
     for _, f in ipairs(type(result) == 'table' and type(result.files) == 'table' and result.files or {}) do
