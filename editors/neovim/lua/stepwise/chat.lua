@@ -435,10 +435,13 @@ end
 local function make_buf(folder)
   local buf = api.nvim_create_buf(true, false)
   local name = M.name
-  if #vim.tbl_keys(chats) > 0 then
+  if next(chats) ~= nil then
     name = M.name .. '/' .. vim.fs.basename(folder.path)
   end
-  api.nvim_buf_set_name(buf, name)
+  if not pcall(api.nvim_buf_set_name, buf, name) then
+    -- taken (another folder with that name): the folder's path tells them apart
+    pcall(api.nvim_buf_set_name, buf, M.name .. folder.path)
+  end
   vim.bo[buf].buftype = 'acwrite'
   vim.bo[buf].swapfile = false
   vim.bo[buf].bufhidden = 'hide'

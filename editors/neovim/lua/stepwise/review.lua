@@ -172,9 +172,11 @@ end
 --- The scratch buffer with a file's before text (read-only).
 local function before_buf(rel, text, filetype)
   local name = before_buf_name(rel)
-  local old = vim.fn.bufnr('^' .. vim.fn.escape(name, '\\/.*$^~[]') .. '$')
-  if old > 0 then
-    pcall(api.nvim_buf_delete, old, { force = true })
+  for _, old in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_get_name(old) == name then
+      -- a review of the file opened before: this one has the text as it is now
+      pcall(api.nvim_buf_delete, old, { force = true })
+    end
   end
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
