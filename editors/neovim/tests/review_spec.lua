@@ -22,7 +22,7 @@ local FILES = { ['a.txt'] = 'one\ntwo\nthree\nfour\nfive\n', ['b.txt'] = 'bee\n'
 
 --- A run that changes a.txt (lines 2 and 5: two hunks), b.txt and creates c.txt; waits until the review is
 --- pending.
-local function changed_run()
+local function changed_run(state_dir)
   local dir = H.workspace(FILES)
   local m = H.mock({
     H.turn({
@@ -35,7 +35,7 @@ local function changed_run()
     }),
     H.turn({ text = 'Changed three files.' }),
   })
-  H.setup(m)
+  H.setup(m, nil, state_dir)
   local cap = H.capture()
   local ev = review_events()
   vim.cmd('Stepwise run Change the files')
@@ -46,7 +46,7 @@ local function changed_run()
   end, 10000, 'stepwise/review with the three files pending', function()
     return ev.review
   end)
-  return dir, cap, ev
+  return dir, cap, ev, m
 end
 
 --- The tab showing `rel` in diff mode: its before window and file window.
@@ -239,6 +239,37 @@ return H.spec({
         return ev.review
       end)
       H.eq({ { 1, '┃' } }, require('stepwise.review').signs(abuf), 'the sign of the undone hunk is gone')
+    end,
+  },
+  {
+    name = 'review: after a restart the unreviewed hunks are marked again, and :Stepwise review still opens them',
+    timeout = 60000,
+    fn = function()
+      local state_dir = H.tmpdir('state')
+      local dir, _, ev, m = changed_run(state_dir)
+      vim.cmd.edit(vim.fn.fnameescape(dir .. '/a.txt'))
+      vim.cmd('2Stepwise review keep')
+      H.wait(function()
+        return #ev.reviewed == 1 and ev.review[#ev.review].pending['a.txt'] == 1
+      end, 10000, 'one hunk of a.txt kept')
+      require('stepwise').stop(3000)
+      vim.cmd('silent! %bwipeout!')
+      local seen = #ev.review
+      H.setup(m, nil, state_dir)
+      vim.cmd.edit(vim.fn.fnameescape(dir .. '/a.txt'))
+      local abuf = api.nvim_get_current_buf()
+      H.wait(function()
+        return #ev.review > seen and ev.review[#ev.review].pending['a.txt'] == 1
+      end, 15000, 'stepwise/review from the restored session', function()
+        return { disk = H.read(dir .. '/a.txt'), review = ev.review }
+      end)
+      H.eq({ { 4, '┃' } }, require('stepwise.review').signs(abuf), 'the kept hunk stays kept, the other is marked')
+      vim.cmd('Stepwise review a.txt')
+      H.wait(function()
+        return #ev.opened == 1
+      end, 10000, 'the review to open')
+      local t = H.truthy(diff_tab(dir, 'a.txt'), 'the diff tab of a.txt')
+      H.eq({ 'one', 'two', 'three', 'four', 'five' }, api.nvim_buf_get_lines(api.nvim_win_get_buf(t.before), 0, -1, false), 'the before text')
     end,
   },
 })

@@ -310,6 +310,8 @@ local function on_apply_edit(_, params, ctx)
     t.buf = util.find_buf(t.fname)
     t.was_loaded = t.buf ~= nil and api.nvim_buf_is_loaded(t.buf)
     if t.was_loaded then
+      -- a buffer this handler loaded, unchanged since and shown nowhere, is still written like a file not open
+      t.agent_owned = vim.b[t.buf].stepwise_loaded == true and not vim.bo[t.buf].modified and vim.fn.bufwinid(t.buf) == -1
       t.was_empty = api.nvim_buf_line_count(t.buf) == 1 and api.nvim_buf_get_lines(t.buf, 0, 1, false)[1] == ''
     else
       local stat = vim.uv.fs_stat(t.fname)
@@ -345,7 +347,7 @@ local function on_apply_edit(_, params, ctx)
   for _, t in ipairs(targets) do
     local f = by_name[t.fname]
     if not f then
-      f = { fname = t.fname, was_loaded = t.was_loaded, was_empty = t.was_empty, edits = {} }
+      f = { fname = t.fname, was_loaded = t.was_loaded, agent_owned = t.agent_owned, was_empty = t.was_empty, edits = {} }
       by_name[t.fname] = f
       files[#files + 1] = f
     end
@@ -364,10 +366,11 @@ local function on_apply_edit(_, params, ctx)
         end
       end
       util.break_undo(buf)
-      if not t.was_loaded and config.get().write_unopened and vim.bo[buf].modified then
+      if (not t.was_loaded or t.agent_owned) and config.get().write_unopened and vim.bo[buf].modified then
         pcall(api.nvim_buf_call, buf, function()
           vim.cmd('silent keepalt lockmarks write')
         end)
+        vim.b[buf].stepwise_loaded = true
       end
       local line = first_line(t.edits)
       if line and not marked then
