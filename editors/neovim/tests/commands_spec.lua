@@ -12,7 +12,7 @@ return H.spec({
       H.eq({}, vim.fn.getcompletion('Stepwise run ', 'cmdline'), 'nothing after a subcommand')
       H.eq({ 'edit' }, vim.fn.getcompletion('Stepwise plan ', 'cmdline'), 'plan edit')
       H.eq({}, vim.fn.getcompletion('Stepwise plan edit ', 'cmdline'), 'nothing after plan edit')
-      H.eq({ 'keep', 'undo' }, vim.fn.getcompletion('Stepwise review ', 'cmdline'), 'review keep | undo')
+      H.eq({ 'keep', 'undo', 'comment' }, vim.fn.getcompletion('Stepwise review ', 'cmdline'), 'review keep | undo | comment')
     end,
   },
   {

@@ -272,4 +272,38 @@ return H.spec({
       H.eq({ 'one', 'two', 'three', 'four', 'five' }, api.nvim_buf_get_lines(api.nvim_win_get_buf(t.before), 0, -1, false), 'the before text')
     end,
   },
+  {
+    name = 'review: :[range]Stepwise review comment sends the comment on those lines to the agent',
+    timeout = 60000,
+    fn = function()
+      local dir = H.workspace(FILES)
+      local m = H.mock({
+        H.turn({ calls = { { 'edit_file', { path = 'a.txt', old_text = 'five', new_text = 'FIVE' } } } }),
+        H.turn({ text = 'Changed it.' }),
+        H.turn({ text = 'I will keep it lowercase.' }),
+      })
+      H.setup(m)
+      local cap = H.capture()
+      local ev = review_events()
+      vim.cmd.edit(vim.fn.fnameescape(dir .. '/a.txt'))
+      vim.cmd('Stepwise run Shout the last line')
+      H.eq('end_turn', H.wait_idle(cap, 20000).reason, 'the run ends')
+      local before = #cap.status
+      vim.cmd('5Stepwise review comment keep it lowercase')
+      H.wait(function()
+        return #ev.reviewed == 1
+      end, 10000, 'the comment to be sent')
+      H.eq({ 0 }, ev.reviewed[1].hunks, 'about the hunk of line 5')
+      H.wait_idle(cap, 20000, before)
+      local last = H.recorded(m)[3]
+      local texts = {}
+      for _, b in ipairs(H.find_all(last, function(t)
+        return t.type == 'text' and type(t.text) == 'string'
+      end)) do
+        texts[#texts + 1] = b.text
+      end
+      H.contains(table.concat(texts, '\n'), 'Review comment on a.txt (line', 'the comment names the file and lines')
+      H.contains(table.concat(texts, '\n'), 'keep it lowercase', 'the comment text')
+    end,
+  },
 })

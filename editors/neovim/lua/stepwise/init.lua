@@ -286,9 +286,13 @@ function M.command(o)
     return M.chat()
   elseif sub == 'review' then
     local range = (o.range or 0) > 0 and { o.line1, o.line2 } or nil
+    if o.fargs[2] == 'comment' then
+      local text = o.args:match('^%s*review%s+comment%s+(.-)%s*$')
+      return require('stepwise.review').comment(M.current_folder(), text or '', range)
+    end
     return M.review(o.fargs[2], o.fargs[3], { range = range })
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path]])', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}])', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -301,7 +305,10 @@ function M.complete(arglead, cmdline, _)
   if before:match('^review%s+%S*$') then
     return vim.tbl_filter(function(s)
       return s:sub(1, #arglead) == arglead
-    end, { 'keep', 'undo' })
+    end, { 'keep', 'undo', 'comment' })
+  end
+  if before:match('^review%s+comment%s') then
+    return {}
   end
   if before:match('^review%s+%S+%s+%S*$') then
     return require('stepwise.review').complete(M.current_folder(), arglead)

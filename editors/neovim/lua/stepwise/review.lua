@@ -359,6 +359,42 @@ function M.act(folder, action, path, cb, range)
   end)
 end
 
+--- `:[range]Stepwise review comment {text}`: `text` about the current buffer's file (and the hunks on those
+--- lines) goes to the agent as a steer (mid-run read at its next step, else it starts a run).
+---@param folder stepwise.Folder
+---@param text string
+---@param range {[1]: integer, [2]: integer}?
+---@param cb fun(err: any, result: any)?
+function M.comment(folder, text, range, cb)
+  local rel = M.path_of(folder, api.nvim_get_current_buf())
+  if not rel or vim.trim(text or '') == '' then
+    util.notify(':Stepwise review comment {text}, in a file the agent changed', vim.log.levels.ERROR)
+    return
+  end
+  local function send(hunks)
+    execute(folder, 'stepwise.review', { path = rel, action = 'comment', text = vim.trim(text), hunks = hunks }, function(err, result)
+      if not err then
+        util.notify('sent to the agent: your comment on ' .. rel)
+      end
+      util.emit('StepwiseReviewed', { workspace = folder.uri, path = rel, action = 'comment', hunks = hunks, result = result })
+      if cb then
+        cb(err, result)
+      end
+    end)
+  end
+  if not range then
+    return send(nil)
+  end
+  execute(folder, 'stepwise.changes', nil, function(err, result)
+    if err then
+      return
+    end
+    take_changes(folder, result)
+    local hunks = M.hunks_in(rf(folder.uri).files[rel], range[1], range[2])
+    send(#hunks > 0 and hunks or nil)
+  end)
+end
+
 --- Completion of `:Stepwise review keep|undo {path}`: the files still unreviewed.
 function M.complete(folder, arglead)
   local r = folders[folder.uri]
