@@ -118,6 +118,13 @@ return H.spec({
         return l == '## stepwise'
       end, lines), 'one agent header for the whole run')
 
+      -- u undoes typing, never the conversation
+      local shown = H.buf_text(buf)
+      api.nvim_buf_call(buf, function()
+        vim.cmd('silent! undo')
+      end)
+      H.eq(shown, H.buf_text(buf), 'u leaves the conversation alone')
+
       -- the reply came in pieces, each change touching only the last lines, never the whole buffer
       H.truthy(count(ev.chat, 'text') >= 3, 'several text chunks: ' .. count(ev.chat, 'text'))
       for _, t in ipairs(touched) do

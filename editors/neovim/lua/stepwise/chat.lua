@@ -52,11 +52,19 @@ local function header_row(ch)
   return n + 1
 end
 
---- Change the buffer without marking it modified by that (only the user's typing does).
+--- Change the buffer without marking it modified by that (only the user's typing does), and out of the undo
+--- history: `u` undoes your typing of the prompt, never a piece of the conversation.
 local function edit(ch, fn)
-  local mod = vim.bo[ch.buf].modified
-  fn()
-  vim.bo[ch.buf].modified = mod
+  local buf = ch.buf
+  local mod = vim.bo[buf].modified
+  local ul = vim.bo[buf].undolevels
+  vim.bo[buf].undolevels = -1
+  local ok, err = pcall(fn)
+  vim.bo[buf].undolevels = ul
+  vim.bo[buf].modified = mod
+  if not ok then
+    error(err, 0)
+  end
 end
 
 --- Insert lines at the end of the conversation (before the blank line above the prompt header).
