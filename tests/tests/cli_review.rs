@@ -37,7 +37,10 @@ fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)])
 async fn chat_reviews_changes_as_a_diff_and_undoes_a_file_and_a_hunk() {
     for no_color in [false, true] {
         let mock = MockModel::start(vec![
-            Step::tool("write_file", json!({"path": "a.txt", "content": "1\nTWO\n3\n4\n5\n6\nSEVEN\n8\n9\n10\n11\n12\nTHIRTEEN\n"})),
+            Step::tool(
+                "write_file",
+                json!({"path": "a.txt", "content": "1\nTWO\n3\n4\n5\n6\nSEVEN\n8\n9\n10\n11\n12\nTHIRTEEN\n"}),
+            ),
             Step::tool("write_file", json!({"path": "made.txt", "content": "fresh\n"})),
             Step::text("Changed."),
         ])

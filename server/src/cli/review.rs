@@ -134,7 +134,8 @@ mod tests {
         let f = base.changes(Some(now.as_bytes()), &Default::default()).unwrap();
         let mut out = String::new();
         unified(&mut out, &f);
-        let plain: String = out.replace(RED, "").replace(GREEN, "").replace(CYAN, "").replace(BOLD, "").replace(RESET, "");
+        let plain: String =
+            out.replace(RED, "").replace(GREEN, "").replace(CYAN, "").replace(BOLD, "").replace(RESET, "");
         assert_eq!(plain, "--- a/a.txt\n+++ b/a.txt\n@@ -2,7 +2,7 @@ hunk 0\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n");
         assert!(out.contains(&format!("{RED}-5{RESET}")) && out.contains(&format!("{GREEN}+five{RESET}")));
     }
