@@ -57,6 +57,8 @@ export class ConversationView implements vscode.WebviewViewProvider {
   /** Conversations being read, with the events that arrive meanwhile. */
   private readonly loading = new Map<string, { promise: Promise<ConversationLog>; buffer: Event[] }>();
   private readonly pending = new Map<number, Pending>();
+  /** Folders whose conversation missed part of a run while it was read: read again when the run ends. */
+  private readonly stale = new Set<string>();
   private nextApproval = 1;
   private stateTimer: NodeJS.Timeout | undefined;
 
@@ -160,9 +162,18 @@ export class ConversationView implements vscode.WebviewViewProvider {
         this.core.log(`[stepwise] stepwise.conversation for ${workspace} failed: ${errorText(error)}`);
       }
     }
-    // What arrived while it was read follows it.
-    for (const e of buffer) if (e.type === 'ended') log.ended(e.runId);
-    else log.apply(e);
+    // What arrived while it was read follows it, unless the server's answer has that run already (it may
+    // have been read after those events): the run's end reads the conversation again, so nothing is lost.
+    const known = new Set(log.entries.map((e) => e.runId).filter((r) => !!r));
+    for (const e of buffer) {
+      const runId = e.type === 'tool' ? e.call.runId : 'runId' in e ? e.runId : undefined;
+      if (runId && known.has(runId)) {
+        this.stale.add(workspace);
+        continue;
+      }
+      if (e.type === 'ended') log.ended(e.runId);
+      else log.apply(e);
+    }
     this.logs.set(workspace, log);
     return log;
   }
@@ -193,6 +204,11 @@ export class ConversationView implements vscode.WebviewViewProvider {
     const log = this.logs.get(workspace);
     // A conversation not read yet gets it all when it is read (the server keeps it).
     if (e && !log) this.loading.get(workspace)?.buffer.push(e);
+    if (e?.type === 'ended' && log && this.stale.delete(workspace)) {
+      this.logs.delete(workspace);
+      if (workspace === this.folder) void this.reset();
+      return;
+    }
     if (e && log) {
       const changed = e.type === 'ended' ? log.ended(e.runId) : [log.apply(e)].filter((i): i is number => i !== undefined);
       if (workspace === this.folder) for (const i of changed) this.post({ type: 'entry', index: i, entry: log.entries[i] });

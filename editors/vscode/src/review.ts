@@ -72,6 +72,7 @@ export class Review implements vscode.TextDocumentContentProvider {
     overviewRulerLane: vscode.OverviewRulerLane.Left,
   });
   private decorateTimer: NodeJS.Timeout | undefined;
+  private readonly refreshTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly core: Core,
@@ -89,6 +90,7 @@ export class Review implements vscode.TextDocumentContentProvider {
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorateSoon()),
       vscode.workspace.onDidChangeTextDocument((e) => e.document.uri.scheme === 'file' && this.decorateSoon()),
       { dispose: () => this.decorateTimer && clearTimeout(this.decorateTimer) },
+      { dispose: () => this.refreshTimers.forEach((t) => clearTimeout(t)) },
     );
     cmd(REVIEW_COMMANDS.reviewChanges, () => this.reviewChanges());
     cmd(REVIEW_COMMANDS.keepChanges, (n?: ChangeNode) => this.act('keep', n));
@@ -100,7 +102,7 @@ export class Review implements vscode.TextDocumentContentProvider {
 
   private listen(client: LanguageClient): void {
     client.onNotification('stepwise/review', (p: { workspace?: string }) => {
-      if (p?.workspace) void this.refresh(p.workspace);
+      if (p?.workspace) this.refreshSoon(p.workspace);
     });
     // The folders' changes as the new server has them.
     for (const f of folderRefs()) void this.refresh(f.uri);
@@ -119,6 +121,18 @@ export class Review implements vscode.TextDocumentContentProvider {
     this.tree.refresh();
     this.decorateSoon();
     return changes;
+  }
+
+  /** A burst of `stepwise/review` (one per round of a run) asks once. */
+  private refreshSoon(workspace: string): void {
+    clearTimeout(this.refreshTimers.get(workspace));
+    this.refreshTimers.set(
+      workspace,
+      setTimeout(() => {
+        this.refreshTimers.delete(workspace);
+        void this.refresh(workspace);
+      }, 300),
+    );
   }
 
   async refresh(workspace: string): Promise<void> {

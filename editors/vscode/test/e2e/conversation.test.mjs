@@ -1,7 +1,9 @@
 // End-to-end test of the Conversation view in real VS Code (code-server): a task typed into the view's textarea
 // runs; the model's streamed reply is drawn as markdown (a bold word in a `strong`, a code block in a `pre`);
 // the shell command is a card whose Allow button (approval "ask") lets it run; after a reload the view shows
-// the conversation again (from `stepwise.conversation`). Screenshots: conversation/*.png.
+// the conversation again (from `stepwise.conversation`); `/` and `@` complete in the input; a second task is
+// stopped with Stop; Rewind to here on the first turn takes the conversation back to before it.
+// Screenshots: conversation/*.png.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { LONG, SHORT, artifacts, norm, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
@@ -16,6 +18,8 @@ const SCRIPT = [
   { type: 'turn', tool_calls: [{ name: 'bash', input: { command: 'wc -l < greet.js' } }] },
   { type: 'turn', tool_calls: [{ name: 'todo', input: { items: [{ id: '1', text: TASK, status: 'completed' }] } }] },
   { type: 'turn', text: 'greet.js has **6** lines.' },
+  // The second task hangs until Stop.
+  { type: 'hang' },
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'conversation', keyViaEnv: true, settings: { 'stepwise.approval': 'ask' } });
@@ -113,4 +117,40 @@ step('after a reload the view shows the conversation again', async () => {
   await frame.locator('.assistant strong', { hasText: '6' }).waitFor({ timeout: LONG });
   assert.ok((await frame.locator('.turn.user button.rewind').count()) > 0, 'the turn offers Rewind to here');
   await screenshots('reloaded');
+});
+
+step('the input completes / and @; a hanging run is stopped with Stop', async () => {
+  const box = frame.locator('textarea[aria-label="Message for the agent"]');
+  await box.click();
+  await box.fill('');
+  await box.type('/re');
+  const menu = frame.locator('.suggest');
+  await waitFor('the slash commands', () => menu.locator('li').allTextContents(), (l) => l.some((x) => x.startsWith('/review')) && l.some((x) => x.startsWith('/rewind')), SHORT);
+  await box.press('Escape');
+  await box.fill('');
+  await box.type('Explain @gre');
+  await menu.locator('li', { hasText: 'greet.js' }).first().waitFor({ timeout: SHORT });
+  await box.press('Tab');
+  assert.equal(await box.inputValue(), 'Explain @greet.js ');
+  await box.type('please');
+  await box.press('Enter');
+  const stop = frame.locator('button.stop');
+  await stop.waitFor({ state: 'visible', timeout: LONG });
+  await waitStatus(/stepwise: running/, LONG);
+  assert.equal(await frame.locator('button.send').textContent(), 'Steer');
+  await stop.click();
+  await waitStatus(/cancelled/, LONG);
+  await stop.waitFor({ state: 'hidden', timeout: SHORT });
+  await frame.locator('.turn.user', { hasText: 'Explain @greet.js please' }).waitFor({ timeout: SHORT });
+});
+
+step('Rewind to here on the first turn takes the conversation back to before it', async () => {
+  const turn = frame.locator('.turn.user', { hasText: TASK });
+  await turn.hover();
+  await turn.locator('button.rewind').click();
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible', timeout: SHORT });
+  await dialog.locator('.monaco-button', { hasText: /^Rewind$/ }).click();
+  await waitFor('the conversation before the first turn', () => frame.locator('.turn.user').count(), (n) => n === 0, LONG);
+  await frame.locator('.empty').waitFor({ timeout: SHORT });
 });
