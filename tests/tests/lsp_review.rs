@@ -33,6 +33,7 @@ async fn lsp_the_conversation_is_shown_as_saved_and_again_after_a_restart() {
         Step::tool("edit_file", json!({"path": "a.txt", "old_text": "one", "new_text": "two"})),
         Step::tool("bash", json!({"command": "exit 3"})),
         Step::text("Done **now**."),
+        Step::text("Again."),
     ])
     .await;
     let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
@@ -67,6 +68,20 @@ async fn lsp_the_conversation_is_shown_as_saved_and_again_after_a_restart() {
     let bash = &entries[4]["tool"];
     assert_eq!(bash["isError"], true, "{bash}");
     assert!(bash["output"].as_str().unwrap().contains("[exit code: 3]"), "{bash}");
+
+    // The same prompt again is another run's.
+    let second = ed.start_run(&ws, "change a").await;
+    assert_eq!(ed.await_run(&ws, &second, T).await.reason(), "end_turn");
+    let conv = ed.execute("stepwise.conversation", json!({"workspace": ws})).await.unwrap();
+    let tail: Vec<(Value, Value, Value)> = conv["entries"].as_array().unwrap()[6..]
+        .iter()
+        .map(|e| (e["kind"].clone(), e["text"].clone(), e["runId"].clone()))
+        .collect();
+    assert_eq!(
+        tail,
+        [(json!("user"), json!("change a"), json!(second)), (json!("assistant"), json!("Again."), json!(second))]
+    );
+    assert_eq!(conv["entries"][0]["runId"], run.as_str());
     ed.finish().await;
 
     // A new server on the same state shows the same conversation.

@@ -1,7 +1,5 @@
 //! Which run and round each message of a conversation came from (the saved session does not say; the
-//! checkpoints do): a message first found in a checkpoint's list was added in the round before it.
-
-use std::collections::HashMap;
+//! checkpoints do): a message first found at its place in a checkpoint's list was added in the round before it.
 
 use super::store::Hash;
 use super::Checkpoints;
@@ -15,9 +13,16 @@ impl Checkpoints {
             let c = &self.cps[i];
             Origin { run_id: c.run_id.clone(), prompt: c.prompt.clone(), step: c.step.clone(), checkpoint: c.id }
         };
-        // Message hash -> the index of the checkpoint before the round that added it (None: older).
-        let mut first: HashMap<Hash, Option<usize>> = HashMap::new();
+        // By position: a message that differs from the previous checkpoint's at its place (or is past
+        // its end) was added in the round before this checkpoint. (Not by content: the same prompt typed
+        // twice is two messages of two runs.)
+        let mut by_pos: Vec<Option<usize>> = Vec::new();
         let mut prev: Vec<Hash> = Vec::new();
+        let mut extend = |by_pos: &mut Vec<Option<usize>>, prev: &[Hash], list: &[Hash], from: Option<usize>| {
+            let same = prev.iter().zip(list).take_while(|(a, b)| a == b).count();
+            by_pos.truncate(same);
+            by_pos.resize(list.len(), from);
+        };
         for i in 0..self.cps.len() {
             let s = &self.cps[i].session;
             let list = match s.base {
@@ -34,13 +39,12 @@ impl Checkpoints {
                     }
                 },
             };
-            for h in &list {
-                first.entry(*h).or_insert(i.checked_sub(1));
-            }
+            extend(&mut by_pos, &prev, &list, i.checked_sub(1));
             prev = list;
         }
-        let newest = self.cps.len().checked_sub(1);
-        self.stored.hashes_of(messages).iter().map(|h| first.get(h).copied().unwrap_or(newest).map(origin)).collect()
+        let hashes = self.stored.hashes_of(messages);
+        extend(&mut by_pos, &prev, &hashes, self.cps.len().checked_sub(1));
+        by_pos.into_iter().map(|at| at.map(origin)).collect()
     }
 
     /// The conversation as last stored for a checkpoint: during a run, its latest consistent point.
