@@ -18,7 +18,7 @@ impl Checkpoints {
         // twice is two messages of two runs.)
         let mut by_pos: Vec<Option<usize>> = Vec::new();
         let mut prev: Vec<Hash> = Vec::new();
-        let mut extend = |by_pos: &mut Vec<Option<usize>>, prev: &[Hash], list: &[Hash], from: Option<usize>| {
+        let extend = |by_pos: &mut Vec<Option<usize>>, prev: &[Hash], list: &[Hash], from: Option<usize>| {
             let same = prev.iter().zip(list).take_while(|(a, b)| a == b).count();
             by_pos.truncate(same);
             by_pos.resize(list.len(), from);
