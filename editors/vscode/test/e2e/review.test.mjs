@@ -3,7 +3,8 @@
 // view under its plan step; the editor marks the unreviewed hunks and the server's lenses offer Keep / Undo;
 // Undo on one hunk puts that hunk back in the buffer and leaves the other. Screenshots: review/*.png.
 import assert from 'node:assert/strict';
-import { LONG, SHORT, answerInputBox, editorText, norm, openFile, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
+import fs from 'node:fs';
+import { LONG, SHORT, answerInputBox, editorText, norm, openFile, page, recordPath, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
 
 const STEP = 'Make the greeting louder';
 const LOUD = '// A LOUD module for the stepwise end-to-end test.\nfunction greet(name) {\n  return `HELLO, ${name}!!`;\n}\n\nmodule.exports = { greet };\n';
@@ -13,6 +14,8 @@ const SCRIPT = [
   { type: 'turn', tool_calls: [{ name: 'write_file', input: { path: 'greet.js', content: LOUD } }] },
   { type: 'turn', tool_calls: [{ name: 'todo', input: { items: [{ id: '1', text: STEP, status: 'completed' }] } }] },
   { type: 'turn', text: 'Louder now.' },
+  // The review comment starts a run.
+  { type: 'turn', text: 'Noted.' },
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'review', keyViaEnv: true });
@@ -60,4 +63,25 @@ step('in the editor, Undo on one hunk (the server\'s lens) puts it back and leav
   await page.keyboard.press('Control+Z');
   await waitFor('Ctrl+Z restores the agent\'s line', editorText, (t) => t.includes('A LOUD module'), SHORT);
   await screenshot('review-undone.png');
+});
+
+step('Comment on Change sends the line\'s remark to the agent; Keep in the Changes view marks the file reviewed', async () => {
+  // The cursor on the HELLO line (3), then the editor's command.
+  await page.locator('.part.editor .view-lines .view-line', { hasText: 'HELLO' }).first().click();
+  await runCommand('Stepwise: Comment on Change');
+  await answerInputBox('Stepwise: Comment on Change', 'keep the comma quiet');
+  const asked = await waitFor(
+    'the comment in the model\'s next request',
+    () => (fs.existsSync(recordPath) ? fs.readFileSync(recordPath, 'utf8') : ''),
+    (t) => /Review comment on greet\.js[^"]*keep the comma quiet/.test(t),
+    LONG,
+  );
+  assert.match(asked, /Review comment on greet\.js \(lines? 3/);
+  await waitStatus(/stepwise: idle/, LONG);
+  const row = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /Changes/i }) }).locator('.monaco-list-row', { hasText: 'greet.js' });
+  await row.hover();
+  await row.locator('.action-label[aria-label="Keep Changes"]').click();
+  await waitFor('greet.js reviewed', changeRows, (r) => r.some((x) => /^greet\.js, modified, reviewed/.test(x)), LONG);
+  await waitFor('no lens left to Undo', () => page.locator('.part.editor .codelens-decoration a', { hasText: /^Undo$/ }).count(), (n) => n === 0, LONG);
+  await screenshot('review-kept.png');
 });
