@@ -69,6 +69,11 @@ async fn lsp_the_conversation_is_shown_as_saved_and_again_after_a_restart() {
     assert_eq!(bash["isError"], true, "{bash}");
     assert!(bash["output"].as_str().unwrap().contains("[exit code: 3]"), "{bash}");
 
+    // The change served the step in progress.
+    let changes = ed.execute("stepwise.changes", json!({})).await.unwrap();
+    assert_eq!(changes["files"][0]["path"], "a.txt");
+    assert_eq!(changes["files"][0]["steps"], json!(["Change a"]), "{changes}");
+
     // The same prompt again is another run's.
     let second = ed.start_run(&ws, "change a").await;
     assert_eq!(ed.await_run(&ws, &second, T).await.reason(), "end_turn");
@@ -165,6 +170,10 @@ async fn lsp_keep_and_undo_per_hunk_created_and_deleted_files_and_the_lenses() {
         .collect();
     assert_eq!(spans, [(1, 2), (4, 5), (7, 8)]);
     assert!(files.iter().all(|f| f["reviewed"] == false));
+    // From checkpoint 2 on (the second round's command), a.txt (changed in round 1) is not listed.
+    let since = ed.execute("stepwise.changes", json!({"checkpoint": "2"})).await.unwrap();
+    let paths: Vec<&str> = since["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["gone.txt", "made.txt"], "{since}");
 
     // Lenses above each hunk of the open document, whose command is the review itself.
     let lenses = review_lenses(&ed, &a).await;
