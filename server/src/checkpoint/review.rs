@@ -209,6 +209,36 @@ impl Base {
     }
 }
 
+impl Bases {
+    /// The changed files as they are now beneath `root` (or in `current`), read without the store.
+    pub fn changes(&self, root: &Path, max_file: u64, current: impl Fn(&Path) -> Option<String>) -> Vec<FileChanges> {
+        self.files
+            .iter()
+            .filter_map(|b| b.changes(now_of(root, max_file, &b.path, &current).ok()?.as_deref(), &self.kept))
+            .collect()
+    }
+}
+
+/// What `rel` holds now: `current`'s text (an open document), else the disk. `Err`: not readable as a
+/// file (a symlink, a folder, over the size limit, outside the workspace).
+fn now_of(
+    root: &Path,
+    max_file: u64,
+    rel: &str,
+    current: &impl Fn(&Path) -> Option<String>,
+) -> Result<Option<Vec<u8>>, String> {
+    if let Some(text) = current(Path::new(rel)) {
+        return Ok(Some(text.into_bytes()));
+    }
+    let dir = File::open(root).map_err(|e| format!("cannot open the workspace: {e}"))?;
+    match files::look(&dir, rel, max_file) {
+        Ok(files::Seen::Absent) => Ok(None),
+        Ok(files::Seen::File { bytes: Some(b), .. }) => Ok(Some(b)),
+        Ok(_) => Err(format!("{rel} is no longer a regular file stepwise can read")),
+        Err(e) => Err(format!("{rel} cannot be read: {e}")),
+    }
+}
+
 impl Checkpoints {
     /// The index range of the checkpoints `scope` covers, and its run.
     fn scope_range(&self, scope: &Scope) -> Result<Option<(usize, usize, String)>, String> {
@@ -262,19 +292,9 @@ impl Checkpoints {
         Ok(Bases { run_id: Some(run), files, kept: self.kept.clone() })
     }
 
-    /// What `rel` holds now: `current`'s text (an open document), else the disk. `Err`: not readable as
-    /// a file (a symlink, a folder, over the size limit, outside the workspace).
+    /// What `rel` holds now: `current`'s text (an open document), else the disk.
     pub fn now_of(&self, rel: &str, current: &impl Fn(&Path) -> Option<String>) -> Result<Option<Vec<u8>>, String> {
-        if let Some(text) = current(Path::new(rel)) {
-            return Ok(Some(text.into_bytes()));
-        }
-        let root = File::open(&self.root).map_err(|e| format!("cannot open the workspace: {e}"))?;
-        match files::look(&root, rel, self.limits.max_file) {
-            Ok(files::Seen::Absent) => Ok(None),
-            Ok(files::Seen::File { bytes: Some(b), .. }) => Ok(Some(b)),
-            Ok(_) => Err(format!("{rel} is no longer a regular file stepwise can read")),
-            Err(e) => Err(format!("{rel} cannot be read: {e}")),
-        }
+        now_of(&self.root, self.limits.max_file, rel, current)
     }
 
     /// `stepwise.changes`: the scope's run and its changed files, as they are now.
@@ -284,12 +304,12 @@ impl Checkpoints {
         current: impl Fn(&Path) -> Option<String>,
     ) -> Result<(Option<String>, Vec<FileChanges>), String> {
         let bases = self.bases(scope)?;
-        let files = bases
-            .files
-            .iter()
-            .filter_map(|b| b.changes(self.now_of(&b.path, &current).ok()?.as_deref(), &bases.kept))
-            .collect();
-        Ok((bases.run_id, files))
+        Ok((bases.run_id.clone(), bases.changes(&self.root, self.limits.max_file, current)))
+    }
+
+    /// The largest file read (the checkpoints' limit), for reading the texts now without the store.
+    pub fn max_file(&self) -> u64 {
+        self.limits.max_file
     }
 
     fn base_of(&self, scope: &Scope, path: &str) -> Result<Base, String> {

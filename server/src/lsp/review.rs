@@ -140,7 +140,7 @@ pub async fn refresh(shared: &Arc<Shared>, folder: &Arc<Folder>) {
     let (f, current) = (folder.clone(), in_editor(shared, folder));
     let computed = blocking(move || {
         let bases = f.ws.review_bases(&Scope::Latest)?;
-        let (_, files) = f.ws.changes(&Scope::Latest, current)?;
+        let files = bases.changes(&f.root, crate::host::disk::MAX_FILE, current);
         let pending: Vec<Pending> = files
             .iter()
             .map(|c| Pending { path: c.path.clone(), hunks: c.hunks.iter().filter(|h| !h.reviewed).count() })

@@ -37,7 +37,13 @@ impl Workspace {
         current: impl Fn(&Path) -> Option<String>,
     ) -> Result<(Option<String>, Vec<FileChanges>), String> {
         let c = self.checkpoint_store().ok_or(OFF)?;
-        locks::lock(c).changes(scope, current)
+        // The store's lock only for what it holds; the texts now are read and diffed without it (a run
+        // may want it meanwhile).
+        let (bases, max_file) = {
+            let c = locks::lock(c);
+            (c.bases(scope)?, c.max_file())
+        };
+        Ok((bases.run_id.clone(), bases.changes(&self.root, max_file, current)))
     }
 
     /// Marks hunks of `path` reviewed (all: `None`).
