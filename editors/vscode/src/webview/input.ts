@@ -32,6 +32,13 @@ export class Input {
     this.box.addEventListener('input', () => this.typed());
   }
 
+  /** The conversation's own prompts come first in the history (after a reload too). */
+  remember(prompts: string[]): void {
+    const seen = new Set(this.history);
+    this.history = [...prompts.filter((p) => !seen.has(p)), ...this.history].slice(-MAX_HISTORY);
+    this.recall = -1;
+  }
+
   get prompts(): string[] {
     return this.history;
   }

@@ -156,6 +156,7 @@ window.addEventListener('message', (event) => {
   switch (m?.type) {
     case 'reset':
       entries = Array.isArray(m.entries) ? m.entries : [];
+      input.remember(entries.filter((e) => e.kind === 'user' || e.kind === 'steer').map((e) => e.text ?? '').filter((t) => t));
       state = m;
       drawAll();
       drawState();
