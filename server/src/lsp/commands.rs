@@ -153,7 +153,7 @@ async fn review_command(shared: &Arc<Shared>, folder: Arc<Folder>, args: Command
             let line =
                 review::comment_text(shared, &folder, scope, &path, hunks, &text).await.map_err(invalid_request)?;
             steer(shared, folder, line).await?;
-            Ok(json!({"undone": [], "conflicts": []}))
+            Ok(super::ext::value(super::ext::Reviewed::default()))
         }
         other => Err(Error::invalid_params(format!(
             "\"action\" is \"keep\", \"undo\" or \"comment\", not {}",
