@@ -94,6 +94,31 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
                                              collect (let ((c (gethash "content" block)))
                                                        (if (stringp c) c (format "%S" c))))))))
 
+;; Review through the lenses: what the user does is go to the line and run the README's command.
+(defun st-pending-is (want)
+  "Whether the newest stepwise/review lists WANT as its pending files."
+  (let ((last (car (last (st-notes-of "stepwise/review")))))
+    (and last (equal (append (plist-get last :pending) nil) want))))
+
+(defun st-lens-titles (line)
+  "The titles of the server's code lenses of greet.txt on LINE (0-based)."
+  (with-current-buffer st-buffer
+    (eglot--signal-textDocument/didChange)
+    (delq nil (mapcar (lambda (l) (and (= line (plist-get (plist-get (plist-get l :range) :start) :line))
+                                       (plist-get (plist-get l :command) :title)))
+                      (jsonrpc-request (eglot-current-server) :textDocument/codeLens
+                                       `(:textDocument ,(eglot--TextDocumentIdentifier)))))))
+
+(defun st-lens-on-line (line title)
+  "Go to LINE (1-based) of greet.txt and run `stepwise-lens-at-point', picking TITLE when asked."
+  (with-current-buffer st-buffer
+    (goto-char (point-min))
+    (forward-line (1- line))
+    (cl-letf (((symbol-function 'completing-read) (lambda (_prompt collection &rest _)
+                                                    (or (car (member title (append collection nil)))
+                                                        (error "no %s among %S" title collection)))))
+      (stepwise-lens-at-point))))
+
 (defun st-main ()
   (setq st-buffer (find-file-noselect (expand-file-name "greet.txt" st-dir)))
   (with-current-buffer st-buffer
@@ -193,6 +218,37 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
                      (string-match-p "<plan-edit>The user changed the plan. It is now:" last)
                      (string-match-p "Say goodbye" last))
                 (and last (substring last (max 0 (- (length last) 800))))))
+;; Review through the server's code lenses with the README's `stepwise-lens-at-point': the first
+    ;; hunk (line 1) kept, the other (line 3) undone in the buffer.
+    (st-wait "both runs to be over (an undo waits for no run)"
+             (lambda () (>= (cl-count-if (lambda (p) (equal (plist-get p :state) "idle")) (st-notes-of "stepwise/status")) 2))
+             10)
+    (st-check "the review is announced: two hunks of greet.txt (stepwise/review)"
+              (st-wait "stepwise/review" (lambda () (st-pending-is '((:path "greet.txt" :hunks 2)))) 10)
+              (st-notes-of "stepwise/review"))
+    (st-lens-on-line 1 "Keep")
+    (st-check "Keep through the lens marks that hunk reviewed"
+              (st-wait "one hunk left" (lambda () (st-pending-is '((:path "greet.txt" :hunks 1)))) 10)
+              (st-notes-of "stepwise/review"))
+    (st-check "the kept hunk has no lenses left, the other has Keep and Undo; the plan lens counts it"
+              (let ((first (st-lens-titles 0)))
+                (and (= (length first) 1) (string-suffix-p "· 1 hunk to review" (car first))
+                     (equal (st-lens-titles 2) '("Keep" "Undo"))))
+              (list (st-lens-titles 0) (st-lens-titles 2)))
+    ;; The server wrote the agent's text to disk for the shell command (eglot cannot save for it), so
+    ;; Emacs asks whether to discard the buffer's edits when the undo's edit arrives: the user keeps them.
+    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (q) (push q st-asked) nil)))
+      (st-lens-on-line 3 "Undo")
+      (st-check "Undo through the lens puts the hunk's old line back in the buffer, the kept one stays"
+                (st-wait "the undone line" (lambda () (with-current-buffer st-buffer
+                                                        (equal (buffer-string) "Hello, welcome to stepwise from greet.txt\n\nBye from greet.txt\n")))
+                         10)
+                (with-current-buffer st-buffer (buffer-string))))
+    (st-check "nothing is left to review, and the lenses are gone"
+              (and (st-wait "an empty review" (lambda () (st-pending-is nil)) 10)
+                   (null (seq-filter (lambda (tl) (member tl '("Keep" "Undo")))
+                                     (append (st-lens-titles 0) (st-lens-titles 2)))))
+              (list (st-notes-of "stepwise/review") (st-lens-titles 0) (st-lens-titles 2)))
     (let ((events (getenv "STEPWISE_TEST_EVENTS")))
       (when events
         (with-current-buffer (jsonrpc-events-buffer server)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # stepwise under Emacs's eglot, a client with no stepwise-specific code, in `emacs --batch`:
 # a run edits the open buffer (workspace/applyEdit), a shell command's approval (window/showMessageRequest)
-# is answered, $/progress and the plan's log lines (window/logMessage) arrive, and shutdown is clean.
+# is answered, $/progress and the plan's log lines (window/logMessage) arrive, a hunk of the agent's change is
+# kept and another undone through the server's code lenses (README's `stepwise-lens-at-point'), and shutdown
+# is clean.
 #   editors/emacs/test.sh
 # Installs Debian's emacs-nox and elpa-eglot with apt-get when Emacs or eglot is missing (eglot is built in
 # from Emacs 29). Builds the server and the mock model. Ends with "N passed, N failed".
@@ -54,12 +56,13 @@ grep -q 'stepwise-run' "$work/recipe.el" || die "no eglot recipe with stepwise-r
 mkdir -p "$work/demo" "$work/state" "$work/bin"
 # The recipe starts `stepwise lsp' from PATH.
 ln -s "$stepwise" "$work/bin/stepwise"
-printf 'Hello from greet.txt\n' > "$work/demo/greet.txt"
+printf 'Hello from greet.txt\n\nBye from greet.txt\n' > "$work/demo/greet.txt"
 plan() { printf '{"type":"turn","tool_calls":[{"name":"todo","input":{"items":[{"id":"1","text":"Make the greeting friendlier","status":"%s"}]}}]}' "$1"; }
 cat > "$work/script.json" <<JSON
 [
   $(plan in_progress),
   {"type":"turn","tool_calls":[{"name":"edit_file","input":{"path":"greet.txt","old_text":"Hello","new_text":"Hello, welcome to stepwise"}}]},
+  {"type":"turn","tool_calls":[{"name":"edit_file","input":{"path":"greet.txt","old_text":"Bye","new_text":"Goodbye"}}]},
   {"type":"turn","tool_calls":[{"name":"bash","input":{"command":"grep -c welcome greet.txt"}}]},
   {"type":"turn","tool_calls":[{"name":"read_file","input":{"path":"greet.txt"}}]},
   $(plan completed),

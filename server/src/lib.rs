@@ -26,5 +26,6 @@ pub mod steering;
 pub mod store;
 pub mod time;
 pub mod tools;
+pub mod transcript;
 pub mod trust;
 pub mod workspace;

@@ -192,5 +192,6 @@ async fn lsp_a_file_the_user_saves_while_a_command_runs_is_theirs_not_the_comman
     assert_eq!(dir.read("notes.txt"), "mine 2\n", "the rewind left the user's save alone");
     assert_eq!(ed.text(&notes).as_deref(), Some("mine 2\n"));
     assert_eq!(ed.await_notification("stepwise/plan").await["by"], "user", "the plan as it was, announced");
+    assert_eq!(ed.await_notification("stepwise/review").await["pending"], json!([]), "nothing left to review");
     ed.finish().await;
 }

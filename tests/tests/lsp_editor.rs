@@ -328,7 +328,16 @@ async fn lsp_paths_with_spaces_and_unicode() {
     assert_eq!(uri_path(&created).unwrap(), dir.join("docs/nöte 1.md"));
     assert!(dir.join("docs/nöte 1.md").exists());
     assert_eq!(ed.text(&created).unwrap(), "hi\n");
-    assert_eq!(ed.lens_titles(&doc).await, vec![(0, "stepwise 0/1 · Rename".into()), (0, "✎ stepwise: Rename".into())]);
+    // The plan lens counts the hunks to review; Keep / Undo sit above the document's one (issue 28).
+    assert_eq!(
+        ed.lens_titles(&doc).await,
+        vec![
+            (0, "stepwise 0/1 · Rename · 2 hunks to review".into()),
+            (0, "Keep".into()),
+            (0, "Undo".into()),
+            (0, "✎ stepwise: Rename".into())
+        ]
+    );
     // A document outside every folder has no lenses.
     let outside = TempDir::new("outside");
     let other = ed.open(outside.join("x.txt"), "x\n");

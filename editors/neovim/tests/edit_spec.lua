@@ -122,7 +122,7 @@ return H.spec({
     end,
   },
   {
-    name = 'edits to files that are not open are written to disk',
+    name = 'edits to files that are not open are written to disk (a second edit of the same file too)',
     timeout = 30000,
     fn = function()
       local dir = H.workspace({ ['old.txt'] = 'one\ntwo\n' })
@@ -133,6 +133,8 @@ return H.spec({
             { 'edit_file', { path = 'old.txt', old_text = 'two', new_text = 'deux' } },
           },
         }),
+        -- the first edit loaded the buffer: it is still the agent's, so the second is written too
+        H.turn({ calls = { { 'edit_file', { path = 'old.txt', old_text = 'one', new_text = 'un' } } } }),
         H.turn({ text = 'Wrote them.' }),
       })
       H.setup(m)
@@ -141,7 +143,7 @@ return H.spec({
       local idle = H.wait_idle(cap, 15000)
       H.eq('end_turn', idle.reason, 'the run ends normally')
       H.eq('fresh file\n', H.read(dir .. '/sub/new.txt'), 'the new file on disk')
-      H.eq('one\ndeux\n', H.read(dir .. '/old.txt'), 'the edited file on disk')
+      H.eq('un\ndeux\n', H.read(dir .. '/old.txt'), 'the edited file on disk, both edits')
       for _, name in ipairs({ 'sub/new.txt', 'old.txt' }) do
         local b = vim.fn.bufnr(dir .. '/' .. name)
         if b ~= -1 and api.nvim_buf_is_loaded(b) then

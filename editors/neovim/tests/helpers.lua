@@ -215,7 +215,14 @@ function H.turn(opts)
   for _, c in ipairs(opts.calls or {}) do
     calls[#calls + 1] = { name = c[1], input = c[2] }
   end
-  return { type = 'turn', text = opts.text or '', tool_calls = calls, delay_ms = opts.delay or 0, usage = opts.usage }
+  return {
+    type = 'turn',
+    text = opts.text or '',
+    tool_calls = calls,
+    delay_ms = opts.delay or 0,
+    chunk_delay_ms = opts.chunk_delay,
+    usage = opts.usage,
+  }
 end
 
 function H.todo(items)
@@ -229,13 +236,13 @@ end
 -- ---------------------------------------------------------------------------
 -- the plugin
 
---- setup() against the mock model.
-function H.setup(m, extra)
+--- setup() against the mock model (`state_dir`: keep the sessions there, e.g. across a restart).
+function H.setup(m, extra, state_dir)
   if vim.fn.executable(H.server_bin) ~= 1 then
     H.fail('server not built: ' .. H.server_bin)
   end
   vim.env.ANTHROPIC_API_KEY = 'dummy'
-  vim.env.STEPWISE_STATE_DIR = H.tmpdir('state')
+  vim.env.STEPWISE_STATE_DIR = state_dir or H.tmpdir('state')
   local opts = vim.tbl_extend('force', {
     cmd = { H.server_bin, 'lsp' },
     provider = 'anthropic',

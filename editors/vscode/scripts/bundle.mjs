@@ -1,7 +1,19 @@
-// Bundles the extension (and vscode-languageclient) into dist/extension.js, so the .vsix needs no node_modules.
+// Bundles the extension (and vscode-languageclient) into dist/extension.js, and the Conversation view's page
+// (markdown-it, highlight.js's core) into dist/webview.js, so the .vsix needs no node_modules.
 import { build } from 'esbuild';
 
 const production = process.argv.includes('--production');
+await build({
+  entryPoints: ['src/webview/main.ts'],
+  bundle: true,
+  outfile: 'dist/webview.js',
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2022',
+  sourcemap: false,
+  minify: production,
+  logLevel: 'warning',
+});
 await build({
   entryPoints: ['src/extension.ts'],
   bundle: true,

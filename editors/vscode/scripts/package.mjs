@@ -56,5 +56,6 @@ fs.chmodSync(bundled, 0o755);
 const out = arg('--out') ?? path.join(ext, `stepwise-${target}.vsix`);
 console.log(`==> vsce package --target ${target} (server: ${path.relative(repo, server)})`);
 const vsce = path.join(ext, 'node_modules', '.bin', 'vsce');
-execFileSync(vsce, ['package', '--no-dependencies', '--target', target, '--out', out], { cwd: ext, stdio: 'inherit' });
+// README's screenshots stay relative: VS Code shows them from the package (no public repository to point at).
+execFileSync(vsce, ['package', '--no-dependencies', '--no-rewrite-relative-links', '--target', target, '--out', out], { cwd: ext, stdio: 'inherit' });
 console.log(out);

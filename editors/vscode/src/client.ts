@@ -5,7 +5,9 @@ import {
   CodeLensRequest,
   DidChangeConfigurationNotification,
   LanguageClient,
+  MessageType,
   RevealOutputChannelOn,
+  ShowMessageRequest,
   State,
   TransportKind,
   type ClientCapabilities,
@@ -40,6 +42,8 @@ export class Connection {
   readonly events: Events;
   /** Called with each client once it runs (after a start or a restart). */
   readonly startListeners: ((client: LanguageClient) => void)[] = [];
+  /** Answers a question of the server in the Conversation view; `undefined` when the view does not take it. */
+  askInView: ((message: string, actions: string[]) => Promise<string | undefined> | undefined) | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private lensTimer: NodeJS.Timeout | undefined;
 
@@ -144,6 +148,23 @@ export class Connection {
 
     const client = new LanguageClient('stepwise', 'Stepwise', serverOptions, clientOptions);
     client.registerFeature(new SaveDocumentsCapability());
+    // Approvals go to the Conversation view while it shows; everything else (and approvals when it is closed)
+    // as the language client would show them.
+    client.onRequest(ShowMessageRequest.type, async (params) => {
+      const actions = params?.actions ?? [];
+      const inView = this.askInView?.(String(params?.message ?? ''), actions.map((a) => a.title));
+      if (inView) {
+        const answer = await inView;
+        return actions.find((a) => a.title === answer) ?? null;
+      }
+      const show =
+        params?.type === MessageType.Error
+          ? vscode.window.showErrorMessage
+          : params?.type === MessageType.Warning
+            ? vscode.window.showWarningMessage
+            : vscode.window.showInformationMessage;
+      return (await show(String(params?.message ?? ''), ...actions)) ?? null;
+    });
     client.onRequest('stepwise/saveDocuments', (params: { uris?: string[] }) => this.saveDocuments(params));
     this.events.listen(client);
     client.onDidChangeState((e) => {

@@ -4,6 +4,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 
 import { Core, folderName } from './core';
 import type { CheckpointParams } from './checkpoints';
+import type { Event as ConversationEvent } from './conversation';
 import { failedServers, failureLine, mcpServers, type McpParams } from './mcp';
 import type { PlanParams } from './plan';
 import type { RoundLog } from './rounds';
@@ -15,10 +16,15 @@ import type { Ui } from './ui';
 export class Events {
   /** The folder the transcript's last lines are about. */
   private lastTranscriptFolder: string | undefined;
+  /** The prompt last given to the Conversation view, per folder. */
+  private readonly promptShown = new Map<string, string>();
   /** Called with the folder whose plan changed. */
   readonly planListeners: ((workspace: string) => void)[] = [];
   /** Called with the folder whose runs and rounds changed (the Transcript view), and whether a run ended. */
   readonly roundListeners: ((workspace: string, ended: boolean) => void)[] = [];
+  /** Called with the folder and what to add to its conversation (the Conversation view); `undefined` when
+   * only its plan, run state or usage changed. */
+  readonly conversationListeners: ((workspace: string, e: ConversationEvent | undefined) => void)[] = [];
 
   constructor(
     private readonly core: Core,
@@ -37,21 +43,25 @@ export class Events {
       this.transcriptFolder(p.workspace);
       writer.text(p.text ?? '');
       this.rounds(p?.workspace, (log) => log.text(p));
+      this.conversation(p?.workspace, { type: 'text', runId: p.runId, text: p.text ?? '' });
     });
     client.onNotification('stepwise/toolCall', (p: ToolCallParams) => {
       this.transcriptFolder(p.workspace);
       writer.lines(toolCallLines(p));
       this.rounds(p?.workspace, (log) => log.toolCall(p));
+      this.conversation(p?.workspace, { type: 'tool', call: p });
     });
     client.onNotification('stepwise/reminder', (p: { workspace: string; text: string }) => {
       this.transcriptFolder(p.workspace);
       writer.line(reminderLine(p.text ?? ''));
+      this.conversation(p?.workspace, { type: 'note', kind: 'reminder', text: p.text ?? '' });
     });
     client.onNotification('stepwise/compacted', (p: CompactedParams) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).compaction = p;
       this.transcriptFolder(p.workspace);
       writer.line(compactedLine(p));
+      this.conversation(p.workspace, { type: 'note', kind: 'note', text: compactedLine(p), runId: p.runId });
       this.ui.updateStatusBar();
     });
     // A checkpoint begins a round of the Transcript view; its files are asked for when the run ends.
@@ -70,6 +80,7 @@ export class Events {
       this.core.folders.ensure(p.workspace).usage = p;
       this.transcriptFolder(p.workspace);
       writer.line(usageLine(p));
+      this.conversation(p.workspace, undefined);
       this.ui.updateStatusBar();
     });
   }
@@ -81,7 +92,9 @@ export class Events {
     if (p.by === 'user' && p.revision !== before) {
       this.transcriptFolder(p.workspace);
       this.core.writer.line(planEditLine(p));
+      this.conversation(p.workspace, { type: 'note', kind: 'planEdit', text: planEditLine(p) });
     }
+    this.conversation(p.workspace, undefined);
     this.ui.update();
     this.refreshLenses();
     for (const listener of this.planListeners) listener(p.workspace);
@@ -100,6 +113,11 @@ export class Events {
       this.lastTranscriptFolder = p.workspace;
       writer.line('');
       writer.line(runStartLine(f.prompt, folderName(p.workspace), p.runId));
+      // The prompt this window sent names the turn (once: a run a steer started has none of its own).
+      if (f.prompt && this.promptShown.get(p.workspace) !== f.prompt) {
+        this.promptShown.set(p.workspace, f.prompt);
+        this.conversation(p.workspace, { type: 'user', kind: 'user', text: f.prompt, runId: p.runId });
+      }
     } else if (p.state === 'idle' && prev && prev.state !== 'idle') {
       this.transcriptFolder(p.workspace);
       writer.line(runEndLine(p.reason, p.message, f.usage, f.plan));
@@ -112,7 +130,14 @@ export class Events {
     f.rounds.status(p, started ? f.prompt : undefined);
     const ended = p.state === 'idle' && !!prev && prev.state !== 'idle';
     for (const listener of this.roundListeners) listener(p.workspace, ended);
+    this.conversation(p.workspace, ended ? { type: 'ended', runId: p.runId } : undefined);
     this.ui.update();
+  }
+
+  /** Tells the Conversation view. */
+  conversation(workspace: string | undefined, e: ConversationEvent | undefined): void {
+    if (!workspace) return;
+    for (const listener of this.conversationListeners) listener(workspace, e);
   }
 
   /** Applies a change to the folder's rounds and tells the Transcript view. */

@@ -3,16 +3,20 @@
 // record per folder in folders.ts), client.ts (the language client), events.ts (the server's notifications),
 // ui.ts (plan view, status bar), setup.ts (server binary, doctor, API key), runs.ts (run, steer, cancel,
 // reset), planEditor.ts (the user edits the plan: items in the view, the plan as a document), rewind.ts
-// (checkpoints, rewind), roundsView.ts (the Transcript view: runs and rounds).
+// (checkpoints, rewind), roundsView.ts (the Transcript view: runs and rounds), conversationView.ts (the
+// Conversation view; its page is src/webview), review.ts (the review of the agent's changes: diffs, the Changes
+// view, marks in editors).
 // The logic that can be tested without VS Code lives in plan.ts, planEdit.ts, folders.ts, settings.ts,
-// commands.ts, status.ts, transcript.ts, checkpoints.ts, rounds.ts and roundNodes.ts.
+// commands.ts, status.ts, transcript.ts, checkpoints.ts, rounds.ts, roundNodes.ts and conversation.ts.
 import * as vscode from 'vscode';
 
 import { Connection } from './client';
 import { EXTENSION_COMMANDS } from './commands';
+import { ConversationView } from './conversationView';
 import { Core, folderRefs } from './core';
 import { Runs } from './runs';
 import { PlanEditor } from './planEditor';
+import { Review } from './review';
 import { Rewind } from './rewind';
 import { RoundsView } from './roundsView';
 import { needsRestart } from './settings';
@@ -33,6 +37,9 @@ class Stepwise {
     const planEditor = new PlanEditor(core, connection);
     connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
     const rounds = new RoundsView(core, connection);
+    const conversation = new ConversationView(core, connection, setup);
+    connection.askInView = (message, actions) => conversation.ask(message, actions);
+    new Review(core, connection);
     new Rewind(core, connection, (ws) => void rounds.sync(ws));
     const disposables = core.disposables;
     ui.update();

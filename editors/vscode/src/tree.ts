@@ -26,6 +26,7 @@ export class NodeTree<T extends TreeNode<string, T>> implements vscode.TreeDataP
     item.iconPath = new vscode.ThemeIcon(n.icon.id, n.icon.color ? new vscode.ThemeColor(n.icon.color) : undefined);
     item.accessibilityInformation = { label: n.accessibility };
     item.contextValue = n.contextValue;
+    if (n.command) item.command = n.command;
     return item;
   }
 

@@ -22,4 +22,6 @@ export interface TreeNode<Kind extends string, Child> {
   /** Shown expanded at first (else the tree's default). */
   expanded?: boolean;
   children?: Child[];
+  /** Run when the row is clicked. */
+  command?: { command: string; title: string; arguments?: unknown[] };
 }

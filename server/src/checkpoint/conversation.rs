@@ -30,6 +30,24 @@ pub struct Stored {
     hashes: Vec<Hash>,
 }
 
+impl Stored {
+    /// The conversation as last stored (a consistent point of the run going on).
+    pub fn messages(&self) -> &[Message] {
+        &self.mirror
+    }
+
+    /// The hashes `messages` are stored under, without storing them (those stored last are not encoded
+    /// again).
+    pub fn hashes_of(&self, messages: &[Message]) -> Vec<Hash> {
+        let same = self.mirror.iter().zip(messages).take_while(|(a, b)| a.same(b)).count();
+        let mut out = self.hashes[..same].to_vec();
+        for m in &messages[same..] {
+            out.push(Hash::of(&serde_json::to_vec(m).unwrap_or_default()));
+        }
+        out
+    }
+}
+
 /// Stores `session`: the object of the rest and the message hashes, in order.
 pub fn store(pack: &mut Pack, stored: &mut Stored, session: &Session) -> Result<(Hash, Vec<Hash>), String> {
     // Every field of the session is stored; a field added to `Session` fails to compile here.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conversation::SessionRef;
 use super::state::{Mark, Pre};
+use super::store::Hash;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
@@ -32,6 +33,8 @@ pub enum Record {
     Agent { path: String, mark: Mark },
     /// Checkpoints from `from` on were dropped (a rewind).
     Drop { from: u64 },
+    /// The user kept a hunk (review.rs: its fingerprint).
+    Kept { hunk: Hash },
 }
 
 pub struct Journal {

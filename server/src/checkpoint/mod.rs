@@ -34,7 +34,9 @@ mod file_tools;
 mod files;
 mod host;
 mod journal;
+mod origins;
 mod record;
+mod review;
 mod rewind;
 mod scan;
 mod state;
@@ -49,7 +51,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use host::Tracked;
+pub use review::{Base, Bases, ChangeStatus, FileChanges, Hunk, Scope, Undo};
 pub use rewind::{apply_on_disk, Action, Applied, FileRestore, RewindPlan, Rewound};
+pub use state::key_of;
 
 use conversation::SessionRef;
 use journal::{Journal, Record};
@@ -173,6 +177,8 @@ pub struct Checkpoints {
     next_id: u64,
     /// What the agent's last change left at each path.
     marks: HashMap<String, Mark>,
+    /// Fingerprints of the hunks the user kept (review.rs).
+    kept: std::collections::HashSet<Hash>,
     /// The newest checkpoint's full message list, to store the next one as a difference.
     last_list: Option<(u64, Vec<Hash>)>,
     /// The conversation as last stored, so the next store encodes and hashes only what is new.
@@ -261,6 +267,7 @@ impl Checkpoints {
             cps: Vec::new(),
             next_id: 1,
             marks: HashMap::new(),
+            kept: Default::default(),
             last_list: None,
             stored: Default::default(),
             armed: false,
@@ -435,6 +442,7 @@ impl Checkpoints {
     pub fn clear(&mut self) {
         self.cps.clear();
         self.marks.clear();
+        self.kept.clear();
         self.last_list = None;
         self.compact();
     }

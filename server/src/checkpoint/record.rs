@@ -68,6 +68,9 @@ impl Checkpoints {
                 self.marks.insert(path, mark);
             }
             Record::Drop { from } => self.cps.retain(|c| c.id < from),
+            Record::Kept { hunk } => {
+                self.kept.insert(hunk);
+            }
             other => tracing::warn!("checkpoint journal: ignored {other:?}"),
         }
     }
@@ -158,6 +161,7 @@ impl Checkpoints {
             records.extend(c.pre.iter().map(|(k, p)| Record::Pre { cp: c.id, path: k.clone(), pre: p.clone() }));
         }
         records.extend(self.marks.iter().map(|(k, m)| Record::Agent { path: k.clone(), mark: m.clone() }));
+        records.extend(self.kept.iter().map(|h| Record::Kept { hunk: *h }));
         if let Err(e) = self.journal.rewrite(&records) {
             tracing::warn!("checkpoints: cannot rewrite the journal: {e}");
         }

@@ -6,6 +6,7 @@ pub mod doctor;
 mod input;
 mod mcp;
 mod render;
+mod review;
 mod slash;
 
 use std::io::{IsTerminal, Write};

@@ -1,5 +1,5 @@
 //! Chat's own commands, handled here and never sent to the model: `/compact`, `/plan`, `/plan edit`,
-//! `/checkpoints`, `/rewind ID`.
+//! `/checkpoints`, `/rewind ID`, `/review`, `/undo PATH`.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -21,6 +21,8 @@ pub(super) async fn run(command: &str, ws: &Arc<Workspace>, s: &Setup, input: &I
         ("plan", "edit") => edit_plan(ws, input).await,
         ("checkpoints", "") => super::checkpoints::list(ws),
         ("rewind", args) if !args.is_empty() => super::checkpoints::rewind(ws, args),
+        ("review", "") => super::review::show(ws),
+        ("undo", args) if !args.is_empty() => super::review::undo(ws, args),
         _ => return false,
     }
     true

@@ -9,6 +9,8 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 
 use super::events::announce_plan;
 use super::folder::plan_payload;
+use super::folder::Folder;
+use super::review;
 use super::run::{self, invalid_request, Job};
 use super::shared::Shared;
 use crate::checkpoint::Restore;
@@ -28,6 +30,12 @@ struct CommandArgs {
     /// `stepwise.rewind`: the checkpoint's id, and what to put back (`both`, `files`, `conversation`).
     checkpoint: Option<String>,
     restore: Option<String>,
+    /// `stepwise.changes` / `stepwise.review`: which run (default: the latest that changed files).
+    run_id: Option<String>,
+    /// `stepwise.review`: the file (relative), what to do, which hunks (default: all).
+    path: Option<String>,
+    action: Option<String>,
+    hunks: Option<Vec<usize>>,
 }
 
 fn command_args(args: &[Value]) -> Result<CommandArgs> {
@@ -61,6 +69,7 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             let state = folder.ws.reset().await.map_err(invalid_request)?;
             locks::write(&folder.view).marks.clear();
             announce_plan(&shared.notifier, &folder, &state);
+            review::refresh(shared, &folder).await;
             Ok(None)
         }
         "stepwise.plan" => Ok(Some(folder()?.plan_json())),
@@ -89,14 +98,7 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             if text.trim().is_empty() {
                 return Err(Error::invalid_params("stepwise.steer needs a non-empty \"text\""));
             }
-            let folder = folder()?;
-            if folder.ws.steer(&text) == Steered::NoRun {
-                // Between a run's last look at its inbox and its end, wait for the end (briefly).
-                if folder.ws.running().is_some() {
-                    folder.ws.until_idle(Duration::from_secs(5)).await;
-                }
-                run::start(shared, folder, Job::Prompt(text))?;
-            }
+            steer(shared, folder()?, text).await?;
             Ok(None)
         }
         "stepwise.checkpoints" => Ok(Some(json!(folder()?.ws.checkpoints()))),
@@ -112,6 +114,50 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             let done = super::rewind::rewind(shared, folder()?, &id, restore).await.map_err(invalid_request)?;
             Ok(Some(done))
         }
+        "stepwise.conversation" => Ok(Some(review::conversation(folder()?).await.map_err(invalid_request)?)),
+        "stepwise.changes" => {
+            let scope = review::scope(args.run_id.as_deref(), args.checkpoint.as_deref());
+            Ok(Some(review::changes(shared, folder()?, scope).await.map_err(invalid_request)?))
+        }
+        "stepwise.review" => review_command(shared, folder()?, args).await.map(Some),
         other => Err(Error::invalid_params(format!("unknown command: {other}"))),
+    }
+}
+
+/// A line for the folder's run; with no run going, it starts one with the line as its prompt.
+async fn steer(shared: &Arc<Shared>, folder: Arc<Folder>, text: String) -> Result<()> {
+    if folder.ws.steer(&text) == Steered::NoRun {
+        // Between a run's last look at its inbox and its end, wait for the end (briefly).
+        if folder.ws.running().is_some() {
+            folder.ws.until_idle(Duration::from_secs(5)).await;
+        }
+        run::start(shared, folder, Job::Prompt(text))?;
+    }
+    Ok(())
+}
+
+/// `stepwise.review`: `keep`, `undo` or `comment` on a file the agent changed.
+async fn review_command(shared: &Arc<Shared>, folder: Arc<Folder>, args: CommandArgs) -> Result<Value> {
+    let path = args.path.filter(|p| !p.trim().is_empty());
+    let path = path.ok_or_else(|| Error::invalid_params("stepwise.review needs a \"path\""))?;
+    let scope = review::scope(args.run_id.as_deref(), args.checkpoint.as_deref());
+    let hunks = args.hunks;
+    match args.action.as_deref() {
+        Some("keep") => review::keep(shared, folder, scope, path, hunks).await.map_err(invalid_request),
+        Some("undo") => review::undo(shared, folder, scope, path, hunks).await.map_err(invalid_request),
+        Some("comment") => {
+            let text = args.text.unwrap_or_default();
+            if text.trim().is_empty() {
+                return Err(Error::invalid_params("a review comment needs a non-empty \"text\""));
+            }
+            let line =
+                review::comment_text(shared, &folder, scope, &path, hunks, &text).await.map_err(invalid_request)?;
+            steer(shared, folder, line).await?;
+            Ok(super::ext::value(super::ext::Reviewed::default()))
+        }
+        other => Err(Error::invalid_params(format!(
+            "\"action\" is \"keep\", \"undo\" or \"comment\", not {}",
+            other.map_or("missing".to_string(), |o| format!("{o:?}"))
+        ))),
     }
 }

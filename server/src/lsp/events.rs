@@ -16,6 +16,7 @@ use crate::tools;
 const SHORT_OUTPUT: usize = 400;
 
 pub struct EditorEvents {
+    pub shared: Arc<super::shared::Shared>,
     pub notifier: Notifier,
     pub folder: Arc<Folder>,
     pub run_id: String,
@@ -98,6 +99,9 @@ impl EventSink for EditorEvents {
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,
             Event::Checkpoint { id, run_id, round, step } => {
+                // The round before it may have changed files: what is left to review may have changed.
+                let (shared, folder) = (self.shared.clone(), self.folder.clone());
+                tokio::spawn(async move { super::review::refresh(&shared, &folder).await });
                 Outgoing::Checkpoint(ext::value(ext::Checkpoint { workspace: ws, id, run_id, round, step }))
             }
         };

@@ -29,9 +29,10 @@ custom_notification!(UsageNotification, "stepwise/usage");
 custom_notification!(CompactedNotification, "stepwise/compacted");
 custom_notification!(CheckpointNotification, "stepwise/checkpoint");
 custom_notification!(McpNotification, "stepwise/mcp");
+custom_notification!(ReviewNotification, "stepwise/review");
 
 /// Notifications from the server.
-pub const NOTIFICATIONS: [&str; 9] = [
+pub const NOTIFICATIONS: [&str; 10] = [
     PlanNotification::METHOD,
     ReminderNotification::METHOD,
     StatusNotification::METHOD,
@@ -41,6 +42,7 @@ pub const NOTIFICATIONS: [&str; 9] = [
     CompactedNotification::METHOD,
     CheckpointNotification::METHOD,
     McpNotification::METHOD,
+    ReviewNotification::METHOD,
 ];
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
@@ -55,7 +57,7 @@ impl Request for SaveDocuments {
 pub const REQUESTS: [&str; 1] = [SaveDocuments::METHOD];
 
 /// `workspace/executeCommand` commands.
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 12] = [
     "stepwise.run",
     "stepwise.cancel",
     "stepwise.reset",
@@ -65,6 +67,9 @@ pub const COMMANDS: [&str; 9] = [
     "stepwise.steer",
     "stepwise.checkpoints",
     "stepwise.rewind",
+    "stepwise.conversation",
+    "stepwise.changes",
+    "stepwise.review",
 ];
 
 /// `stepwise/plan` (also the answer to `stepwise.plan`).
@@ -222,6 +227,62 @@ pub struct Checkpoint<'a> {
 pub struct Mcp<'a> {
     pub workspace: &'a str,
     pub servers: &'a [crate::mcp::ServerState],
+}
+
+/// `stepwise.conversation`: the saved conversation as a view shows it, oldest first.
+#[derive(Debug, Serialize)]
+pub struct Conversation<'a> {
+    pub workspace: &'a str,
+    pub entries: &'a [crate::transcript::Entry],
+}
+
+/// `stepwise.changes`: what the agent changed in a run, or since a checkpoint.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Changes<'a> {
+    pub workspace: &'a str,
+    /// The run the changes are of (the checkpoint's run, for `checkpoint`); `null` when there is none.
+    pub run_id: Option<&'a str>,
+    pub files: &'a [crate::checkpoint::FileChanges],
+}
+
+/// `stepwise.review`'s answer.
+#[derive(Debug, Default, Serialize)]
+pub struct Reviewed {
+    /// Paths whose listed hunks (or whole change) were put back as they were.
+    pub undone: Vec<String>,
+    /// Paths someone else changed after the agent's last change: left alone.
+    pub conflicts: Vec<String>,
+    /// Paths that could not be put back, with why.
+    pub failed: Vec<PathReason>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PathReason {
+    pub path: String,
+    pub reason: String,
+}
+
+/// `stepwise/review`: the files with unreviewed changes and how many unreviewed hunks each has.
+#[derive(Debug, Serialize)]
+pub struct Review<'a> {
+    pub workspace: &'a str,
+    pub pending: &'a [Pending],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pending {
+    pub path: String,
+    pub hunks: usize,
+}
+
+/// The argument of the `Keep` and `Undo` code lenses: `stepwise.review`'s, naming one hunk.
+#[derive(Debug, Serialize)]
+pub struct LensReview<'a> {
+    pub workspace: &'a str,
+    pub path: &'a str,
+    pub action: &'a str,
+    pub hunks: [usize; 1],
 }
 
 /// A payload as the notifier carries it.

@@ -44,6 +44,9 @@ pub struct Folder {
     pub overlay: DashMap<PathBuf, String>,
     /// Documents the agent changed that may not be saved yet.
     pub unsaved: Mutex<HashSet<PathBuf>>,
+    /// The latest run's changes as last reviewed (review.rs), and the one refresh at a time.
+    pub review: RwLock<super::review::ReviewState>,
+    pub review_turn: tokio::sync::Mutex<()>,
 }
 
 impl Folder {
@@ -56,6 +59,8 @@ impl Folder {
             settings: RwLock::new(Overrides::default()),
             overlay: DashMap::new(),
             unsaved: Mutex::new(HashSet::new()),
+            review: RwLock::default(),
+            review_turn: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -14,6 +14,7 @@ mod notify;
 mod positions;
 mod progress;
 mod reconcile;
+mod review;
 mod rewind;
 mod run;
 mod server;

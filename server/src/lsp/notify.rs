@@ -9,7 +9,7 @@ use tower_lsp_server::Client;
 
 use super::ext::{
     AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
-    ReminderNotification, StatusNotification, ToolCallNotification, UsageNotification,
+    ReminderNotification, ReviewNotification, StatusNotification, ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {
@@ -18,6 +18,7 @@ pub enum Outgoing {
     Compacted(Value),
     Checkpoint(Value),
     Mcp(Value),
+    Review(Value),
     Status(Value),
     AssistantText(Value),
     ToolCall(Value),
@@ -117,6 +118,7 @@ impl Notifier {
                     Outgoing::Compacted(v) => client.send_notification::<CompactedNotification>(v).await,
                     Outgoing::Checkpoint(v) => client.send_notification::<CheckpointNotification>(v).await,
                     Outgoing::Mcp(v) => client.send_notification::<McpNotification>(v).await,
+                    Outgoing::Review(v) => client.send_notification::<ReviewNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,

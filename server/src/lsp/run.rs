@@ -77,6 +77,7 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
                 approval_timeout: Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1)),
             };
             let events = EditorEvents {
+                shared: shared.clone(),
                 notifier: n.clone(),
                 folder: folder.clone(),
                 run_id: run_id.clone(),
@@ -98,6 +99,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     begin.abort();
     progress.end(n, reason.as_str());
     drop(ticket);
+    // What is left to review is announced before the run is said to be over.
+    super::review::refresh(&shared, &folder).await;
     let idle = ext::Status::idle(&folder.uri, &run_id, reason, error.as_deref());
     n.send(Outgoing::Status(ext::value(ext::Status { error_kind: kind, ..idle })));
 }

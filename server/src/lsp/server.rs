@@ -146,6 +146,8 @@ impl LanguageServer for Backend {
                 locks::lock(&f.unsaved).remove(&path);
                 f.overlay.remove(&path);
                 f.ws.note_user_save(&path);
+                let shared = self.shared.clone();
+                tokio::spawn(async move { super::review::refresh(&shared, &f).await });
             }
         }
     }
@@ -174,7 +176,13 @@ impl LanguageServer for Backend {
         let Some(path) = self.shared.docs.path_of(&params.text_document.uri) else { return Ok(None) };
         let Some(folder) = self.shared.folder_of(&path) else { return Ok(None) };
         let plan = folder.ws.plan_board().read(|s| (!s.plan.is_empty()).then(|| lens_title(&s.plan)));
-        let Some(title) = plan else { return Ok(Some(Vec::new())) };
+        let text = self.shared.docs.text(&path).unwrap_or_default();
+        let mut lenses = super::review::lenses(&folder, &path, &text);
+        let Some(mut title) = plan else { return Ok(Some(lenses)) };
+        let hunks = super::review::pending_hunks(&folder);
+        if hunks > 0 {
+            title.push_str(&format!(" · {hunks} {} to review", if hunks == 1 { "hunk" } else { "hunks" }));
+        }
         let view = locks::read(&folder.view);
         let args = Some(vec![json!({"workspace": folder.uri})]);
         let lens = |line: u32, title: String| CodeLens {
@@ -182,7 +190,7 @@ impl LanguageServer for Backend {
             command: Some(Command { title, command: "stepwise.plan".into(), arguments: args.clone() }),
             data: None,
         };
-        let mut lenses = vec![lens(0, title)];
+        lenses.insert(0, lens(0, title));
         for m in view.marks.iter().filter(|m| m.path == path) {
             lenses.push(lens(m.start, format!("✎ stepwise: {}", m.step)));
         }

@@ -169,7 +169,7 @@ impl Shared {
     }
 
     /// Restored plans show at once, lenses included (the editor may have asked for them already).
-    pub fn announce_restored(&self, folders: &[Arc<Folder>]) {
+    pub fn announce_restored(self: &Arc<Self>, folders: &[Arc<Folder>]) {
         let mut any = false;
         for f in folders.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
             self.notifier.send(Outgoing::Plan(f.plan_json()));
@@ -177,6 +177,10 @@ impl Shared {
         }
         if any {
             self.notifier.send(Outgoing::RefreshLenses);
+        }
+        for f in folders {
+            let (shared, f) = (self.clone(), f.clone());
+            tokio::spawn(async move { super::review::refresh(&shared, &f).await });
         }
     }
 

@@ -107,7 +107,7 @@ impl Workspace {
 
     /// Refused unless `slot` is this workspace's run slot (a ticket of another workspace, or one whose
     /// run ended).
-    fn holds(&self, slot: &RunTicket) -> Result<(), String> {
+    pub(super) fn holds(&self, slot: &RunTicket) -> Result<(), String> {
         match self.running() {
             Some(run) if run == slot.id => Ok(()),
             _ => Err(REFUSED.into()),

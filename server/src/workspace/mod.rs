@@ -8,6 +8,7 @@
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
 mod checkpoints;
+mod review;
 mod run;
 mod saving;
 
@@ -24,6 +25,7 @@ use crate::session::Session;
 use crate::steering::Inbox;
 use crate::store::Saver;
 
+pub use review::undo_plan;
 pub use run::{guarded, RunTicket};
 
 /// The run going on, if any.

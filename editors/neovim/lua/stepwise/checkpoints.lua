@@ -5,6 +5,7 @@ local M = {}
 
 local util = require('stepwise.util')
 local log = require('stepwise.log')
+local events = require('stepwise.events')
 
 --- One line of the picker: `round 2 · Add a farewell · "prompt" · 3 files`.
 ---@param c table a checkpoint of stepwise.checkpoints
@@ -51,6 +52,9 @@ function M.rewind(execute, folder, id)
     log.line(folder.uri, '⟲ ' .. summary, 'StepwiseLogHeader')
     local conflicts = type(result) == 'table' and type(result.conflicts) == 'table' and #result.conflicts > 0
     util.notify(summary, conflicts and vim.log.levels.WARN or vim.log.levels.INFO)
+    if type(result) == 'table' and result.conversation then
+      events.emit('reload', { workspace = folder.uri })
+    end
     util.emit('StepwiseRewound', { workspace = folder.uri, checkpoint = id, result = result })
   end)
 end

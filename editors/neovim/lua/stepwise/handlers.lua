@@ -8,6 +8,7 @@ local state = require('stepwise.state')
 local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
+local events = require('stepwise.events')
 
 -- ---------------------------------------------------------------------------
 -- code lenses
@@ -107,6 +108,7 @@ local function on_plan(_, params)
   require('stepwise.plan_edit').refresh(folder)
   marks.update(folder)
   M.refresh_lenses(folder.uri)
+  events.emit('plan', { workspace = folder.uri, by = params.by })
   util.emit('StepwisePlan', { workspace = folder.uri, plan = folder.plan })
   pcall(vim.cmd.redrawstatus)
 end
@@ -122,7 +124,10 @@ local function on_status(_, params)
     folder.run_id = params.runId
   end
   folder.state = params.state or 'idle'
+  local prompt -- the prompt of a run started by a command (a chat renders its own)
   if folder.state ~= 'idle' and (new_run or prev == 'idle') then
+    prompt = folder.prompt_pending
+    folder.prompt_pending = nil
     if not folder.logged_run or folder.logged_run ~= folder.run_id then
       folder.logged_run = folder.run_id
       log.run_started(folder.uri, folder.run_id, folder.prompt)
@@ -152,6 +157,13 @@ local function on_status(_, params)
     util.notify(msg, config.get().notify.finished or vim.log.levels.INFO)
   end
   plan.update(folder)
+  events.emit('status', {
+    workspace = folder.uri,
+    state = folder.state,
+    prompt = prompt,
+    reason = folder.state == 'idle' and folder.reason or nil,
+    message = params.message ~= vim.NIL and params.message or nil,
+  })
   util.emit('StepwiseStatus', {
     workspace = folder.uri,
     state = folder.state,
@@ -166,6 +178,9 @@ local function on_reminder(_, params)
   local folder = folder_of(params)
   local text = params and params.text or ''
   log.reminder(folder and folder.uri, text)
+  if folder then
+    events.emit('reminder', { workspace = folder.uri, text = text })
+  end
   util.notify(text, config.get().notify.reminder or vim.log.levels.DEBUG)
   util.emit('StepwiseReminder', params)
 end
@@ -173,6 +188,9 @@ end
 local function on_text(_, params)
   local folder = folder_of(params)
   log.assistant_text(folder and folder.uri, params and params.text)
+  if folder and params and type(params.text) == 'string' then
+    events.emit('text', { workspace = folder.uri, text = params.text })
+  end
 end
 
 local function on_tool_call(_, params)
@@ -185,6 +203,9 @@ local function on_tool_call(_, params)
     folder.step = type(params.step) == 'string' and params.step or nil
   end
   log.tool_call(params)
+  if folder then
+    events.emit('tool', vim.tbl_extend('force', params, { workspace = folder.uri }))
+  end
   if params.phase == 'finished' and params.name == 'bash' then
     -- a shell command may have changed files on disk: reload the unmodified buffers ('autoread')
     vim.schedule(function()
@@ -289,6 +310,8 @@ local function on_apply_edit(_, params, ctx)
     t.buf = util.find_buf(t.fname)
     t.was_loaded = t.buf ~= nil and api.nvim_buf_is_loaded(t.buf)
     if t.was_loaded then
+      -- a buffer this handler loaded, unchanged since and shown nowhere, is still written like a file not open
+      t.agent_owned = vim.b[t.buf].stepwise_loaded == true and not vim.bo[t.buf].modified and vim.fn.bufwinid(t.buf) == -1
       t.was_empty = api.nvim_buf_line_count(t.buf) == 1 and api.nvim_buf_get_lines(t.buf, 0, 1, false)[1] == ''
     else
       local stat = vim.uv.fs_stat(t.fname)
@@ -324,7 +347,7 @@ local function on_apply_edit(_, params, ctx)
   for _, t in ipairs(targets) do
     local f = by_name[t.fname]
     if not f then
-      f = { fname = t.fname, was_loaded = t.was_loaded, was_empty = t.was_empty, edits = {} }
+      f = { fname = t.fname, was_loaded = t.was_loaded, agent_owned = t.agent_owned, was_empty = t.was_empty, edits = {} }
       by_name[t.fname] = f
       files[#files + 1] = f
     end
@@ -343,10 +366,11 @@ local function on_apply_edit(_, params, ctx)
         end
       end
       util.break_undo(buf)
-      if not t.was_loaded and config.get().write_unopened and vim.bo[buf].modified then
+      if (not t.was_loaded or t.agent_owned) and config.get().write_unopened and vim.bo[buf].modified then
         pcall(api.nvim_buf_call, buf, function()
           vim.cmd('silent keepalt lockmarks write')
         end)
+        vim.b[buf].stepwise_loaded = true
       end
       local line = first_line(t.edits)
       if line and not marked then
@@ -390,6 +414,11 @@ local function on_show_message_request(_, params)
       return (tostring(action.title):gsub('\n', ' '))
     end,
   }
+  events.emit('approval', { message = message })
+  local function told(choice)
+    local title = type(choice) == 'table' and choice.title or 'no answer'
+    events.emit('approval', { message = message, choice = tostring(title) })
+  end
   local co, is_main = coroutine.running()
   if co and not is_main then
     local answered = false
@@ -398,6 +427,7 @@ local function on_show_message_request(_, params)
         return
       end
       answered = true
+      told(choice)
       vim.schedule(function()
         local ok, e = coroutine.resume(co, choice or vim.NIL)
         if not ok then
@@ -410,6 +440,7 @@ local function on_show_message_request(_, params)
   local result = vim.NIL
   vim.ui.select(actions, opts, function(choice)
     result = choice or vim.NIL
+    told(choice)
   end)
   return result
 end
@@ -430,6 +461,9 @@ function M.handlers()
     ['stepwise/usage'] = on_usage,
     ['stepwise/compacted'] = on_compacted,
     ['stepwise/mcp'] = require('stepwise.mcp').on_notification,
+    ['stepwise/review'] = function(_, params)
+      events.emit('review', params)
+    end,
     ['stepwise/saveDocuments'] = on_save_documents,
     ['workspace/applyEdit'] = on_apply_edit,
     ['window/showMessageRequest'] = on_show_message_request,

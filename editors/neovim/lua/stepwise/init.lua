@@ -9,8 +9,10 @@ local client = require('stepwise.client')
 local plan = require('stepwise.plan')
 local marks = require('stepwise.marks')
 local log = require('stepwise.log')
+local execute = require('stepwise.execute')
+local events = require('stepwise.events')
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -29,6 +31,8 @@ local function set_highlights()
     StepwiseLogError = 'DiagnosticError',
     StepwiseLogReminder = 'DiagnosticWarn',
     StepwiseLogEdit = 'Comment',
+    StepwiseReviewSign = 'Changed',
+    StepwiseReviewDelete = 'Removed',
   }
   for name, target in pairs(links) do
     api.nvim_set_hl(0, name, { link = target, default = true })
@@ -57,17 +61,7 @@ end
 ---@param extra table?
 ---@param cb fun(err: lsp.ResponseError?, result: any)?
 function M.execute(folder, command, extra, cb)
-  client.with_client(folder.path, function(c)
-    local args = vim.tbl_extend('force', { workspace = folder.uri }, extra or {})
-    util.request(c, 'workspace/executeCommand', { command = command, arguments = { args } }, function(err, result)
-      if err then
-        util.notify(command .. ': ' .. tostring(err.message or err), vim.log.levels.WARN)
-      end
-      if cb then
-        cb(err, result)
-      end
-    end)
-  end)
+  execute.execute(folder, command, extra, cb)
 end
 
 --- Start a run in the current folder (asks for the task when none is given).
@@ -85,6 +79,7 @@ function M.run(prompt, opts)
   end
   local folder = opts.folder or M.current_folder()
   folder.prompt = prompt
+  folder.prompt_pending = prompt
   M.execute(folder, 'stepwise.run', { prompt = prompt }, function(err, result)
     if not err and type(result) == 'table' and result.runId then
       folder.run_id = result.runId
@@ -107,6 +102,9 @@ function M.steer(text, opts)
   end
   local folder = opts.folder or M.current_folder()
   text = vim.trim(text)
+  if folder.state == 'idle' then
+    folder.prompt_pending = text -- it starts a run
+  end
   M.execute(folder, 'stepwise.steer', { text = text }, function(err)
     if not err then
       log.line(folder.uri, '» you: ' .. text, 'StepwiseLogHeader')
@@ -146,6 +144,7 @@ function M.reset(opts)
   marks.clear(folder)
   M.execute(folder, 'stepwise.reset', nil, function(err)
     if not err then
+      events.emit('reload', { workspace = folder.uri })
       log.line(folder.uri, '— conversation reset', 'StepwiseLogHeader')
     end
   end)
@@ -181,6 +180,25 @@ end
 function M.compact(opts)
   local folder = (opts and opts.folder) or M.current_folder()
   M.execute(folder, 'stepwise.compact')
+end
+
+--- `:Stepwise chat`: the conversation buffer of the current folder.
+function M.chat(opts)
+  local folder = (opts and opts.folder) or M.current_folder()
+  return require('stepwise.chat').open(folder)
+end
+
+--- `:Stepwise review [path]`, `:Stepwise review keep|undo [path]`.
+---@param what string? nil, 'keep', 'undo' or a path to review
+---@param path string?
+---@param opts {folder: stepwise.Folder?, range: integer[]?}? `range`: {first, last} lines (keep/undo only those hunks)
+function M.review(what, path, opts)
+  local folder = (opts and opts.folder) or M.current_folder()
+  local review = require('stepwise.review')
+  if what == 'keep' or what == 'undo' then
+    return review.act(folder, what, path, nil, opts and opts.range)
+  end
+  return review.open(folder, what)
 end
 
 --- Show the transcript.
@@ -264,8 +282,17 @@ function M.command(o)
     return M.status()
   elseif sub == 'compact' then
     return M.compact()
+  elseif sub == 'chat' then
+    return M.chat()
+  elseif sub == 'review' then
+    local range = (o.range or 0) > 0 and { o.line1, o.line2 } or nil
+    if o.fargs[2] == 'comment' then
+      local text = o.args:match('^%s*review%s+comment%s+(.-)%s*$')
+      return require('stepwise.review').comment(M.current_folder(), text or '', range)
+    end
+    return M.review(o.fargs[2], o.fargs[3], { range = range })
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind)', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}])', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -274,6 +301,17 @@ function M.complete(arglead, cmdline, _)
     return vim.tbl_filter(function(s)
       return s:sub(1, #arglead) == arglead
     end, { 'edit' })
+  end
+  if before:match('^review%s+%S*$') then
+    return vim.tbl_filter(function(s)
+      return s:sub(1, #arglead) == arglead
+    end, { 'keep', 'undo', 'comment' })
+  end
+  if before:match('^review%s+comment%s') then
+    return {}
+  end
+  if before:match('^review%s+%S+%s+%S*$') then
+    return require('stepwise.review').complete(M.current_folder(), arglead)
   end
   if before:find('%s') then
     return {}
@@ -288,8 +326,9 @@ function M.create_command()
     M.command(o)
   end, {
     nargs = '*',
+    range = true,
     complete = M.complete,
-    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id}',
+    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]]',
   })
 end
 
@@ -375,6 +414,7 @@ function M.setup(opts)
     end,
   })
   set_keymaps(config.get().keymaps)
+  require('stepwise.review').setup()
   if not first then
     client.push_settings()
   end

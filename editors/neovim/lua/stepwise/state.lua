@@ -10,6 +10,7 @@ local M = {}
 ---@field run_id string?
 ---@field reason string? reason of the last idle
 ---@field prompt string? prompt of the current or last run
+---@field prompt_pending string? prompt of a run started by a command, until its status comes (the chat shows it)
 ---@field mark table? {buf, id} extmark of the step virtual text
 ---@field step string? the plan step of the tool call in flight (from stepwise/toolCall)
 ---@field mcp stepwise.McpServer[]? the folder's MCP servers (stepwise/mcp)

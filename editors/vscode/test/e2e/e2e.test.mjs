@@ -13,6 +13,7 @@ import {
   base,
   bundledServer,
   clearToasts,
+  closeConversationView,
   editorText,
   greetPath,
   log,
@@ -280,6 +281,8 @@ step('approval "ask": the shell command waits for Allow in a VS Code notificatio
   const before = serverLog().length;
   writeFolderSettings({ 'stepwise.approval': 'ask' });
   await waitFor('the server to pull approval "ask"', async () => serverLog().slice(before), (l) => /settings for .*"approval":"ask"/.test(l), LONG);
+  // With the Conversation view closed the approval is VS Code's notification (conversation.test.mjs: in the view).
+  await closeConversationView();
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', 'Count the lines');
   await waitStatus(/stepwise: waiting 0\/1/, LONG);

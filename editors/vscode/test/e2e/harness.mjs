@@ -150,6 +150,18 @@ export async function openFile(name) {
   await page.keyboard.press('Enter');
 }
 
+/**
+ * Collapses the Conversation view, so the server's approvals come as VS Code notifications (as they do
+ * whenever the view is closed). Opens the Stepwise container first.
+ */
+export async function closeConversationView() {
+  await runCommand('Stepwise: Show Plan');
+  const header = page.locator('.pane-header', { hasText: /^\s*Conversation/i }).first();
+  await header.waitFor({ state: 'visible', timeout: SHORT });
+  if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
+  await waitFor('the Conversation view collapsed', () => header.getAttribute('aria-expanded'), (v) => v === 'false', SHORT);
+}
+
 /** Types into the input box the extension opens (titled `title`) and accepts it. */
 export async function answerInputBox(title, value) {
   await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ state: 'visible', timeout: SHORT });

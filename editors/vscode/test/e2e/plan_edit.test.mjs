@@ -7,6 +7,7 @@ import {
   LONG,
   SHORT,
   answerInputBox,
+  closeConversationView,
   editorText,
   log,
   page,
@@ -171,6 +172,7 @@ step('Run Task becomes Steer while a run goes on: the line reaches the model at 
   const before = serverLog().length;
   writeFolderSettings({ 'stepwise.approval': 'ask' });
   await waitFor('the server to pull approval "ask"', async () => serverLog().slice(before), (l) => /settings for .*"approval":"ask"/.test(l), LONG);
+  await closeConversationView();
   await page.locator('.part.editor .view-lines').first().click();
   await page.keyboard.press('Control+W');
   await runCommand('Stepwise: Run Task');

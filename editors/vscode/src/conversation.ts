@@ -1,0 +1,256 @@
+// The conversation as the Conversation view shows it: entries from `stepwise.conversation` and the server's
+// notifications, kept in order. One model for the extension (which keeps each folder's, so a view opened
+// later starts where the run is) and the webview (which draws what changed). Pure logic: no `vscode`, no DOM.
+
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'note';
+
+export interface ToolInfo {
+  id: string;
+  name: string;
+  summary?: string;
+  output?: string;
+  isError?: boolean;
+  /** The plan step in progress when the call ran. */
+  step?: string | null;
+  /** `running` until `finished` (or the run's end) arrives. */
+  state?: 'running' | 'done' | 'failed';
+}
+
+/** A question the server asks before a tool call (`window/showMessageRequest`), answered in the call's card. */
+export interface Approval {
+  id: number;
+  message: string;
+  actions: string[];
+  /** The action taken, once answered. */
+  answer?: string;
+}
+
+export interface Entry {
+  kind: EntryKind;
+  runId?: string;
+  text?: string;
+  tool?: ToolInfo;
+  approval?: Approval;
+}
+
+/** The params of `stepwise/toolCall`. */
+export interface ToolEvent {
+  runId?: string;
+  id?: string;
+  name?: string;
+  phase?: string;
+  summary?: string | null;
+  output?: string | null;
+  isError?: boolean;
+  step?: string | null;
+}
+
+/** What the view is sent besides entries: a folder's plan, run state and usage. */
+export type Event =
+  | { type: 'text'; runId?: string; text: string }
+  | { type: 'tool'; call: ToolEvent }
+  | { type: 'note'; kind: 'reminder' | 'planEdit' | 'note'; text: string; runId?: string }
+  | { type: 'user'; kind: 'user' | 'steer'; text: string; runId?: string }
+  | { type: 'approval'; approval: Approval }
+  | { type: 'answered'; id: number; answer: string }
+  | { type: 'ended'; runId?: string };
+
+const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'note'];
+/** Entries kept per folder: a long session stays within memory (the oldest go first). */
+export const MAX_ENTRIES = 20_000;
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : v === undefined || v === null ? undefined : String(v));
+
+/** One entry of `stepwise.conversation`'s result, checked (anything the view cannot show is dropped). */
+export function entryOf(raw: unknown): Entry | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const r = raw as Record<string, unknown>;
+  const kind = str(r.kind) as EntryKind;
+  if (!KINDS.includes(kind)) return undefined;
+  const e: Entry = { kind, runId: str(r.runId), text: str(r.text) };
+  if (kind === 'tool') {
+    const t = (r.tool && typeof r.tool === 'object' ? r.tool : {}) as Record<string, unknown>;
+    e.tool = {
+      id: str(t.id) ?? '',
+      name: str(t.name) ?? 'tool',
+      summary: str(t.summary),
+      output: str(t.output),
+      isError: t.isError === true,
+      step: str(t.step) ?? null,
+      state: t.isError === true ? 'failed' : 'done',
+    };
+  }
+  return e;
+}
+
+/** The entries of a `stepwise.conversation` result. */
+export function entriesOf(result: unknown): Entry[] {
+  const list = result && typeof result === 'object' ? (result as { entries?: unknown }).entries : undefined;
+  if (!Array.isArray(list)) return [];
+  return list.map(entryOf).filter((e): e is Entry => !!e);
+}
+
+export class ConversationLog {
+  entries: Entry[] = [];
+  /** Entries dropped from the front so far (indexes given out stay those of `entries`). */
+  dropped = 0;
+
+  load(entries: Entry[]): void {
+    this.entries = entries.slice(-MAX_ENTRIES);
+    this.dropped = 0;
+  }
+
+  /** Applies an event; the index of the entry it added or changed, if any. */
+  apply(e: Event): number | undefined {
+    switch (e.type) {
+      case 'text':
+        return this.text(e.runId, e.text);
+      case 'tool':
+        return this.tool(e.call);
+      case 'note':
+        return e.text ? this.push({ kind: e.kind, text: e.text, runId: e.runId }) : undefined;
+      case 'user':
+        return e.text ? this.user(e.kind, e.text, e.runId) : undefined;
+      case 'approval':
+        return this.approval(e.approval);
+      case 'answered':
+        return this.answered(e.id, e.answer);
+      case 'ended':
+        return undefined;
+    }
+  }
+
+  /** The run ended: its calls still running failed (no `finished` will come); the indexes that changed. */
+  ended(runId: string | undefined): number[] {
+    const out: number[] = [];
+    for (let i = this.entries.length - 1; i >= 0 && out.length < 64; i--) {
+      const t = this.entries[i].tool;
+      if (t?.state === 'running' && (!runId || this.entries[i].runId === runId)) {
+        t.state = 'failed';
+        out.push(i);
+      }
+      const a = this.entries[i].approval;
+      if (a && !a.answer) {
+        a.answer = 'unanswered';
+        if (!out.includes(i)) out.push(i);
+      }
+    }
+    return out;
+  }
+
+  /** The last user entry's run id is set once `stepwise.run` answers. */
+  setRunId(index: number, runId: string): void {
+    const e = this.entries[index];
+    if (e && !e.runId) e.runId = runId;
+  }
+
+  /** A prompt: the view adds it when it sends, the run's start names it again (from a command): once. */
+  private user(kind: 'user' | 'steer', text: string, runId: string | undefined): number | undefined {
+    if (kind === 'user' && runId) {
+      for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 20; i--, n++) {
+        const e = this.entries[i];
+        if (e.kind !== 'user') continue;
+        if (e.runId === runId) return undefined;
+        if (!e.runId && e.text === text) {
+          e.runId = runId;
+          return i;
+        }
+      }
+    }
+    return this.push({ kind, text, runId });
+  }
+
+  private push(e: Entry): number {
+    this.entries.push(e);
+    if (this.entries.length > MAX_ENTRIES) {
+      this.entries.shift();
+      this.dropped += 1;
+    }
+    return this.entries.length - 1;
+  }
+
+  private text(runId: string | undefined, chunk: string): number | undefined {
+    if (!chunk) return undefined;
+    const last = this.entries[this.entries.length - 1];
+    if (last?.kind === 'assistant' && last.runId === runId) {
+      last.text = (last.text ?? '') + chunk;
+      return this.entries.length - 1;
+    }
+    return this.push({ kind: 'assistant', runId, text: chunk });
+  }
+
+  private tool(p: ToolEvent): number | undefined {
+    if (!p?.name) return undefined;
+    const id = str(p.id) ?? '';
+    const i = id ? this.findTool(id) : -1;
+    const finished = p.phase !== 'started';
+    if (i < 0) {
+      return this.push({
+        kind: 'tool',
+        runId: str(p.runId),
+        tool: {
+          id,
+          name: String(p.name),
+          summary: str(p.summary),
+          output: finished ? str(p.output) : undefined,
+          isError: finished && p.isError === true,
+          step: str(p.step) ?? null,
+          state: !finished ? 'running' : p.isError ? 'failed' : 'done',
+        },
+      });
+    }
+    const t = this.entries[i].tool as ToolInfo;
+    if (!finished) return undefined;
+    t.state = p.isError ? 'failed' : 'done';
+    t.isError = p.isError === true;
+    if (typeof p.output === 'string') t.output = p.output;
+    if (p.summary) t.summary = p.summary;
+    return i;
+  }
+
+  private findTool(id: string): number {
+    for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 200; i--, n++) if (this.entries[i].tool?.id === id) return i;
+    return -1;
+  }
+
+  /** The call waiting for this approval is the newest one still running; with none, the question stands alone. */
+  private approval(a: Approval): number {
+    for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 50; i--, n++) {
+      const e = this.entries[i];
+      if (e.tool?.state === 'running' && !e.approval) {
+        e.approval = a;
+        return i;
+      }
+    }
+    return this.push({ kind: 'note', text: a.message, approval: a });
+  }
+
+  private answered(id: number, answer: string): number | undefined {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const a = this.entries[i].approval;
+      if (a?.id === id) {
+        a.answer = answer;
+        return i;
+      }
+    }
+    return undefined;
+  }
+}
+
+/** The slash commands the view's input offers. */
+export const SLASH_COMMANDS: readonly { name: string; detail: string }[] = [
+  { name: 'compact', detail: 'compact the conversation now' },
+  { name: 'plan', detail: 'plan first: /plan TASK (alone: edit the plan as text)' },
+  { name: 'checkpoints', detail: 'the checkpoints, to rewind to one' },
+  { name: 'rewind', detail: 'rewind to a checkpoint' },
+  { name: 'review', detail: 'review the changes of the last run' },
+];
+
+/** A line the input sends: a slash command with its argument, or text for the agent. */
+export function parseInput(text: string): { slash: string; arg: string } | { text: string } | undefined {
+  const t = text.trim();
+  if (!t) return undefined;
+  const m = /^\/([a-z]+)\b\s*([\s\S]*)$/.exec(t);
+  if (m && SLASH_COMMANDS.some((c) => c.name === m[1])) return { slash: m[1], arg: m[2].trim() };
+  return { text: t };
+}

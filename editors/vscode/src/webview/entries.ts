@@ -1,0 +1,104 @@
+// Draws one conversation entry: a user turn (with "Rewind to here"), the model's text (markdown, drawn when
+// it comes near the screen, so a long conversation opens fast), a tool call's card (its command or path,
+// the step it served, the output collapsed, an error state, the approval's buttons), or a small note.
+import type { Entry } from '../conversation';
+import { el } from './dom';
+import { renderMarkdown } from './markdown';
+
+export interface EntryActions {
+  approve(id: number, answer: string): void;
+  rewind(index: number): void;
+  /** Whether a run is going on (no rewind then). */
+  busy(): boolean;
+}
+
+const TOOL_ICON: Record<string, string> = { running: '◌', done: '✓', failed: '✗' };
+const ANSWER_TEXT: Record<string, string> = {
+  Allow: 'Allowed',
+  'Allow for this session': 'Allowed for this session',
+  Deny: 'Denied',
+  unanswered: 'Not answered',
+};
+/** The server's action titles, as the buttons name them. */
+const BUTTON_TEXT: Record<string, string> = { 'Allow for this session': 'Allow for Session' };
+
+export function drawEntry(e: Entry, index: number, actions: EntryActions): HTMLElement {
+  switch (e.kind) {
+    case 'user':
+    case 'steer':
+      return userTurn(e, index, actions);
+    case 'assistant': {
+      const div = el('div', { class: 'entry assistant markdown', 'data-index': String(index) });
+      div.textContent = e.text ?? '';
+      div.dataset.pending = '1';
+      return div;
+    }
+    case 'tool':
+      return toolCard(e, index, actions);
+    default: {
+      const div = el('div', { class: `entry note ${e.kind}`, 'data-index': String(index) }, noteIcon(e.kind), el('span', {}, e.text ?? ''));
+      if (e.approval) div.append(approvalRow(e, actions));
+      return div;
+    }
+  }
+}
+
+/** Draws the markdown of an assistant entry (called when it nears the screen or while it streams). */
+export function drawMarkdown(div: HTMLElement, text: string): void {
+  div.innerHTML = renderMarkdown(text);
+  delete div.dataset.pending;
+}
+
+function noteIcon(kind: string): string {
+  return kind === 'reminder' ? '⚑ ' : kind === 'planEdit' ? '' : '· ';
+}
+
+function userTurn(e: Entry, index: number, actions: EntryActions): HTMLElement {
+  const head = el('div', { class: 'turn-head' }, el('span', { class: 'who' }, e.kind === 'steer' ? 'You (steer)' : 'You'));
+  if (e.kind === 'user' && e.runId) {
+    const b = el('button', { class: 'link rewind', title: 'Put the files, the conversation and the plan back as they were before this turn' }, 'Rewind to here');
+    b.addEventListener('click', () => !actions.busy() && actions.rewind(index));
+    head.append(b);
+  }
+  return el('div', { class: `entry turn ${e.kind}`, 'data-index': String(index) }, head, el('div', { class: 'user-text' }, e.text ?? ''));
+}
+
+function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
+  const t = e.tool ?? { id: '', name: 'tool' };
+  const state = t.state ?? 'done';
+  const card = el('div', { class: `entry card tool ${state}`, 'data-index': String(index), 'data-tool': t.name });
+  const head = el(
+    'div',
+    { class: 'card-head' },
+    el('span', { class: `icon ${state}`, 'aria-label': state }, TOOL_ICON[state] ?? '·'),
+    el('span', { class: 'tool-name' }, t.name),
+    t.summary ? el('code', { class: 'summary', title: t.summary }, t.summary) : undefined,
+  );
+  card.append(head);
+  if (t.step) card.append(el('div', { class: 'step' }, `step: ${t.step}`));
+  if (t.output !== undefined && t.output !== '') {
+    const details = el('details', { class: 'output' }, el('summary', {}, t.isError ? 'error' : 'output'), el('pre', {}, t.output));
+    if (t.isError) details.open = true;
+    card.append(details);
+  }
+  if (e.approval) card.append(approvalRow(e, actions));
+  return card;
+}
+
+function approvalRow(e: Entry, actions: EntryActions): HTMLElement {
+  const a = e.approval;
+  if (!a) return el('div');
+  if (a.answer) return el('div', { class: `approval answered ${a.answer === 'Deny' || a.answer === 'unanswered' ? 'denied' : 'allowed'}` }, ANSWER_TEXT[a.answer] ?? a.answer);
+  const row = el('div', { class: 'approval', role: 'group', 'aria-label': a.message }, el('div', { class: 'question' }, a.message));
+  const buttons = el('div', { class: 'buttons' });
+  a.actions.forEach((title, i) => {
+    const b = el('button', { class: i === 0 ? 'primary' : 'secondary', 'data-action': title }, BUTTON_TEXT[title] ?? title);
+    b.addEventListener('click', () => {
+      for (const x of buttons.querySelectorAll('button')) x.disabled = true;
+      actions.approve(a.id, title);
+    });
+    buttons.append(b);
+  });
+  row.append(buttons);
+  return row;
+}

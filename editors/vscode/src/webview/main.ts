@@ -1,0 +1,180 @@
+// The Conversation view's page. It draws what the extension sends (a whole conversation on `reset`, then one
+// entry at a time) and sends back what the user does. Drawing is incremental: a streamed chunk redraws only its
+// entry, once per frame; the model's markdown is drawn when an entry comes near the screen, so a session of
+// hundreds of rounds opens and scrolls smoothly.
+import type { Entry } from '../conversation';
+import type { FolderRef, PlanParams } from '../plan';
+import type { StatusParams, UsageParams } from '../status';
+import { el } from './dom';
+import { drawEntry, drawMarkdown, type EntryActions } from './entries';
+import { Input } from './input';
+import { drawPlan } from './plan';
+
+declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): any; setState(s: unknown): void };
+const vscode = acquireVsCodeApi();
+const post = (m: unknown) => vscode.postMessage(m);
+
+interface State {
+  folder?: FolderRef;
+  folders?: FolderRef[];
+  plan?: PlanParams;
+  status?: StatusParams;
+  usage?: UsageParams;
+  busy?: boolean;
+}
+
+let state: State = {};
+let entries: Entry[] = [];
+let nodes: HTMLElement[] = [];
+
+const actions: EntryActions = {
+  approve: (id, answer) => post({ type: 'approve', id, answer }),
+  rewind: (index) => post({ type: 'rewind', index }),
+  busy: () => !!state.busy,
+};
+
+// ---- layout -----------------------------------------------------------------------------------------------
+const folderPick = el('select', { class: 'folder', 'aria-label': 'Folder' });
+folderPick.addEventListener('change', () => post({ type: 'folder', uri: folderPick.value }));
+const planRoot = el('div', { class: 'plan-root' });
+const list = el('div', { class: 'entries', role: 'log', 'aria-live': 'polite' });
+const empty = el('div', { class: 'empty' }, 'Give the agent a task below. It plans its steps, and you see its work here: its text, each tool call, and the questions it asks.');
+const statusLine = el('span', { class: 'status' });
+const usageLine = el('span', { class: 'usage' });
+const stop = el('button', { class: 'secondary stop', title: 'Cancel the run' }, 'Stop');
+stop.addEventListener('click', () => post({ type: 'stop' }));
+const sendButton = el('button', { class: 'primary send' }, 'Send');
+const input = new Input({ send: (text) => post({ type: 'send', text }), files: (query) => post({ type: 'files', query }) }, vscode.getState()?.prompts ?? []);
+sendButton.addEventListener('click', () => input.box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })));
+const footer = el('div', { class: 'footer' }, statusLine, usageLine);
+const controls = el('div', { class: 'controls' }, stop, sendButton);
+document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, planRoot), list, el('div', { class: 'bottom' }, input.root, controls, footer));
+
+list.addEventListener('click', (e) => {
+  const a = (e.target as HTMLElement).closest('a');
+  if (!a) return;
+  e.preventDefault();
+  const href = a.getAttribute('href');
+  if (href) post({ type: 'open', href });
+});
+
+// ---- the list: incremental ----------------------------------------------------------------------------------
+/** Markdown is drawn for entries near the screen (and for the one streaming). */
+const near = new IntersectionObserver(
+  (seen) => {
+    for (const s of seen) {
+      if (!s.isIntersecting) continue;
+      const node = s.target as HTMLElement;
+      near.unobserve(node);
+      const e = entries[Number(node.dataset.index)];
+      if (node.dataset.pending && e) drawMarkdown(node, e.text ?? '');
+    }
+  },
+  { root: list, rootMargin: '800px 0px' },
+);
+
+function atBottom(): boolean {
+  return list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+}
+
+function drawAll(): void {
+  for (const n of nodes) near.unobserve(n);
+  const frag = document.createDocumentFragment();
+  nodes = entries.map((e, i) => drawEntry(e, i, actions));
+  for (const n of nodes) frag.append(n);
+  list.replaceChildren(frag);
+  for (const n of nodes) if (n.dataset.pending) near.observe(n);
+  empty.hidden = entries.length > 0;
+  if (entries.length === 0) list.append(empty);
+  list.scrollTop = list.scrollHeight;
+}
+
+/** Entries to redraw at the next frame: a burst of chunks costs one markdown pass. */
+const dirty = new Set<number>();
+let frame = 0;
+
+function update(index: number, entry: Entry): void {
+  entries[index] = entry;
+  dirty.add(index);
+  if (!frame) frame = requestAnimationFrame(flush);
+}
+
+function flush(): void {
+  frame = 0;
+  const stick = atBottom();
+  if (empty.isConnected) empty.remove();
+  for (const i of [...dirty].sort((a, b) => a - b)) {
+    const e = entries[i];
+    if (!e) continue;
+    const old = nodes[i];
+    if (old && e.kind === 'assistant' && old.classList.contains('assistant')) {
+      drawMarkdown(old, e.text ?? '');
+      continue;
+    }
+    const node = drawEntry(e, i, actions);
+    if (e.kind === 'assistant') drawMarkdown(node, e.text ?? '');
+    if (old) {
+      near.unobserve(old);
+      old.replaceWith(node);
+    } else list.append(node);
+    nodes[i] = node;
+  }
+  dirty.clear();
+  if (stick) list.scrollTop = list.scrollHeight;
+}
+
+// ---- plan, state, footer ------------------------------------------------------------------------------------
+function drawState(): void {
+  const folders = state.folders ?? [];
+  folderPick.hidden = folders.length < 2;
+  folderPick.replaceChildren(...folders.map((f) => el('option', { value: f.uri, ...(f.uri === state.folder?.uri ? { selected: '' } : {}) }, f.name)));
+  drawPlan(planRoot, state.plan, (id, edit) => post({ type: 'planItem', id, edit }));
+  const s = state.status;
+  const busy = !!state.busy;
+  document.body.classList.toggle('busy', busy);
+  stop.hidden = !busy;
+  sendButton.textContent = busy ? 'Steer' : 'Send';
+  input.box.placeholder = busy
+    ? 'Steer the run: the agent reads this at its next step (Enter sends)'
+    : 'Ask the agent (Enter sends, Shift+Enter a new line, @ a file, / a command)';
+  statusLine.textContent = s ? (s.state === 'idle' ? `idle${s.reason ? ` (${s.reason.replace(/_/g, ' ')})` : ''}` : s.state === 'waiting' ? 'waiting for you' : 'running…') : '';
+  const u = state.usage;
+  const parts: string[] = [];
+  const total = Number(u?.runInputTokens ?? u?.inputTokens ?? 0) + Number(u?.runOutputTokens ?? u?.outputTokens ?? 0);
+  if (total) parts.push(`${tokens(total)} tokens`);
+  if (u?.contextWindow && u.contextTokens !== undefined) parts.push(`context ${Math.round((100 * Number(u.contextTokens)) / Number(u.contextWindow))}%`);
+  usageLine.textContent = parts.join(' · ');
+}
+
+function tokens(n: number): string {
+  return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+// ---- messages -----------------------------------------------------------------------------------------------
+window.addEventListener('message', (event) => {
+  const m = event.data;
+  switch (m?.type) {
+    case 'reset':
+      entries = Array.isArray(m.entries) ? m.entries : [];
+      input.remember(entries.filter((e) => e.kind === 'user' || e.kind === 'steer').map((e) => e.text ?? '').filter((t) => t));
+      state = m;
+      drawAll();
+      drawState();
+      break;
+    case 'entry':
+      if (typeof m.index === 'number' && m.entry) update(m.index, m.entry);
+      break;
+    case 'state':
+      state = m;
+      drawState();
+      break;
+    case 'files':
+      input.showFiles(String(m.query ?? ''), Array.isArray(m.items) ? m.items : []);
+      break;
+  }
+});
+
+input.box.addEventListener('keydown', () => queueMicrotask(() => vscode.setState({ prompts: input.prompts })));
+post({ type: 'ready' });
+// Focusing the view (its title, Focus on Conversation View) puts the cursor in the input; loading it does not.
+window.addEventListener('focus', () => input.box.focus());

@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { ConversationLog, entriesOf, parseInput } from '../../src/conversation';
+
+test('streamed chunks join one assistant entry; a tool call starts and finishes in one card', () => {
+  const log = new ConversationLog();
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'do it', runId: 'r1' }), 0);
+  assert.equal(log.apply({ type: 'text', runId: 'r1', text: 'I will ' }), 1);
+  assert.equal(log.apply({ type: 'text', runId: 'r1', text: '**do** it' }), 1);
+  assert.equal(log.entries[1].text, 'I will **do** it');
+  assert.equal(log.apply({ type: 'tool', call: { runId: 'r1', id: 't1', name: 'bash', phase: 'started', summary: 'ls', step: 'Look' } }), 2);
+  assert.equal(log.entries[2].tool?.state, 'running');
+  assert.equal(log.apply({ type: 'tool', call: { runId: 'r1', id: 't1', name: 'bash', phase: 'finished', output: 'a.txt', isError: false } }), 2);
+  assert.deepEqual(log.entries[2].tool, { id: 't1', name: 'bash', summary: 'ls', output: 'a.txt', isError: false, step: 'Look', state: 'done' });
+  // Text after the call is a new entry.
+  assert.equal(log.apply({ type: 'text', runId: 'r1', text: 'Done.' }), 3);
+});
+
+test('an approval goes into the running call; the answer is kept; the run\'s end fails calls left running', () => {
+  const log = new ConversationLog();
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'a', name: 'bash', phase: 'started', summary: 'rm x' } });
+  assert.equal(log.apply({ type: 'approval', approval: { id: 7, message: 'stepwise wants to run a shell command in demo: rm x', actions: ['Allow', 'Deny'] } }), 0);
+  assert.equal(log.apply({ type: 'answered', id: 7, answer: 'Deny' }), 0);
+  assert.equal(log.entries[0].approval?.answer, 'Deny');
+  assert.deepEqual(log.ended('r'), [0]);
+  assert.equal(log.entries[0].tool?.state, 'failed');
+  // With no call running the question stands alone.
+  assert.equal(log.apply({ type: 'approval', approval: { id: 8, message: 'q', actions: ['Allow'] } }), 1);
+  assert.equal(log.entries[1].kind, 'note');
+});
+
+test('stepwise.conversation entries are checked; unknown kinds dropped', () => {
+  const entries = entriesOf({
+    workspace: 'file:///w',
+    entries: [
+      { kind: 'user', runId: 'r', text: 'hi' },
+      { kind: 'tool', runId: 'r', tool: { id: '1', name: 'bash', summary: 'ls', output: 'x', isError: true, step: null } },
+      { kind: 'bogus' },
+      null,
+    ],
+  });
+  assert.equal(entries.length, 2);
+  assert.equal(entries[1].tool?.state, 'failed');
+  assert.deepEqual(entriesOf(null), []);
+});
+
+test('the input: slash commands with their argument, else text', () => {
+  assert.deepEqual(parseInput('/plan add a test'), { slash: 'plan', arg: 'add a test' });
+  assert.deepEqual(parseInput('/compact'), { slash: 'compact', arg: '' });
+  assert.deepEqual(parseInput('/unknown x'), { text: '/unknown x' });
+  assert.deepEqual(parseInput('  fix it  '), { text: 'fix it' });
+  assert.equal(parseInput('   '), undefined);
+});
+
+test('a prompt the view sent and the run\'s start naming it are one turn', () => {
+  const log = new ConversationLog();
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'fix it' }), 0);
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'fix it', runId: 'r1' }), 0);
+  assert.equal(log.entries[0].runId, 'r1');
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'fix it', runId: 'r1' }), undefined);
+  // A run started elsewhere (Run Task) adds its prompt.
+  assert.equal(log.apply({ type: 'user', kind: 'user', text: 'again', runId: 'r2' }), 1);
+  assert.equal(log.entries.length, 2);
+});

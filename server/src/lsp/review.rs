@@ -1,0 +1,204 @@
+//! Review of the agent's changes in the editor (issue 28): `stepwise.changes`, `stepwise.review`, the
+//! `stepwise/review` notification, and the `Keep` / `Undo` code lenses any client with lenses can use.
+//! The folder keeps the latest run's bases (what each changed path held before) so lenses are computed
+//! against the document's text without waiting on the checkpoint store.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tower_lsp_server::ls_types::{CodeLens, Command, Position, Range};
+
+use super::ext::{self, PathReason, Pending, Reviewed};
+use super::folder::Folder;
+use super::notify::Outgoing;
+use super::shared::Shared;
+use crate::checkpoint::{Bases, Hunk, Scope, Undo};
+use crate::locks;
+
+/// The folder's review as last computed: the default scope's bases and what was announced.
+#[derive(Default)]
+pub struct ReviewState {
+    pub bases: Arc<Bases>,
+    pub pending: Option<Vec<Pending>>,
+}
+
+pub fn scope(run_id: Option<&str>, checkpoint: Option<&str>) -> Scope {
+    match (checkpoint, run_id) {
+        (Some(c), _) => Scope::Since(c.to_string()),
+        (None, Some(r)) => Scope::Run(r.to_string()),
+        (None, None) => Scope::Latest,
+    }
+}
+
+/// A path's text where the editor has one (an open document, or the agent's text not saved yet).
+fn in_editor(shared: &Arc<Shared>, folder: &Arc<Folder>) -> impl Fn(&Path) -> Option<String> + Send + 'static {
+    let (shared, folder) = (shared.clone(), folder.clone());
+    move |rel: &Path| {
+        let abs = folder.root.join(rel);
+        shared.docs.text(&abs).or_else(|| folder.overlay.get(&abs).map(|t| t.clone()))
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| format!("internal error: {e}"))?
+}
+
+/// `stepwise.conversation`.
+pub async fn conversation(folder: Arc<Folder>) -> Result<Value, String> {
+    let f = folder.clone();
+    let entries = blocking(move || Ok(f.ws.conversation_entries())).await?;
+    Ok(ext::value(ext::Conversation { workspace: &folder.uri, entries: &entries }))
+}
+
+/// `stepwise.changes`.
+pub async fn changes(shared: &Arc<Shared>, folder: Arc<Folder>, scope: Scope) -> Result<Value, String> {
+    let (f, current) = (folder.clone(), in_editor(shared, &folder));
+    let (run_id, files) = blocking(move || f.ws.changes(&scope, current)).await?;
+    Ok(ext::value(ext::Changes { workspace: &folder.uri, run_id: run_id.as_deref(), files: &files }))
+}
+
+/// `stepwise.review` `keep`.
+pub async fn keep(
+    shared: &Arc<Shared>,
+    folder: Arc<Folder>,
+    scope: Scope,
+    path: String,
+    hunks: Option<Vec<usize>>,
+) -> Result<Value, String> {
+    let (f, current) = (folder.clone(), in_editor(shared, &folder));
+    blocking(move || f.ws.keep(&scope, &path, hunks.as_deref(), current)).await?;
+    refresh(shared, &folder).await;
+    Ok(ext::value(Reviewed::default()))
+}
+
+/// `stepwise.review` `undo`: refused while a run goes on.
+pub async fn undo(
+    shared: &Arc<Shared>,
+    folder: Arc<Folder>,
+    scope: Scope,
+    path: String,
+    hunks: Option<Vec<usize>>,
+) -> Result<Value, String> {
+    let slot = folder.ws.rewind_slot()?;
+    let current = in_editor(shared, &folder);
+    let planned = folder.ws.plan_undo(&slot, &scope, &path, hunks.as_deref(), current)?;
+    let mut out = Reviewed::default();
+    match planned {
+        Undo::Conflict(p) => out.conflicts.push(p.to_string_lossy().into_owned()),
+        Undo::Restore(file) => {
+            let plan = crate::workspace::undo_plan(file.clone());
+            let (done, failed) = super::rewind::put_back(shared, &folder, &plan, "review").await?;
+            if done.contains(&file.path) {
+                folder.ws.finish_undo(&slot, &file)?;
+                out.undone.push(file.path.to_string_lossy().into_owned());
+            }
+            out.failed = failed
+                .into_iter()
+                .map(|(p, reason)| PathReason { path: p.to_string_lossy().into_owned(), reason })
+                .collect();
+        }
+    }
+    drop(slot);
+    refresh(shared, &folder).await;
+    Ok(ext::value(out))
+}
+
+/// `stepwise.review` `comment`: the steer that tells the agent, naming the file and the hunks' lines
+/// (1-based, in the text now).
+pub async fn comment_text(
+    shared: &Arc<Shared>,
+    folder: &Arc<Folder>,
+    scope: Scope,
+    path: &str,
+    hunks: Option<Vec<usize>>,
+    text: &str,
+) -> Result<String, String> {
+    let Some(hunks) = hunks.filter(|h| !h.is_empty()) else {
+        return Ok(format!("Review comment on {path}: {text}"));
+    };
+    let (f, current, p) = (folder.clone(), in_editor(shared, folder), path.to_string());
+    let (_, files) = blocking(move || f.ws.changes(&scope, current)).await?;
+    let file = files.iter().find(|c| c.path == p).ok_or_else(|| format!("the agent did not change {path}"))?;
+    let mut spans = Vec::new();
+    for i in hunks {
+        let h =
+            file.hunks.get(i).ok_or_else(|| format!("{path} has {} hunks; there is no hunk {i}", file.hunks.len()))?;
+        spans.push(match h.end - h.start {
+            0 => format!("after line {}", h.start),
+            1 => format!("line {}", h.start + 1),
+            _ => format!("lines {}-{}", h.start + 1, h.end),
+        });
+    }
+    Ok(format!("Review comment on {path} ({}): {text}", spans.join(", ")))
+}
+
+/// Recomputes the folder's review (the latest run's changes): keeps its bases for the lenses, and sends
+/// `stepwise/review` (and a lens refresh) when the unreviewed set changed. One at a time per folder.
+pub async fn refresh(shared: &Arc<Shared>, folder: &Arc<Folder>) {
+    let _turn = folder.review_turn.lock().await;
+    let (f, current) = (folder.clone(), in_editor(shared, folder));
+    let computed = blocking(move || {
+        let bases = f.ws.review_bases(&Scope::Latest)?;
+        let files = bases.changes(&f.root, crate::host::disk::MAX_FILE, current);
+        let pending: Vec<Pending> = files
+            .iter()
+            .map(|c| Pending { path: c.path.clone(), hunks: c.hunks.iter().filter(|h| !h.reviewed).count() })
+            .filter(|p| p.hunks > 0)
+            .collect();
+        Ok((bases, pending))
+    })
+    .await;
+    let (bases, pending) = match computed {
+        Ok(c) => c,
+        Err(e) => return tracing::debug!("review: {e}"),
+    };
+    let changed = {
+        let mut state = locks::write(&folder.review);
+        state.bases = Arc::new(bases);
+        // Nothing to review at the start is not news.
+        let changed = state.pending.as_deref().unwrap_or_default() != pending.as_slice();
+        state.pending = Some(pending.clone());
+        changed
+    };
+    if changed {
+        shared.notifier.send(Outgoing::Review(ext::value(ext::Review { workspace: &folder.uri, pending: &pending })));
+    }
+    shared.notifier.send(Outgoing::RefreshLenses);
+}
+
+/// Unreviewed hunks in the folder, as last computed (for the plan lens).
+pub fn pending_hunks(folder: &Folder) -> usize {
+    locks::read(&folder.review).pending.as_ref().map_or(0, |p| p.iter().map(|p| p.hunks).sum())
+}
+
+/// `Keep` and `Undo` above each unreviewed hunk of the document at `path` (absolute), whose text is `text`.
+pub fn lenses(folder: &Folder, path: &Path, text: &str) -> Vec<CodeLens> {
+    let Ok(rel) = path.strip_prefix(&folder.root) else { return Vec::new() };
+    let Some(key) = crate::checkpoint::key_of(rel) else { return Vec::new() };
+    let bases = locks::read(&folder.review).bases.clone();
+    let Some(base) = bases.files.iter().find(|b| b.path == key) else { return Vec::new() };
+    let Some(file) = base.changes(Some(text.as_bytes()), &bases.kept) else { return Vec::new() };
+    let last = text.lines().count().saturating_sub(1);
+    let mut out = Vec::new();
+    for h in file.hunks.iter().filter(|h| !h.reviewed) {
+        let line = u32::try_from(h.start.min(last)).unwrap_or(u32::MAX);
+        for (title, action) in [("Keep", "keep"), ("Undo", "undo")] {
+            out.push(lens(line, title, folder, &key, action, h));
+        }
+    }
+    out
+}
+
+fn lens(line: u32, title: &str, folder: &Folder, path: &str, action: &str, h: &Hunk) -> CodeLens {
+    let arg = ext::LensReview { workspace: &folder.uri, path, action, hunks: [h.index] };
+    CodeLens {
+        range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
+        command: Some(Command {
+            title: title.into(),
+            command: "stepwise.review".into(),
+            arguments: Some(vec![ext::value(arg)]),
+        }),
+        data: None,
+    }
+}
