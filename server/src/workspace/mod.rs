@@ -40,6 +40,8 @@ pub struct Workspace {
     plan: PlanBoard,
     inbox: Inbox,
     approvals: Approvals,
+    /// Its private temporary folder for sandboxed commands, removed with the workspace.
+    sandbox: crate::host::Sandbox,
     run: watch::Sender<Option<Running>>,
     saver: Option<Saver>,
     /// Off until an adapter turns them on (`checkpoints.rs`).
@@ -72,6 +74,7 @@ impl Workspace {
             plan: PlanBoard::new(saved.plan, saved.revision),
             inbox: Inbox::default(),
             approvals: Approvals::default(),
+            sandbox: crate::host::Sandbox::default(),
             run: watch::Sender::new(None),
             saver,
             checkpoints: std::sync::OnceLock::new(),
