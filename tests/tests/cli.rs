@@ -59,6 +59,8 @@ fn stepwise(cwd: &Path) -> tokio::process::Command {
             cmd.env(keep, v);
         }
     }
+    // The sandbox's own tests turn it on (cli_terminal.rs, acp_sandbox.rs, lsp_sandbox.rs).
+    cmd.env("STEPWISE_SANDBOX", "off");
     cmd.current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     cmd
 }

@@ -174,6 +174,9 @@ async fn run_task(ws: &Arc<Workspace>, s: &Setup, task: &str) -> RunOutcome {
         // The command line runs one task at a time; a slot still held is a bug, said as an error.
         Err(e) => return agent::finish(FinishReason::Error, String::new(), Some(e), 0, Default::default()),
     };
+    if let Some(warning) = ws.sandbox().unavailable_once(s.cfg.sandbox) {
+        eprintln!("stepwise: {warning}");
+    }
     let watcher = cancel_on_ctrl_c(ticket.cancel.clone());
     let outcome = ws.prompt(&ticket, task, &s.llm, &s.host, &s.term, &s.cfg).await;
     watcher.abort();

@@ -122,8 +122,19 @@ pub fn availability(network: bool) -> Result<String, String> {
     static WITH: OnceLock<Result<String, String>> = OnceLock::new();
     static WITHOUT: OnceLock<Result<String, String>> = OnceLock::new();
     let cell = if network { &WITH } else { &WITHOUT };
-    cell.get_or_init(|| probe(network)).clone()
+    cell.get_or_init(|| {
+        // Debug builds only: lets the tests see a machine without a sandbox (the fallback to asking).
+        #[cfg(debug_assertions)]
+        if std::env::var_os(UNAVAILABLE_ENV).is_some_and(|v| v == "1") {
+            return Err(format!("{UNAVAILABLE_ENV}=1 (a debug build pretending there is none)"));
+        }
+        probe(network)
+    })
+    .clone()
 }
+
+/// In a debug build, `1` makes the sandbox unavailable, as on an old kernel.
+pub const UNAVAILABLE_ENV: &str = "STEPWISE_TEST_NO_SANDBOX";
 
 #[cfg(target_os = "linux")]
 fn probe(network: bool) -> Result<String, String> {
@@ -193,6 +204,8 @@ impl Policy {
 #[derive(Debug, Default)]
 pub struct Sandbox {
     tmp: OnceLock<Result<PathBuf, String>>,
+    /// The session was told the sandbox cannot start.
+    told: std::sync::atomic::AtomicBool,
 }
 
 static NEXT_TMP: AtomicU64 = AtomicU64::new(1);
@@ -219,6 +232,22 @@ impl Sandbox {
     pub fn read_only(&self, root: &Path, network: bool) -> Result<Policy, String> {
         let settings = SandboxSettings { mode: SandboxMode::ReadOnly, network };
         self.policy(root, settings)?.ok_or_else(|| "the sandbox is off".to_string())
+    }
+
+    /// The warning an adapter shows once per session (status line, message) when the sandbox is wanted
+    /// but cannot start; `None` when it can, when it is off, or when this session was told already.
+    pub fn unavailable_once(&self, settings: SandboxSettings) -> Option<String> {
+        if settings.mode == SandboxMode::Off {
+            return None;
+        }
+        let why = availability(settings.network).err()?;
+        if self.told.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        Some(format!(
+            "the sandbox cannot start here ({why}): every shell command asks for approval instead \
+             (`sandbox: off` / STEPWISE_SANDBOX=off turns it off)"
+        ))
     }
 
     /// The temporary folder, once made.

@@ -116,6 +116,11 @@ impl Workspace {
         &self.approvals
     }
 
+    /// The session's sandbox (its temporary folder; whether it was said that it cannot start).
+    pub fn sandbox(&self) -> &crate::host::Sandbox {
+        &self.sandbox
+    }
+
     /// The running run's id.
     pub fn running(&self) -> Option<String> {
         self.run.borrow().as_ref().map(|r| r.id.clone())
