@@ -236,6 +236,20 @@ async fn writes_inside_the_workspace_and_tmpdir_work() {
     assert!(!tmp.exists(), "the private TMPDIR outlived its session");
 }
 
+/// What commands do all the time still works inside: stderr through /dev/stderr, a here-document,
+/// /dev/null, reading the home folder and the system, a program from it.
+#[tokio::test]
+async fn everyday_shell_idioms_work_inside() {
+    let f = Fixture::new("idioms");
+    let policy = f.policy(SandboxMode::WorkspaceWrite, false);
+    let command = "set -e; echo to-stderr > /dev/stderr; cat <<'EOF' > src/doc\nfrom a here-document\nEOF\n\
+                   echo gone > /dev/null; ls \"$HOME\" /usr/bin > /dev/null; git --version > /dev/null; \
+                   cat src/doc";
+    let out = f.run(command, policy.as_ref()).await;
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(out.text, "from a here-document\nto-stderr");
+}
+
 #[tokio::test]
 async fn read_only_writes_nothing_but_its_tmpdir() {
     let f = Fixture::new("read-only");

@@ -554,3 +554,23 @@ async fn lsp_a_command_the_sandbox_stopped_runs_outside_it_only_when_allowed() {
     assert!(declined.contains("Permission denied") && declined.contains("the user declined") && failed, "{declined}");
     ed.finish().await;
 }
+
+/// `approval: deny` keeps its promise with the sandbox on: no shell command runs, sandboxed or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_approval_deny_runs_no_command_even_sandboxed() {
+    let (dir, state) = folder_and_state("sandbox-deny");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let mock =
+        MockModel::start(vec![Step::tool("bash", json!({"command": "echo x > src/f"})), Step::text("done")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("sandbox", json!("workspace-write"))
+        .option("approval", json!("deny"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    assert_eq!(ed.run("write").await.reason(), "end_turn");
+    let reqs = mock.wait_for_requests(2, T).await;
+    assert_eq!(tool_results(&reqs[1].body).remove(0), ("Error: Command denied by the user".to_string(), true));
+    assert!(!dir.join("src/f").exists());
+    ed.finish().await;
+}
