@@ -244,10 +244,15 @@ impl Sandbox {
         if self.told.swap(true, Ordering::Relaxed) {
             return None;
         }
-        Some(format!(
-            "the sandbox cannot start here ({why}): every shell command asks for approval instead \
-             (`sandbox: off` / STEPWISE_SANDBOX=off turns it off)"
-        ))
+        Some(match settings.mode {
+            SandboxMode::ReadOnly => {
+                format!("the sandbox cannot start here ({why}): in read-only mode shell commands are refused")
+            }
+            _ => format!(
+                "the sandbox cannot start here ({why}): every shell command asks for approval instead \
+                 (`sandbox: off` / STEPWISE_SANDBOX=off turns it off)"
+            ),
+        })
     }
 
     /// The temporary folder, once made.

@@ -2,7 +2,7 @@
 //! asked for as before; a command the sandbox stopped runs again outside it only with the user's leave.
 
 use crate::host::sandbox::{self, Escalation};
-use crate::host::{is_dangerous, Ask, Host};
+use crate::host::{is_dangerous, Ask, Host, SandboxMode};
 
 use super::{files, ToolContext, ToolOutput};
 
@@ -12,8 +12,15 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str) -> Resu
         return Err(format!("Dangerous command blocked\n{why}"));
     }
     // Wanted but unable to start (said once, in the status and `stepwise doctor`): ask per command, as
-    // with the sandbox off, never run unconfined unasked.
-    let policy = cx.sandbox.policy(cx.host.root(), cx.sandbox_settings).unwrap_or(None);
+    // with the sandbox off, never run unconfined unasked; in read-only (plan mode) not at all, as no
+    // answer can make an unconfined command write nothing.
+    let policy = match cx.sandbox.policy(cx.host.root(), cx.sandbox_settings) {
+        Ok(p) => p,
+        Err(why) if cx.sandbox_settings.mode == SandboxMode::ReadOnly => {
+            return Err(format!("read-only: the sandbox cannot start here ({why}), and commands run only inside it"));
+        }
+        Err(_) => None,
+    };
     let Some(policy) = policy else {
         if !files::approve(cx, &Ask::Command(command)).await {
             return Err("Command denied by the user".into());
