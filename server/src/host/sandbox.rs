@@ -269,10 +269,13 @@ impl Drop for Sandbox {
     }
 }
 
-/// `$TMPDIR/stepwise-sandbox-PID-N-NANOS`, readable by the user only.
+/// `$TMPDIR/stepwise-sandbox-PID-N-NANOS`, readable by the user only. The first one a process makes
+/// also removes those of stepwise processes that are gone (killed before their sessions ended).
 fn make_tmp() -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| remove_orphans(&base));
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     let name = format!("stepwise-sandbox-{}-{}-{nanos}", std::process::id(), NEXT_TMP.fetch_add(1, Ordering::Relaxed));
     let path = base.join(name);
@@ -282,6 +285,25 @@ fn make_tmp() -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot make the sandbox's temporary folder in {}: {e}", base.display()))?;
     // Canonical, as the sandbox profiles name real paths (macOS's /tmp is /private/tmp).
     std::fs::canonicalize(&path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn remove_orphans(base: &Path) {
+    let Ok(dir) = std::fs::read_dir(base) else { return };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) =
+            name.to_str().and_then(|n| n.strip_prefix("stepwise-sandbox-")?.split('-').next()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = pid > 0
+            && (unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+        if !alive && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Whether a failed command's output shows the sandbox refusing it: the errors Landlock and Seatbelt
@@ -370,6 +392,20 @@ mod tests {
         assert_eq!(names, want.map(|(n, d)| (n.to_string(), d)));
         assert!(Policy { write: false, ..p }.writable_entries().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_temporary_folders_of_stepwise_processes_that_are_gone_are_removed() {
+        let base = std::env::temp_dir();
+        // No pid reaches this (the kernel's limit is 2^22); our own is alive.
+        let gone = base.join("stepwise-sandbox-999999999-1-0");
+        let ours = base.join(format!("stepwise-sandbox-{}-777-0", std::process::id()));
+        for d in [&gone, &ours] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+        }
+        remove_orphans(&base);
+        assert!(!gone.exists() && ours.exists());
+        std::fs::remove_dir_all(&ours).unwrap();
     }
 
     #[test]
