@@ -164,6 +164,18 @@ async fn no_listening_port_with_the_network_off() {
     f.refused_then_allowed(command, |_| out.exists()).await;
 }
 
+/// Nor can it signal a process outside the sandbox, stepwise included (Landlock ABI 6's scope).
+#[tokio::test]
+async fn stepwise_cannot_be_signalled_from_inside() {
+    let f = Fixture::new("signal");
+    let command = format!("kill -0 {}", std::process::id());
+    let policy = f.policy(SandboxMode::WorkspaceWrite, false);
+    let out = f.run(&command, policy.as_ref()).await;
+    assert!(out.is_error && stopped(&out.text, true).is_some(), "{}", out.text);
+    let out = f.run(&command, None).await;
+    assert!(!out.is_error, "{}", out.text);
+}
+
 #[tokio::test]
 async fn the_network_can_be_turned_on() {
     let f = Fixture::new("net-on");
