@@ -85,7 +85,7 @@ done
 
 set +e
 env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u STEPWISE_PROVIDER \
-  HOME="$work" STEPWISE_STATE_DIR="$work/state" PATH="$work/bin:$PATH" \
+  HOME="$work" STEPWISE_STATE_DIR="$work/state" PATH="$work/bin:$PATH" STEPWISE_SANDBOX=off \
   ANTHROPIC_BASE_URL="$url" ANTHROPIC_API_KEY=emacs-test-key MODEL_ID=mock-model \
   STEPWISE_TEST_RECIPE="$work/recipe.el" STEPWISE_TEST_DIR="$work/demo" STEPWISE_TEST_RECORD="$work/requests.jsonl" \
   STEPWISE_TEST_EVENTS="$work/events.log" \

@@ -37,6 +37,8 @@ pub struct AgentConfig {
     pub compact_at_percent: u32,
     /// The session's MCP servers (their tools are offered from a run's first request) and time limits.
     pub mcp: crate::mcp::McpConfig,
+    /// The `sandbox` and `sandboxNetwork` settings (off unless an adapter read them: `config::agent`).
+    pub sandbox: crate::host::SandboxSettings,
 }
 
 impl Default for AgentConfig {
@@ -48,6 +50,7 @@ impl Default for AgentConfig {
             bash_timeout: Duration::from_secs(120),
             compact_at_percent: 85,
             mcp: crate::mcp::McpConfig::default(),
+            sandbox: crate::host::SandboxSettings::OFF,
         }
     }
 }
@@ -59,6 +62,7 @@ pub struct Shared<'a> {
     pub plan: &'a PlanBoard,
     pub inbox: &'a Inbox,
     pub approvals: &'a Approvals,
+    pub sandbox: &'a crate::host::Sandbox,
 }
 
 /// Everything one run works with besides the conversation.

@@ -133,6 +133,8 @@ pub struct Overrides {
     pub compact_threshold: Option<u32>,
     pub prompt_cache: Option<bool>,
     pub mcp_servers: Option<crate::mcp::config::Setting>,
+    pub sandbox: Option<crate::host::SandboxMode>,
+    pub sandbox_network: Option<crate::host::sandbox::NetworkSetting>,
 }
 
 impl Overrides {
@@ -158,7 +160,9 @@ impl Overrides {
             context_window,
             compact_threshold,
             prompt_cache,
-            mcp_servers
+            mcp_servers,
+            sandbox,
+            sandbox_network
         )
     }
 }
@@ -334,7 +338,27 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
         planning,
         bash_timeout: Duration::from_secs(bash.max(1)),
         mcp: crate::mcp::McpConfig::read(|var, default| number(env, var, default))?,
+        sandbox: sandbox(env, o)?,
     })
+}
+
+/// The `sandbox` and `sandboxNetwork` settings (editor settings win over `STEPWISE_SANDBOX` and
+/// `STEPWISE_SANDBOX_NETWORK`); an invalid one is reported by name.
+pub fn sandbox(env: &Env, o: &Overrides) -> Result<crate::host::SandboxSettings, String> {
+    use crate::host::sandbox::{NetworkSetting, SandboxMode};
+    let mode = match (o.sandbox, env.get("STEPWISE_SANDBOX")) {
+        (Some(m), _) => m,
+        (None, None) => SandboxMode::WorkspaceWrite,
+        (None, Some(v)) => SandboxMode::parse(v)
+            .ok_or_else(|| format!("STEPWISE_SANDBOX must be 'workspace-write', 'read-only' or 'off', got '{v}'"))?,
+    };
+    let network = match (o.sandbox_network, env.get("STEPWISE_SANDBOX_NETWORK")) {
+        (Some(n), _) => n.0,
+        (None, None) => false,
+        (None, Some(v)) => NetworkSetting::parse(v)
+            .ok_or_else(|| format!("STEPWISE_SANDBOX_NETWORK must be 'off' or 'on', got '{v}'"))?,
+    };
+    Ok(crate::host::SandboxSettings { mode, network })
 }
 
 #[cfg(test)]
@@ -343,6 +367,25 @@ mod tests {
 
     fn env(pairs: &[(&str, &str)]) -> Env {
         Env::from_map(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn sandbox_settings_default_on_and_bad_ones_are_named() {
+        use crate::host::SandboxMode;
+        let s = sandbox(&env(&[]), &Overrides::default()).unwrap();
+        assert_eq!((s.mode, s.network), (SandboxMode::WorkspaceWrite, false));
+        let s =
+            sandbox(&env(&[("STEPWISE_SANDBOX", "Off"), ("STEPWISE_SANDBOX_NETWORK", "on")]), &Overrides::default());
+        assert_eq!(s.map(|s| (s.mode, s.network)), Ok((SandboxMode::Off, true)));
+        let e = sandbox(&env(&[("STEPWISE_SANDBOX", "strict")]), &Overrides::default()).unwrap_err();
+        assert!(e.starts_with("STEPWISE_SANDBOX must be") && e.contains("'strict'"), "{e}");
+        let e = sandbox(&env(&[("STEPWISE_SANDBOX_NETWORK", "maybe")]), &Overrides::default()).unwrap_err();
+        assert!(e.starts_with("STEPWISE_SANDBOX_NETWORK must be"), "{e}");
+        // The editor's setting wins over the variable.
+        let o: Overrides =
+            serde_json::from_value(serde_json::json!({"sandbox": "read-only", "sandboxNetwork": true})).unwrap();
+        let s = sandbox(&env(&[("STEPWISE_SANDBOX", "off")]), &o).unwrap();
+        assert_eq!((s.mode, s.network), (SandboxMode::ReadOnly, true));
     }
 
     #[test]

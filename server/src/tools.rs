@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod bash;
 mod files;
 
 use crate::host::output::truncate_chars;
-use crate::host::{is_dangerous, resolve, Approvals, Ask, FileChange, Host};
+use crate::host::{resolve, Approvals, Ask, FileChange, Host, Sandbox, SandboxSettings};
 use crate::llm::ToolSpec;
 use crate::mcp::McpTools;
 use crate::plan::{PlanBoard, PlanningStyle};
@@ -109,6 +110,9 @@ pub struct ToolContext<'a, H: Host> {
     pub approvals: &'a Approvals,
     pub style: PlanningStyle,
     pub bash_timeout: Duration,
+    /// The session's sandbox and the run's settings for it.
+    pub sandbox: &'a Sandbox,
+    pub sandbox_settings: SandboxSettings,
     /// The call's id, for the host's questions and edits.
     pub call_id: &'a str,
     /// The session's MCP tools, started.
@@ -155,18 +159,7 @@ pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_
 
 async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<ToolOutput, String> {
     match name {
-        "bash" => {
-            let command = str_arg(input, name, "command")?;
-            if let Some(why) = is_dangerous(command) {
-                // The first line is the seed's text (editors and suites match it); the reason follows.
-                return Err(format!("Dangerous command blocked\n{why}"));
-            }
-            if !files::approve(cx, &Ask::Command(command)).await {
-                return Err("Command denied by the user".into());
-            }
-            let out = cx.host.run_command(command, cx.bash_timeout).await?;
-            Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None })
-        }
+        "bash" => bash::run(cx, str_arg(input, name, "command")?).await,
         "write_file" => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
             let content = str_arg(input, name, "content")?;

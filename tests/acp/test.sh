@@ -61,7 +61,7 @@ scenario() {
 }
 agent_env() {
   env HOME="$DIR/home" ANTHROPIC_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key MODEL_ID=mock-model \
-    STEPWISE_STATE_DIR="$DIR/state" STEPWISE_RETRY_BASE_MS=10 "$@"
+    STEPWISE_STATE_DIR="$DIR/state" STEPWISE_RETRY_BASE_MS=10 STEPWISE_SANDBOX=off "$@"
 }
 # acpx_exec EXPECTED_EXIT policy flags... exec PROMPT (acpx exits 5 when every permission was denied)
 acpx_exec() {

@@ -2,15 +2,17 @@
 //!
 //! What a `bash` tool call costs beyond the command itself: `run_shell` (guard shell, own process group,
 //! bounded output, every process it left killed, escaped ones included) against a bare `sh -c` and a bare
-//! `bash -c` of the same command spawned the same way (tokio, output piped and read, waited for). The three
-//! run in turn, in rotating order, so the machine's load falls on them alike; the overhead is the median of
-//! the paired differences. Asserts nothing about timing.
+//! `bash -c` of the same command spawned the same way (tokio, output piped and read, waited for), and
+//! `run_shell` in the sandbox (workspace-write, network off, a workspace of 24 top-level entries: the
+//! Landlock ruleset made per command and imposed in the guard). The four run in turn, in rotating order,
+//! so the machine's load falls on them alike; the overhead is the median of the paired differences.
+//! Asserts nothing about timing.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use stepwise::host::run_shell;
+use stepwise::host::{run_shell, run_shell_in, Policy, Sandbox, SandboxMode, SandboxSettings};
 use tokio::io::AsyncReadExt;
 
 const PAIRS: usize = 300;
@@ -39,9 +41,12 @@ async fn bare(shell: &str, root: &Path, command: &str) -> Duration {
     start.elapsed()
 }
 
-async fn guarded(root: &Path, command: &str) -> Duration {
+async fn guarded(root: &Path, command: &str, sandbox: Option<&Policy>) -> Duration {
     let start = Instant::now();
-    let out = run_shell(root, command, Duration::from_secs(30)).await.unwrap();
+    let out = match sandbox {
+        None => run_shell(root, command, Duration::from_secs(30)).await.unwrap(),
+        Some(p) => run_shell_in(root, command, Duration::from_secs(30), Some(p)).await.unwrap(),
+    };
     assert!(!out.is_error, "{}", out.text);
     start.elapsed()
 }
@@ -57,18 +62,35 @@ async fn main() {
     let processes = std::fs::read_dir("/proc")
         .map(|d| d.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok())).count())
         .unwrap_or(0);
+    for i in 0..12 {
+        std::fs::create_dir_all(ws.join(&format!("dir{i}"))).unwrap();
+        ws.write(&format!("file{i}.txt"), "x");
+    }
+    ws.write(".env", "K=v");
+    let sandbox = Sandbox::default();
+    let settings = SandboxSettings { mode: SandboxMode::WorkspaceWrite, network: false };
+    let policy = match sandbox.policy(ws.path(), settings) {
+        Ok(p) => p,
+        Err(why) => {
+            println!("the sandbox cannot start here ({why}): its rounds are left out");
+            None
+        }
+    };
     println!("shell overhead ({PAIRS} rounds each, {processes} processes on the machine)");
     for command in COMMANDS {
         let (mut sh, mut bash, mut ours, mut over_sh, mut over_bash) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut boxed, mut over_guard) = (Vec::new(), Vec::new());
+        let kinds = if policy.is_some() { 4 } else { 3 };
         for i in 0..PAIRS + 10 {
-            let mut t = [0.0; 3];
-            for k in 0..3 {
-                let which = (i + k) % 3;
+            let mut t = [0.0; 4];
+            for k in 0..kinds {
+                let which = (i + k) % kinds;
                 t[which] = match which {
                     0 => bare("sh", ws.path(), command).await,
                     1 => bare("bash", ws.path(), command).await,
-                    _ => guarded(ws.path(), command).await,
+                    2 => guarded(ws.path(), command, None).await,
+                    _ => guarded(ws.path(), command, policy.as_ref()).await,
                 }
                 .as_secs_f64()
                     * 1000.0;
@@ -81,6 +103,10 @@ async fn main() {
             ours.push(t[2]);
             over_sh.push(t[2] - t[0]);
             over_bash.push(t[2] - t[1]);
+            if policy.is_some() {
+                boxed.push(t[3]);
+                over_guard.push(t[3] - t[2]);
+            }
         }
         println!("`{command}`");
         println!(
@@ -94,5 +120,12 @@ async fn main() {
             median(&mut over_sh),
             median(&mut over_bash)
         );
+        if policy.is_some() {
+            println!(
+                "  sandboxed: median {:.2} ms, its cost over run_shell (median of paired differences) {:.2} ms",
+                median(&mut boxed),
+                median(&mut over_guard)
+            );
+        }
     }
 }

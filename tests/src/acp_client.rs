@@ -53,6 +53,8 @@ impl AcpClient {
                 cmd.env(keep, v);
             }
         }
+        // Off unless a test turns it on (host_sandbox.rs and the sandbox's own tests do).
+        cmd.env("STEPWISE_SANDBOX", "off");
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -240,3 +240,42 @@ async fn reminders_are_thoughts_and_cut_calls_are_failed_calls() {
     assert!(cut["content"][0]["content"]["text"].as_str().unwrap().contains("cut off by the output limit"), "{cut}");
     assert!(!ws.join("b.txt").exists());
 }
+
+/// Where the sandbox cannot start, the session's first prompt says so once, and each command asks, as
+/// with the sandbox off: never unconfined unasked.
+#[tokio::test]
+async fn without_a_sandbox_the_session_is_told_once_and_commands_ask() {
+    let ws = TempDir::new("acp-no-sandbox");
+    let state = TempDir::new("acp-state");
+    let mock = MockModel::start(vec![
+        call("bash", json!({"command": "touch one"})),
+        Step::text("one"),
+        call("bash", json!({"command": "touch two"})),
+        Step::text("two"),
+    ])
+    .await;
+    let mut env = agent_env(&mock, &state);
+    env.push(("STEPWISE_SANDBOX", "workspace-write".into()));
+    env.push((stepwise::host::sandbox::UNAVAILABLE_ENV, "1".into()));
+    let mut client = AcpClient::spawn(ws.path(), &env);
+    client.initialize(false, false).await;
+    let asked = permissions(&mut client, &["allow_once", "reject_once"]);
+    let sid = client.new_session(ws.path()).await;
+    let (_, first) = client.prompt(&sid, "one").await;
+    let (_, second) = client.prompt(&sid, "two").await;
+    let said = chunks(&first, "agent_message_chunk");
+    assert!(said.starts_with("stepwise: the sandbox cannot start here ("), "{said}");
+    assert!(said.contains("every shell command asks for approval instead"), "{said}");
+    assert!(!chunks(&second, "agent_message_chunk").contains("sandbox"), "said twice");
+    let titles: Vec<String> =
+        asked.lock().unwrap().iter().map(|p| p["toolCall"]["title"].as_str().unwrap().to_string()).collect();
+    let name = ws.path().file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        titles,
+        [
+            format!("stepwise wants to run a shell command in {name}: touch one"),
+            format!("stepwise wants to run a shell command in {name}: touch two")
+        ]
+    );
+    assert!(ws.join("one").exists() && !ws.join("two").exists());
+}

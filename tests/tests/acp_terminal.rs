@@ -212,3 +212,61 @@ async fn a_refused_terminal_runs_nothing_and_tells_the_model_why() {
         ["Error: the editor could not run the command: Permission denied for terminal/create"]
     );
 }
+
+/// With the sandbox on, a command runs in it here (not in the client's terminal, which would run it
+/// with the user's full rights) and asks nothing; one the sandbox stopped is offered through
+/// `session/request_permission`, and the approved run outside the sandbox goes to the client's terminal.
+#[tokio::test]
+async fn sandboxed_commands_run_here_and_a_stopped_one_runs_outside_only_when_permitted() {
+    let ws = TempDir::new("acp-sandbox");
+    let outside = TempDir::new("acp-sandbox-outside");
+    let state = TempDir::new("acp-state");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    let (a, b) = (outside.join("a"), outside.join("b"));
+    let (to_a, to_b) = (format!("echo x > {}", a.display()), format!("echo x > {}", b.display()));
+    let mock = MockModel::start(vec![
+        call("bash", json!({"command": "echo in > src/inside; echo ran"})),
+        call("bash", json!({"command": to_a})),
+        call("bash", json!({"command": to_b})),
+        Step::text("done"),
+    ])
+    .await;
+    let mut env = agent_env(&mock, &state);
+    env.push(("STEPWISE_SANDBOX", "workspace-write".into()));
+    let mut client = AcpClient::spawn(ws.path(), &env);
+    client.initialize_with_terminal().await;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let mut answers = ["allow_once", "reject_once"].into_iter();
+    client.on_request = Box::new(move |method, params| match method {
+        "session/request_permission" => {
+            seen.lock().unwrap().push(params["toolCall"]["title"].as_str().unwrap_or_default().to_string());
+            let option = answers.next().expect("more permission requests than expected");
+            Ok(json!({"outcome": {"outcome": "selected", "optionId": option}}))
+        }
+        other => panic!("unexpected request {other}: {params}"),
+    });
+    let sid = client.new_session(ws.path()).await;
+    let from = client.received.len();
+    let (resp, _) = client.prompt(&sid, "run them").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+
+    let name = ws.path().file_name().unwrap().to_str().unwrap();
+    let question = |c: &str| {
+        format!("The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {name}: {c}")
+    };
+    assert_eq!(*asked.lock().unwrap(), [question(&to_a), question(&to_b)], "the sandboxed command asked nothing");
+    assert_eq!(ws.read("src/inside"), "in\n");
+    assert!(a.exists() && !b.exists(), "only the permitted command ran outside the sandbox");
+    // Only the run outside the sandbox went to the client's terminal.
+    let created: Vec<&Value> = client.received[from..].iter().filter(|m| m["method"] == "terminal/create").collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(created[0]["params"]["args"], json!(["-c", to_a]));
+
+    let reqs = mock.requests();
+    let texts: Vec<String> = reqs[1..].iter().map(|r| result_texts(&r.body).join("|")).collect();
+    assert_eq!(texts[0], "ran");
+    assert!(texts[1].starts_with("[sandbox: the command was stopped by the sandbox ("), "{}", texts[1]);
+    assert!(texts[1].contains("the user approved running it again outside the sandbox"), "{}", texts[1]);
+    assert!(texts[2].contains("Permission denied") && texts[2].contains("the user declined"), "{}", texts[2]);
+}

@@ -59,6 +59,9 @@ fn stepwise(cwd: &Path) -> tokio::process::Command {
             cmd.env(keep, v);
         }
     }
+    // Today's behaviour for these tests; the sandbox's own turn it on (here, cli_terminal.rs,
+    // acp_terminal.rs, lsp_control.rs, host_sandbox.rs).
+    cmd.env("STEPWISE_SANDBOX", "off");
     cmd.current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     cmd
 }
@@ -610,4 +613,48 @@ async fn chat_plan_edit_opens_the_editor_and_the_model_is_told() {
             "go"
         ]
     );
+}
+
+/// Read-only (plan mode's) runs commands only inside the sandbox: where it cannot start they are refused,
+/// even with `--yes`, and it is said once; where it can, a write is stopped and never offered outside.
+#[tokio::test]
+async fn read_only_runs_commands_only_inside_the_sandbox() {
+    for available in [false, true] {
+        let mock = MockModel::start(vec![
+            call("bash", json!({"command": "echo x > written"})),
+            call("bash", json!({"command": "echo y > again"})),
+            Step::text("done"),
+        ])
+        .await;
+        let ws = TempDir::new("cli-read-only");
+        let mut cmd = stepwise(ws.path());
+        with_mock(&mut cmd, &mock);
+        cmd.env("STEPWISE_SANDBOX", "read-only");
+        if !available {
+            cmd.env(stepwise::host::sandbox::UNAVAILABLE_ENV, "1");
+        }
+        cmd.args(["run", "--yes", "write"]);
+        let o = output(&mut cmd).await;
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        assert!(!ws.join("written").exists() && !ws.join("again").exists(), "{}", show(&o));
+        let reqs = mock.requests();
+        let result = |i: usize| reqs[i].body["messages"].as_array().unwrap().last().unwrap()["content"][0].clone();
+        let said = text(&o.stderr).matches("the sandbox cannot start here").count();
+        if available {
+            assert_eq!(said, 0, "{}", show(&o));
+            let r = result(1)["content"].as_str().unwrap().to_string();
+            assert!(
+                r.contains("read-only: writes only in $TMPDIR")
+                    && r.contains("it cannot run outside the sandbox in this mode"),
+                "{r}"
+            );
+        } else {
+            assert_eq!(said, 1, "said once: {}", show(&o));
+            assert!(text(&o.stderr).contains("in read-only mode shell commands are refused"), "{}", show(&o));
+            for i in [1, 2] {
+                let r = result(i)["content"].as_str().unwrap().to_string();
+                assert!(r.starts_with("Error: read-only: the sandbox cannot start here ("), "{r}");
+            }
+        }
+    }
 }

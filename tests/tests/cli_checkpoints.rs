@@ -44,6 +44,7 @@ async fn chat_lists_checkpoints_and_rewinds_files_and_the_conversation() {
         .env("ANTHROPIC_API_KEY", "k")
         .env("MODEL_ID", "m")
         .env("STEPWISE_PROMPT_CACHE", "off")
+        .env("STEPWISE_SANDBOX", "off")
         .current_dir(ws.path())
         .args(["chat", "--yes"])
         .stdin(Stdio::piped())

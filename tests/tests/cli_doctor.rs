@@ -154,3 +154,40 @@ async fn doctor_finds_the_session_the_sidecar_saved() {
     assert!(Path::new(session).starts_with(state.path()), "{session}");
     assert!(std::fs::read_to_string(session).unwrap().contains("\"Look\""));
 }
+
+#[test]
+fn doctor_says_whether_the_sandbox_can_start_and_how_it_is_set() {
+    let ws = TempDir::new("doctor-sandbox");
+    let out = doctor(ws.path(), &[], &["--json"]);
+    let r = json_of(&out);
+    let by = r["sandbox"]["by"].as_str().unwrap_or_else(|| panic!("no sandbox on this machine: {}", r["sandbox"]));
+    assert!(by.starts_with("Landlock ABI "), "{by}");
+    assert_eq!(
+        r["sandbox"],
+        json!({"mode": "workspace-write", "network": "off", "available": true, "by": by}),
+        "the default"
+    );
+    let text = all_text(&doctor(ws.path(), &[], &[]));
+    assert!(text.contains(&format!("sandbox     workspace-write ({by}, network off)")), "{text}");
+
+    // The editor's settings and the variables, each reported as set; an invalid one by name.
+    let settings = r#"{"sandbox":"read-only","sandboxNetwork":"on"}"#;
+    let r = json_of(&doctor(ws.path(), &[], &["--json", "--settings", settings]));
+    assert_eq!((r["sandbox"]["mode"].as_str(), r["sandbox"]["network"].as_str()), (Some("read-only"), Some("on")));
+    let r = json_of(&doctor(ws.path(), &[("STEPWISE_SANDBOX", "off")], &["--json"]));
+    assert_eq!(r["sandbox"], json!({"mode": "off", "network": "off"}));
+    let r = json_of(&doctor(ws.path(), &[("STEPWISE_SANDBOX", "strict")], &["--json"]));
+    let problems = r["problems"].to_string();
+    assert!(
+        problems.contains("STEPWISE_SANDBOX must be 'workspace-write', 'read-only' or 'off', got 'strict'"),
+        "{problems}"
+    );
+
+    // Where it cannot start: said, with why, and that commands ask instead.
+    let vars = [(stepwise::host::sandbox::UNAVAILABLE_ENV, "1")];
+    let r = json_of(&doctor(ws.path(), &vars, &["--json"]));
+    assert_eq!(r["sandbox"]["available"], false);
+    assert!(r["sandbox"]["reason"].as_str().unwrap().contains("pretending"), "{}", r["sandbox"]);
+    let text = all_text(&doctor(ws.path(), &vars, &[]));
+    assert!(text.contains("sandbox     unavailable: ") && text.contains("shell commands ask for approval"), "{text}");
+}

@@ -29,6 +29,7 @@ fn chat_on(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str
         .env("ANTHROPIC_BASE_URL", mock.url())
         .env("ANTHROPIC_API_KEY", "k")
         .env("MODEL_ID", "m")
+        .env("STEPWISE_SANDBOX", "off")
         .envs(env.iter().copied())
         .args(["chat", "--workspace"])
         .arg(ws.path())
@@ -147,4 +148,102 @@ async fn ctrl_c_at_the_chat_prompt_exits_130() {
         panic!("chat did not end on Ctrl-C at the prompt");
     };
     assert_eq!(status.unwrap().unwrap().code(), Some(130));
+}
+
+/// The sandbox on a terminal (on by default): a command inside the workspace runs without a question;
+/// one the sandbox stops is offered to run outside it, and runs there only on "y"; the model reads what
+/// became of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_the_sandbox_stopped_runs_outside_it_only_when_approved() {
+    let outside = TempDir::new("pty-sandbox-outside");
+    let (a, b) = (outside.join("a"), outside.join("b"));
+    let mock = MockModel::start(vec![
+        Step::tool("bash", json!({"command": "echo in > src/inside"})),
+        Step::tool("bash", json!({"command": format!("echo x > {}", a.display())})),
+        Step::text("first done"),
+        Step::tool("bash", json!({"command": format!("echo x > {}", b.display())})),
+        Step::text("second done"),
+    ])
+    .await;
+    let ws = TempDir::new("pty-sandbox");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    let (mut pty, end) = Pty::open(T);
+    let mut child = chat_with(&ws, &mock, &end, &[("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write")]);
+    drop(end);
+
+    pty.type_line("first task");
+    let before = pty.expect(PROMPT);
+    assert!(!before.contains("Run shell command?"), "a sandboxed command asked: {before}");
+    assert!(
+        before.contains(&format!(
+            "The sandbox stopped this command. Run it outside the sandbox? echo x > {}",
+            a.display()
+        )),
+        "{before}"
+    );
+    assert_eq!(ws.read("src/inside"), "in\n", "the command inside the workspace ran, unasked");
+    assert!(!a.exists(), "the sandbox let the write out");
+    pty.type_line("y");
+    pty.expect("[end_turn");
+    assert!(a.exists(), "approved, it ran outside the sandbox");
+
+    pty.type_line("second task");
+    assert!(pty.expect(PROMPT).contains(&format!("Run it outside the sandbox? echo x > {}", b.display())));
+    pty.type_line("n");
+    pty.expect("[end_turn");
+    assert!(!b.exists(), "declined, it did not run outside the sandbox");
+
+    let reqs = mock.wait_for_requests(5, T).await;
+    let result = |i: usize| reqs[i].body["messages"].as_array().unwrap().last().unwrap()["content"][0].clone();
+    assert_eq!(result(1)["content"], "(no output)");
+    let approved = result(2)["content"].as_str().unwrap().to_string();
+    assert!(approved.starts_with("[sandbox: the command was stopped by the sandbox ("), "{approved}");
+    assert!(approved.contains("the user approved running it again outside the sandbox"), "{approved}");
+    assert_eq!(result(2)["is_error"], json!(null), "the run outside succeeded: {}", result(2));
+    let declined = result(4)["content"].as_str().unwrap().to_string();
+    assert!(declined.contains("Permission denied"), "the sandbox's own error is kept: {declined}");
+    assert!(
+        declined.ends_with("the user declined to run it outside the sandbox: do it another way, or ask the user]"),
+        "{declined}"
+    );
+    assert_eq!(result(4)["is_error"], true);
+
+    pty.type_line("q");
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Where the sandbox cannot start, stepwise says so once and every command asks, as with it off: never
+/// unconfined unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_sandbox_it_says_so_once_and_asks_per_command() {
+    let mock = MockModel::start(vec![
+        Step::tool("bash", json!({"command": "touch one"})),
+        Step::text("one"),
+        Step::tool("bash", json!({"command": "touch two"})),
+        Step::text("two"),
+    ])
+    .await;
+    let ws = TempDir::new("pty-no-sandbox");
+    let (mut pty, end) = Pty::open(T);
+    let env =
+        [("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write"), (stepwise::host::sandbox::UNAVAILABLE_ENV, "1")];
+    let mut child = chat_with(&ws, &mock, &end, &env);
+    drop(end);
+    pty.type_line("first");
+    let before = pty.expect(PROMPT);
+    assert!(before.contains("stepwise: the sandbox cannot start here ("), "{before}");
+    assert!(before.contains("Run shell command? touch one"), "{before}");
+    pty.type_line("y");
+    pty.expect("[end_turn");
+    pty.type_line("second");
+    let before = pty.expect(PROMPT);
+    assert!(before.contains("Run shell command? touch two"), "{before}");
+    assert!(!before.contains("the sandbox cannot start"), "said twice: {before}");
+    pty.type_line("n");
+    pty.expect("[end_turn");
+    assert!(ws.join("one").exists() && !ws.join("two").exists());
+    pty.type_line("q");
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
 }

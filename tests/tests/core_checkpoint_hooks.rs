@@ -30,7 +30,7 @@ async fn the_tracked_host_records_tool_edits_and_commands_even_a_cancelled_one()
     host.apply_change(&a, &edit, &ctx).await.unwrap();
     let c = resolve(dir.path(), "c/new.txt").unwrap();
     host.apply_change(&c, &FileChange::whole(&c, None, "new\n"), &ctx).await.unwrap();
-    host.run_command("echo b1 > b.txt", Duration::from_secs(30)).await.unwrap();
+    host.run_command("echo b1 > b.txt", Duration::from_secs(30), None).await.unwrap();
 
     // A command cancelled mid-way (its future dropped, as a cancelled run does): what it did is recorded.
     let fifo_dir = TempDir::new("cp-fifo");
@@ -39,7 +39,7 @@ async fn the_tracked_host_records_tool_edits_and_commands_even_a_cancelled_one()
     let command = format!("echo cancelled > a.txt && echo go > {} && sleep 30", fifo.display());
     let started = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap());
     tokio::select! {
-        _ = host.run_command(&command, Duration::from_secs(60)) => panic!("the command ended by itself"),
+        _ = host.run_command(&command, Duration::from_secs(60), None) => panic!("the command ended by itself"),
         said = started => assert_eq!(said.unwrap(), "go\n"),
     }
     assert_eq!(cp.lock().unwrap().list()[0].files, paths(&["a.txt", "b.txt", "c/new.txt"]));

@@ -158,12 +158,15 @@ async fn read_file_shows_the_head_of_a_huge_file() {
     let h = host(&ws);
     let plan = stepwise::plan::PlanBoard::new(Default::default(), 0);
     let approvals = Default::default();
+    let sandbox = Default::default();
     let mut cx = ToolContext {
         host: &h,
         plan: &plan,
         approvals: &approvals,
         style: Default::default(),
         bash_timeout: AgentConfig::default().bash_timeout,
+        sandbox: &sandbox,
+        sandbox_settings: AgentConfig::default().sandbox,
         call_id: "call-1",
         mcp: None,
     };

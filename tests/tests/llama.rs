@@ -227,6 +227,8 @@ async fn chat(provider: &str, proxy: &Proxy, ws: &Path, lines: &str, extra: &[(&
             cmd.env(keep, v);
         }
     }
+    // As these tests were written (a real model's commands may write anywhere in its scratch folder).
+    cmd.env("STEPWISE_SANDBOX", "off");
     let base = format!("http://127.0.0.1:{}", proxy.port);
     match provider {
         "openai" => cmd

@@ -504,3 +504,73 @@ async fn lsp_an_editor_that_vanishes_while_a_command_runs_keeps_the_plan_it_was_
     assert_eq!(results[1]["content"], "Error: Cancelled by the user");
     second.finish().await;
 }
+
+/// With the sandbox on, a command asks nothing; one the sandbox stopped is offered through the approval
+/// request, and runs outside it only when allowed. The model reads what became of each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_command_the_sandbox_stopped_runs_outside_it_only_when_allowed() {
+    let (dir, state) = folder_and_state("sandbox");
+    let outside = TempDir::new("lsp-sandbox-outside");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let (a, b) = (outside.join("a"), outside.join("b"));
+    let (to_a, to_b) = (format!("echo x > {}", a.display()), format!("echo x > {}", b.display()));
+    let bash = |c: &str| Step::tool("bash", json!({"command": c}));
+    let mock =
+        MockModel::start(vec![bash("echo in > src/inside; echo ran"), bash(&to_a), bash(&to_b), Step::text("done")])
+            .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("sandbox", json!("workspace-write"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let name = dir.path().file_name().unwrap().to_str().unwrap().to_string();
+    let run = ed.start_run(&ws, "write things").await;
+    for (command, answer) in [(&to_a, "Allow"), (&to_b, "Deny")] {
+        let (id, params) = ed.await_request("window/showMessageRequest", T).await;
+        assert_eq!(
+            params["message"],
+            format!("The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {name}: {command}")
+        );
+        ed.respond(&id, json!({"title": answer}));
+    }
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    let asked = ed
+        .transcript()
+        .iter()
+        .filter(|m| matches!(m, Incoming::Request { method, .. } if method == "window/showMessageRequest"))
+        .count();
+    assert_eq!(asked, 2, "the command inside the workspace asked nothing");
+    assert_eq!(std::fs::read_to_string(dir.join("src/inside")).unwrap(), "in\n");
+    assert!(a.exists() && !b.exists(), "only the allowed command ran outside the sandbox");
+    let reqs = mock.wait_for_requests(4, T).await;
+    let result = |i: usize| tool_results(&reqs[i].body).remove(0);
+    assert_eq!(result(1), ("ran".to_string(), false));
+    let (approved, failed) = result(2);
+    assert!(approved.starts_with("[sandbox: the command was stopped by the sandbox (") && !failed, "{approved}");
+    assert!(approved.contains("the user approved running it again outside the sandbox"), "{approved}");
+    let (declined, failed) = result(3);
+    assert!(declined.contains("Permission denied") && declined.contains("the user declined") && failed, "{declined}");
+    ed.finish().await;
+}
+
+/// `approval: deny` keeps its promise with the sandbox on: no shell command runs, sandboxed or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_approval_deny_runs_no_command_even_sandboxed() {
+    let (dir, state) = folder_and_state("sandbox-deny");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let mock =
+        MockModel::start(vec![Step::tool("bash", json!({"command": "echo x > src/f"})), Step::text("done")]).await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("sandbox", json!("workspace-write"))
+        .option("approval", json!("deny"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    assert_eq!(ed.run("write").await.reason(), "end_turn");
+    let reqs = mock.wait_for_requests(2, T).await;
+    assert_eq!(tool_results(&reqs[1].body).remove(0), ("Error: Command denied by the user".to_string(), true));
+    assert!(!dir.join("src/f").exists());
+    ed.finish().await;
+}

@@ -25,6 +25,7 @@ fn stepwise(home: &TempDir, mock: Option<&MockModel>) -> Command {
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("STEPWISE_STATE_DIR", home.join("state"))
         .env("NO_COLOR", "1")
+        .env("STEPWISE_SANDBOX", "off")
         .current_dir(home.path());
     if let Some(m) = mock {
         cmd.env("ANTHROPIC_BASE_URL", m.url()).env("ANTHROPIC_API_KEY", "k").env("MODEL_ID", "m");

@@ -41,6 +41,7 @@ return H.spec({
       H.contains(text, 'model: model-from-dotenv (from ' .. dir .. '/.env)', 'the model and its .env file, from doctor')
       H.contains(text, '.env file read: ' .. dir .. '/.env', 'the .env files read')
       H.contains(text, 'ready: a run can reach the model', 'health report')
+      H.contains(text, 'sandbox: workspace-write (Landlock ABI ', 'the sandbox, from doctor')
       H.truthy(not text:find('sekrit', 1, true), 'the key value is never printed')
       local version = vim.system({ H.server_bin, '--version' }, { text = true }):wait(5000)
       H.contains(text, vim.trim(version.stdout), 'health report shows stepwise --version')
@@ -54,6 +55,9 @@ return H.spec({
       vim.cmd('silent checkhealth stepwise')
       text = H.buf_text(0)
       H.contains(text, 'model: from-setup (setup())', 'the setup() model')
+      require('stepwise').setup({ cmd = { H.server_bin, 'lsp' }, autostart = false, keymaps = false, sandbox = 'off' })
+      vim.cmd('silent checkhealth stepwise')
+      H.contains(H.buf_text(0), 'sandbox: off (every shell command asks)', 'the setup() sandbox setting')
       H.contains(text, 'no API key: set ANTHROPIC_API_KEY', 'health report')
       -- a missing binary is an error
       require('stepwise').setup({ cmd = { 'stepwise-no-such-binary', 'lsp' }, autostart = false, keymaps = false })

@@ -249,6 +249,8 @@ function H.setup(m, extra, state_dir)
     base_url = m and m.url or 'http://127.0.0.1:9',
     model = 'mock-model',
     approval = 'auto',
+    -- today's behaviour, which these specs were written for; the server's own tests cover the sandbox
+    sandbox = 'off',
     keymaps = false,
   }, extra or {})
   return require('stepwise').setup(opts)

@@ -10,6 +10,8 @@ export const SERVER_KEYS = [
   'model',
   'baseUrl',
   'approval',
+  'sandbox',
+  'sandboxNetwork',
   'reminderRounds',
   'maxRounds',
   'planningStyle',
@@ -22,6 +24,8 @@ export const SERVER_KEYS = [
 const ENUMS: Record<string, readonly string[]> = {
   provider: ['anthropic', 'openai'],
   approval: ['ask', 'auto', 'deny'],
+  sandbox: ['workspace-write', 'read-only', 'off'],
+  sandboxNetwork: ['off', 'on'],
   planningStyle: ['todo', 'tasks'],
 };
 const POSITIVE_INTS = new Set(['reminderRounds', 'maxRounds', 'bashTimeoutSecs', 'requestTimeoutSecs']);
@@ -123,6 +127,8 @@ export interface DoctorReport {
   /** MCP servers found (none is started by doctor). */
   mcpServers?: { name: string; origin: string; transport: 'stdio' | 'http'; state: 'configured' | 'untrusted'; command?: string; args?: string[]; url?: string }[];
   mcpProblems?: string[];
+  /** Whether shell commands can run sandboxed here: `by` what, or the `reason` they cannot (then they ask). */
+  sandbox?: { mode: 'workspace-write' | 'read-only' | 'off'; network: 'off' | 'on'; available?: boolean; by?: string; reason?: string };
 }
 
 /** The arguments of `stepwise doctor` for a folder, with the settings the server would get. */
@@ -175,9 +181,20 @@ export function doctorReportLines(r: DoctorReport): string[] {
     lines.push(`  ${'MCP server'.padEnd(10)} ${s.name} (${s.transport}, ${s.origin}): ${what} [${state}]`);
   }
   for (const p of r.mcpProblems ?? []) lines.push(`  MCP problem: ${p}`);
+  const sandbox = sandboxLine(r);
+  if (sandbox) lines.push(`  ${'sandbox'.padEnd(10)} ${sandbox}`);
   if (r.ok) lines.push('  ready: a run can reach the model');
   else for (const p of r.problems) lines.push(`  problem: ${p}`);
   return lines;
+}
+
+/** The sandbox as the report gives it, one line; `undefined` from a server that does not report it. */
+export function sandboxLine(r: DoctorReport): string | undefined {
+  const s = r.sandbox;
+  if (!s) return undefined;
+  if (s.mode === 'off') return 'off: every shell command asks';
+  if (s.available === false) return `unavailable: ${s.reason ?? 'unknown'}; every shell command asks`;
+  return `${s.mode} (${s.by ?? 'available'}, network ${s.network})`;
 }
 
 /**

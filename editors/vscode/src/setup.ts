@@ -48,6 +48,8 @@ export function foldersWithSession(): string[] {
 }
 
 export class Setup {
+  private sandboxWarned = false;
+
   constructor(
     private readonly core: Core,
     private readonly ui: Ui,
@@ -106,6 +108,11 @@ export class Setup {
       this.logReport(report);
       await this.showConfigProblem(report, problem);
       return false;
+    }
+    // Said once per window: commands then ask one by one (the server says so too, once per session).
+    if (report?.sandbox?.available === false && !this.sandboxWarned) {
+      this.sandboxWarned = true;
+      void vscode.window.showWarningMessage(`stepwise: the sandbox cannot start here (${report.sandbox.reason ?? 'unknown'}); every shell command asks for approval.`);
     }
     return true;
   }

@@ -15,9 +15,7 @@ use super::events::RunState;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
 use crate::host::disk::{preview_disk, read_disk, write_disk};
-use crate::host::{
-    folder_name, preview, run_shell, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput,
-};
+use crate::host::{folder_name, preview, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 
 pub const ALLOW_ONCE: &str = "allow_once";
 pub const ALLOW_ALWAYS: &str = "allow_always";
@@ -104,11 +102,18 @@ impl Host for AcpHost {
         }
     }
 
-    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
-        if self.fs.terminal {
+    /// A sandboxed command runs here under the policy even when the client offers terminals: a client's
+    /// terminal runs it with the user's full rights.
+    async fn run_command(
+        &self,
+        command: &str,
+        timeout: Duration,
+        sandbox: Option<&crate::host::Policy>,
+    ) -> Result<ShellOutput, String> {
+        if self.fs.terminal && sandbox.is_none() {
             return super::terminal::run(&self.conn, &self.session, &self.state, command, timeout).await;
         }
         self.state.running(&self.conn, &self.session.id, None);
-        run_shell(self.session.root(), command, timeout).await
+        crate::host::run_shell_in(self.session.root(), command, timeout, sandbox).await
     }
 }

@@ -65,6 +65,9 @@ pub(crate) async fn run(
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
+    if let Some(warning) = session.ws.sandbox().unavailable_once(cfg.sandbox) {
+        say(format!("stepwise: {warning}\n\n"));
+    }
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
     let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };

@@ -203,6 +203,8 @@ impl Turn {
             approvals: r.shared.approvals,
             style: r.cfg.planning,
             bash_timeout: r.cfg.bash_timeout,
+            sandbox: r.shared.sandbox,
+            sandbox_settings: r.cfg.sandbox,
             call_id: id,
             mcp: self.mcp.as_deref(),
         };

@@ -55,11 +55,16 @@ impl<H: Host> Host for Tracked<'_, H> {
     }
 
     /// The scans block for a few milliseconds each (see the benchmark); they run on the calling task.
-    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
+    async fn run_command(
+        &self,
+        command: &str,
+        timeout: Duration,
+        sandbox: Option<&crate::host::Policy>,
+    ) -> Result<ShellOutput, String> {
         self.with(|c| c.before_command());
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
         let _after = AfterCommand(self.checkpoints);
-        self.inner.run_command(command, timeout).await
+        self.inner.run_command(command, timeout, sandbox).await
     }
 }
 

@@ -80,6 +80,7 @@ pub struct Report {
     session: Option<PathBuf>,
     instructions: crate::instructions::Instructions,
     mcp: crate::mcp::report::McpReport,
+    sandbox: crate::host::SandboxSettings,
 }
 
 fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {
@@ -142,6 +143,9 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
     if let Err(e) = config::agent(&env, o) {
         problems.push(e);
     }
+    // An invalid setting is among the problems above; the report shows the default then.
+    let sandbox = config::sandbox(&env, o)
+        .unwrap_or(crate::host::SandboxSettings { mode: crate::host::SandboxMode::WorkspaceWrite, network: false });
     let state_dir = crate::trust::state_dir();
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
@@ -160,6 +164,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
         session,
         instructions,
         mcp,
+        sandbox,
     }
 }
 
@@ -192,8 +197,28 @@ impl Report {
             })).collect::<Vec<_>>(),
             "mcpServers": self.mcp.servers,
             "mcpProblems": self.mcp.problems,
+            "sandbox": self.sandbox_json(),
             "ok": self.ok(),
         })
+    }
+
+    /// `{"mode", "network", "available", "by"}`, or with `"reason"` in place of `"by"` where it cannot start.
+    fn sandbox_json(&self) -> Value {
+        let s = &self.sandbox;
+        let mut v = json!({"mode": s.mode.name(), "network": if s.network { "on" } else { "off" }});
+        if s.mode != crate::host::SandboxMode::Off {
+            match crate::host::sandbox::availability(s.network) {
+                Ok(by) => {
+                    v["available"] = json!(true);
+                    v["by"] = json!(by);
+                }
+                Err(why) => {
+                    v["available"] = json!(false);
+                    v["reason"] = json!(why);
+                }
+            }
+        }
+        v
     }
 
     pub fn text(&self) -> String {
@@ -241,6 +266,7 @@ impl Report {
         for p in &self.mcp.problems {
             line("MCP problem", p.clone());
         }
+        line("sandbox", self.sandbox.describe());
         if self.ok() {
             out.push_str("\nready: a run can reach the model\n");
         } else {

@@ -111,6 +111,10 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
             Ask::Command(command) => {
                 (format!("shell command refused: {command}"), format!("{} {command}", bold("Run shell command?")))
             }
+            Ask::Unsandboxed(command) => (
+                format!("running outside the sandbox refused: {command}"),
+                format!("{} {command}", bold("The sandbox stopped this command. Run it outside the sandbox?")),
+            ),
             Ask::Write { path, why } => {
                 (format!("write to {path} refused ({why})"), format!("{} ({why})", bold(&format!("Write {path}?"))))
             }
@@ -171,6 +175,9 @@ async fn run_task(ws: &Arc<Workspace>, s: &Setup, task: &str) -> RunOutcome {
         // The command line runs one task at a time; a slot still held is a bug, said as an error.
         Err(e) => return agent::finish(FinishReason::Error, String::new(), Some(e), 0, Default::default()),
     };
+    if let Some(warning) = ws.sandbox().unavailable_once(s.cfg.sandbox) {
+        eprintln!("stepwise: {warning}");
+    }
     let watcher = cancel_on_ctrl_c(ticket.cancel.clone());
     let outcome = ws.prompt(&ticket, task, &s.llm, &s.host, &s.term, &s.cfg).await;
     watcher.abort();

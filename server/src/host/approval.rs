@@ -59,6 +59,9 @@ pub enum Scope {
     Tools,
     /// The tools of one MCP server.
     McpServer(String),
+    /// Running commands outside the sandbox after it stopped them (not covered by `Tools`: an earlier
+    /// "allow for the session" of a question with the sandbox off must not open this one).
+    Unsandboxed,
 }
 
 /// The session's standing approvals, kept by the workspace (one place for the command line, the
@@ -89,6 +92,8 @@ impl Approvals {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ask<'a> {
     Command(&'a str),
+    /// Running a command again outside the sandbox, which stopped it.
+    Unsandboxed(&'a str),
     /// A write to a protected file: the path as the model gave it, and why it is protected.
     Write {
         path: &'a str,
@@ -105,6 +110,7 @@ impl Ask<'_> {
     pub fn scope(&self) -> Scope {
         match self {
             Ask::Command(_) | Ask::Write { .. } => Scope::Tools,
+            Ask::Unsandboxed(_) => Scope::Unsandboxed,
             Ask::Tool { server, .. } => Scope::McpServer(server.to_string()),
         }
     }
@@ -113,6 +119,9 @@ impl Ask<'_> {
     pub fn question(&self, folder: &str) -> String {
         match self {
             Ask::Command(command) => format!("stepwise wants to run a shell command in {folder}: {command}"),
+            Ask::Unsandboxed(command) => {
+                format!("The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {folder}: {command}")
+            }
             Ask::Write { path, why } => format!("stepwise wants to write {path} in {folder} ({why})"),
             Ask::Tool { server, tool } => format!("stepwise wants to use the MCP tool {tool} of {server} in {folder}"),
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::beneath;
-use super::{run_shell, Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
+use super::{run_shell_in, Approval, Ask, EditContext, FileChange, Host, Policy, ResolvedPath, ShellOutput};
 
 /// Asks the user (commands, protected writes); `None` means everything is approved (`--yes`). Dropping
 /// the future (a cancelled task) abandons the question.
@@ -174,7 +174,12 @@ impl Host for DiskHost {
         }
     }
 
-    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
-        run_shell(&self.root, command, timeout).await
+    async fn run_command(
+        &self,
+        command: &str,
+        timeout: Duration,
+        sandbox: Option<&Policy>,
+    ) -> Result<ShellOutput, String> {
+        run_shell_in(&self.root, command, timeout, sandbox).await
     }
 }

@@ -12,7 +12,8 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::OnceLock;
 
-/// What the guard runs, made before the fork: `bash -c COMMAND` with stepwise's environment and `marker`.
+/// What the guard runs, made before the fork: `bash -c COMMAND` with stepwise's environment, `marker` and
+/// the sandbox's variables.
 pub struct Image {
     path: CString,
     _args: Vec<CString>,
@@ -28,11 +29,12 @@ unsafe impl Sync for Image {}
 
 impl Image {
     /// `None` when no `bash` is on the `PATH`, or the command holds a NUL byte.
-    pub fn new(command: &str, marker: (&str, &str)) -> Option<Image> {
+    pub fn new(command: &str, marker: (&str, &str), extra: &[(OsString, OsString)]) -> Option<Image> {
         let path = bash()?.clone();
         let args = vec![CString::new("bash").ok()?, CString::new("-c").ok()?, CString::new(command).ok()?];
         let mut env: Vec<CString> = std::env::vars_os()
-            .filter(|(k, _)| k != marker.0)
+            .filter(|(k, _)| k != marker.0 && !extra.iter().any(|(e, _)| e == k))
+            .chain(extra.iter().cloned())
             .filter_map(|(k, v)| {
                 let mut kv = k.into_vec();
                 kv.push(b'=');
@@ -68,11 +70,11 @@ fn is_executable(path: &OsStr) -> bool {
 
 /// The guard's life, in the forked child (std has set up its stdio, working folder and process group).
 /// Never returns. `parent` is stepwise's pid; `status` and `hold` are the status pipe's write end and the read end of the pipe only
-/// stepwise holds open.
+/// stepwise holds open; `sandbox` a Landlock ruleset to impose on the guard (so on the command), or -1.
 ///
 /// # Safety
 /// Only in a freshly forked child, as a `pre_exec` hook.
-pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd) -> ! {
+pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbox: RawFd) -> ! {
     // stepwise's handlers (the runtime's) mean nothing here; the command starts with the defaults.
     for sig in 1..32 {
         if sig != libc::SIGKILL && sig != libc::SIGSTOP && sig != libc::SIGTERM {
@@ -89,6 +91,13 @@ pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd) -> ! {
     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong);
     if libc::getppid() as u32 != parent {
         // stepwise died before the signal was asked for: nothing may start.
+        libc::_exit(1);
+    }
+    if sandbox >= 0 && !super::landlock::restrict(sandbox) {
+        // Never run unconfined what was meant to be confined: say so and report a failure.
+        let msg = b"stepwise: the sandbox could not be applied, so the command did not run\n";
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::write(status, b"126\n".as_ptr().cast(), 4);
         libc::_exit(1);
     }
     close_all_but(status, hold);
@@ -307,7 +316,8 @@ mod tests {
 
     #[test]
     fn the_image_carries_the_command_and_the_marker() {
-        let image = Image::new("echo hi", ("STEPWISE_TEST_MARK", "1-2")).expect("bash on the PATH");
+        let image = Image::new("echo hi", ("STEPWISE_TEST_MARK", "1-2"), &[("TMPDIR".into(), "/t".into())])
+            .expect("bash on the PATH");
         // SAFETY: the pointers are the image's own NUL-terminated strings, the lists NULL-terminated.
         let strs = |v: &Vec<*const libc::c_char>| -> Vec<String> {
             v.iter()
@@ -320,6 +330,7 @@ mod tests {
         let env = strs(&image.envp);
         assert_eq!(env.iter().filter(|e| e.starts_with("STEPWISE_TEST_MARK=")).count(), 1);
         assert!(env.contains(&"STEPWISE_TEST_MARK=1-2".to_string()));
+        assert_eq!(env.iter().filter(|e| e.starts_with("TMPDIR=")).collect::<Vec<_>>(), ["TMPDIR=/t"]);
         assert!(image.path.to_str().unwrap().ends_with("/bash"));
     }
 }

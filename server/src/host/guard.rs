@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::io::AsyncReadExt;
 use tokio::process::Child;
 
+use super::sandbox::Policy;
 use super::{platform, procs};
 
 /// Marks every process a command starts (the environment is inherited through `setsid` and double
@@ -62,21 +63,23 @@ pub struct Guarded {
 /// The guard's report of the command's exit status.
 pub struct Status(Option<tokio::net::unix::pipe::Receiver>);
 
-/// Starts `command` under a guard in `root`; its stdout and stderr are piped.
-pub fn spawn(root: &Path, command: &str) -> std::io::Result<Guarded> {
+/// Starts `command` under a guard in `root`, confined by `sandbox` when given; its stdout and stderr are
+/// piped.
+pub fn spawn(root: &Path, command: &str, sandbox: Option<&Policy>) -> std::io::Result<Guarded> {
     let portable = platform::portable();
+    let confine = Confine::new(sandbox)?;
     let id = format!("{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
     let (hold_r, hold_w) = std::io::pipe()?;
     let (status_r, status_w) = std::io::pipe()?;
     let status_fd = status_w.as_raw_fd();
     #[cfg(target_os = "linux")]
     let mut cmd = if portable {
-        bash_guard(command, &id, hold_r, status_fd)
+        bash_guard(command, &id, hold_r, status_fd, confine)
     } else {
-        forked_guard(command, &id, hold_r, status_fd)?
+        forked_guard(command, &id, hold_r, status_fd, confine)?
     };
     #[cfg(not(target_os = "linux"))]
-    let mut cmd = bash_guard(command, &id, hold_r, status_fd);
+    let mut cmd = bash_guard(command, &id, hold_r, status_fd, confine);
     cmd.current_dir(root).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     let since = procs::mark();
     let child = cmd.spawn()?;
@@ -96,12 +99,79 @@ pub fn spawn(root: &Path, command: &str) -> std::io::Result<Guarded> {
     Ok(Guarded { reaper, child, status: Status(status) })
 }
 
+/// What confines a command, made before the fork: its variables (`TMPDIR`) and, on Linux, the Landlock
+/// ruleset the guard imposes on itself; on macOS the Seatbelt wrapper around the guard.
+struct Confine {
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    #[cfg(target_os = "linux")]
+    ruleset: Option<OwnedFd>,
+    #[cfg(target_os = "macos")]
+    policy: Option<Policy>,
+}
+
+impl Confine {
+    fn new(policy: Option<&Policy>) -> std::io::Result<Confine> {
+        Ok(Confine {
+            env: policy.map(Policy::env).unwrap_or_default(),
+            #[cfg(target_os = "linux")]
+            ruleset: policy.map(super::landlock::ruleset).transpose()?,
+            #[cfg(target_os = "macos")]
+            policy: policy.cloned(),
+        })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn ruleset_fd(&self) -> RawFd {
+        self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd())
+    }
+}
+
 /// The portable guard: a bash running `GUARD`, its watchdog reading `hold` (its stdin).
-fn bash_guard(command: &str, id: &str, hold: std::io::PipeReader, status_fd: RawFd) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.args(["-c", GUARD, "bash", command, "watch"]).env(MARKER, id).stdin(Stdio::from(hold));
-    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
-    unsafe { cmd.pre_exec(move || inherit_as(status_fd, 4)) };
+fn bash_guard(
+    command: &str,
+    id: &str,
+    hold: std::io::PipeReader,
+    status_fd: RawFd,
+    confine: Confine,
+) -> tokio::process::Command {
+    let args = ["-c", GUARD, "bash", command, "watch"];
+    #[cfg(target_os = "macos")]
+    let mut cmd = match &confine.policy {
+        Some(policy) => {
+            let mut rest = vec!["bash"];
+            rest.extend(args);
+            let (program, args) = super::seatbelt::wrap(policy, &rest);
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = tokio::process::Command::new("bash");
+            cmd.args(args);
+            cmd
+        }
+    };
+    #[cfg(not(target_os = "macos"))]
+    let mut cmd = {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.args(args);
+        cmd
+    };
+    cmd.env(MARKER, id).envs(confine.env.iter().map(|(k, v)| (k, v))).stdin(Stdio::from(hold));
+    #[cfg(target_os = "linux")]
+    let ruleset = confine.ruleset_fd();
+    // SAFETY: only async-signal-safe calls (fcntl, dup2; prctl and landlock_restrict_self) between fork
+    // and exec; the ruleset is kept open by `confine`, moved into the hook.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep = &confine;
+            #[cfg(target_os = "linux")]
+            if ruleset >= 0 && !super::landlock::restrict(ruleset) {
+                return Err(std::io::Error::last_os_error());
+            }
+            inherit_as(status_fd, 4)
+        })
+    };
     cmd
 }
 
@@ -112,18 +182,21 @@ fn forked_guard(
     id: &str,
     hold: std::io::PipeReader,
     status_fd: RawFd,
+    confine: Confine,
 ) -> std::io::Result<tokio::process::Command> {
-    let image = super::fork_guard::Image::new(command, (MARKER, id))
+    let image = super::fork_guard::Image::new(command, (MARKER, id), &confine.env)
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no bash on the PATH"))?;
     let mut cmd = tokio::process::Command::new("bash");
     cmd.stdin(Stdio::null());
     let parent = std::process::id();
+    let ruleset = confine.ruleset_fd();
     // SAFETY: `run` makes only async-signal-safe calls, on memory made before the fork; it owns `hold`
-    // (kept open in the parent until the spawn, then closed there by the drop of `cmd`).
+    // and the ruleset (kept open in the parent until the spawn, then closed there by the drop of `cmd`).
     unsafe {
         cmd.pre_exec(move || {
+            let _keep = &confine;
             let hold_fd = hold.as_raw_fd();
-            super::fork_guard::run(&image, parent, status_fd, hold_fd)
+            super::fork_guard::run(&image, parent, status_fd, hold_fd, ruleset)
         })
     };
     Ok(cmd)

@@ -10,11 +10,16 @@ pub mod disk;
 #[cfg(target_os = "linux")]
 mod fork_guard;
 mod guard;
+#[cfg(target_os = "linux")]
+mod landlock;
 pub mod output;
 mod path;
 mod platform;
 pub mod preview;
 mod procs;
+pub mod sandbox;
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+mod seatbelt;
 pub(crate) mod shell;
 
 use std::future::Future;
@@ -26,7 +31,8 @@ pub use change::FileChange;
 pub use disk::DiskHost;
 pub use path::{resolve, ResolvedPath};
 pub use platform::PORTABLE_ENV;
-pub use shell::{is_dangerous, run_shell, ShellOutput};
+pub use sandbox::{Policy, Sandbox, SandboxMode, SandboxSettings};
+pub use shell::{is_dangerous, run_shell, run_shell_in, ShellOutput};
 
 /// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser") and the
 /// client can tie it to the tool call that made it.
@@ -71,10 +77,16 @@ pub trait Host: Send + Sync {
     /// the tool call asking (a client may show the question on it).
     fn approve(&self, ask: &Ask<'_>, call_id: &str) -> impl Future<Output = Approval> + Send;
 
-    /// Run an approved shell command in the workspace. Dropping the future kills it. `Err` is a failure
-    /// to run it at all (or its timeout); a command that ran and failed is an `Ok` marked `is_error`.
-    fn run_command(&self, command: &str, timeout: Duration)
-        -> impl Future<Output = Result<ShellOutput, String>> + Send;
+    /// Run a shell command in the workspace: confined by `sandbox` when given (the host must then run it
+    /// itself, under that policy), else an approved command with the user's rights. Dropping the future
+    /// kills it. `Err` is a failure to run it at all (or its timeout); a command that ran and failed is an
+    /// `Ok` marked `is_error`.
+    fn run_command(
+        &self,
+        command: &str,
+        timeout: Duration,
+        sandbox: Option<&Policy>,
+    ) -> impl Future<Output = Result<ShellOutput, String>> + Send;
 }
 
 /// Byte range of the first occurrence of `old` in `text`.

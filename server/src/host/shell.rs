@@ -8,6 +8,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::guard::{self, Exit, Reaper};
 pub use super::output::truncate_chars;
 use super::output::Bounded;
+use super::sandbox::Policy;
 
 /// What the model reads of one command at most (the seed's cap).
 pub const OUTPUT_CAP: usize = 50_000;
@@ -55,8 +56,22 @@ pub struct ShellOutput {
     pub is_error: bool,
 }
 
+/// Runs `command` in `root` with the user's full rights (no sandbox).
 pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
-    let guarded = guard::spawn(root, command).map_err(|e| format!("cannot start the shell: {e}"))?;
+    run_shell_in(root, command, timeout, None).await
+}
+
+/// Runs `command` in `root`, confined by `sandbox` when given (`sandbox.rs`).
+pub async fn run_shell_in(
+    root: &Path,
+    command: &str,
+    timeout: Duration,
+    sandbox: Option<&Policy>,
+) -> Result<ShellOutput, String> {
+    let guarded = guard::spawn(root, command, sandbox).map_err(|e| match sandbox {
+        Some(_) => format!("cannot start the shell in the sandbox: {e}"),
+        None => format!("cannot start the shell: {e}"),
+    })?;
     // Declared before the reaper, so dropped after it: the guard must outlive the walk of its tree.
     let mut child = guarded.child;
     let mut status = guarded.status;

@@ -18,9 +18,7 @@ use super::notify::Outgoing;
 use super::positions::range_of;
 use super::shared::Shared;
 use crate::host::disk::{io_error, read_disk, write_disk};
-use crate::host::{
-    run_shell, splice, Approval, ApprovalMode, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput,
-};
+use crate::host::{splice, Approval, ApprovalMode, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::locks;
 
 pub const ALLOW: &str = "Allow";
@@ -316,8 +314,13 @@ impl Host for EditorHost {
         }
     }
 
-    async fn run_command(&self, command: &str, timeout: Duration) -> Result<ShellOutput, String> {
+    async fn run_command(
+        &self,
+        command: &str,
+        timeout: Duration,
+        sandbox: Option<&crate::host::Policy>,
+    ) -> Result<ShellOutput, String> {
         self.flush_unsaved().await?;
-        run_shell(&self.folder.root, command, timeout).await
+        crate::host::run_shell_in(&self.folder.root, command, timeout, sandbox).await
     }
 }

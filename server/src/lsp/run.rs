@@ -67,6 +67,13 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     let (reason, error, kind) = match config::agent_and_model(&env, &settings).await {
         Err(msg) => (FinishReason::Error, Some(msg), Some(ext::ErrorKind::Setup)),
         Ok((mut cfg, llm)) => {
+            // `approval: deny` promises that no shell command runs; a sandboxed one would run unasked.
+            if settings.approval == Some(ApprovalMode::Deny) {
+                cfg.sandbox.mode = crate::host::SandboxMode::Off;
+            }
+            if let Some(warning) = folder.ws.sandbox().unavailable_once(cfg.sandbox) {
+                n.send(Outgoing::Message(MessageType::WARNING, format!("stepwise: {warning}")));
+            }
             cfg.mcp.set = Some(super::mcp::get(&shared, &folder, &settings, cfg.mcp.timeout));
             let host = EditorHost {
                 shared: shared.clone(),

@@ -42,6 +42,8 @@ pub struct Workspace {
     plan: PlanBoard,
     inbox: Inbox,
     approvals: Approvals,
+    /// Its private temporary folder for sandboxed commands, removed with the workspace.
+    sandbox: crate::host::Sandbox,
     run: watch::Sender<Option<Running>>,
     saver: Option<Saver>,
     /// Off until an adapter turns them on (`checkpoints.rs`).
@@ -74,6 +76,7 @@ impl Workspace {
             plan: PlanBoard::new(saved.plan, saved.revision),
             inbox: Inbox::default(),
             approvals: Approvals::default(),
+            sandbox: crate::host::Sandbox::default(),
             run: watch::Sender::new(None),
             saver,
             checkpoints: std::sync::OnceLock::new(),
@@ -113,6 +116,11 @@ impl Workspace {
 
     pub fn approvals(&self) -> &Approvals {
         &self.approvals
+    }
+
+    /// The session's sandbox (its temporary folder; whether it was said that it cannot start).
+    pub fn sandbox(&self) -> &crate::host::Sandbox {
+        &self.sandbox
     }
 
     /// The running run's id.

@@ -76,7 +76,7 @@ impl Workspace {
     }
 
     fn shared(&self) -> Shared<'_> {
-        Shared { plan: &self.plan, inbox: &self.inbox, approvals: &self.approvals }
+        Shared { plan: &self.plan, inbox: &self.inbox, approvals: &self.approvals, sandbox: &self.sandbox }
     }
 
     /// Runs a prompt to the end of the model's turn with the adapter's host and events.

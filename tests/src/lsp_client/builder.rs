@@ -53,7 +53,9 @@ impl EditorBuilder {
             capabilities: preset.capabilities(),
             folders: Vec::new(),
             root_uri_only: false,
-            init_options: Map::new(),
+            // The sandbox is on by default in stepwise; the tests written for commands that ask (and
+            // for their output unchanged) run without it, those of the sandbox turn it on.
+            init_options: [("sandbox".to_string(), json!("off"))].into_iter().collect(),
             settings: Value::Null,
             policies: preset.default_policies(),
             // Plan changes and reminders are mirrored as log lines for plain clients (lsp_plain_clients.rs

@@ -19,6 +19,8 @@ M.defaults = {
   base_url = nil, ---@type string?
   api_key_env = nil, ---@type string? name of the variable holding the key (never the key itself)
   approval = nil, ---@type 'ask'|'auto'|'deny'|nil
+  sandbox = nil, ---@type 'workspace-write'|'read-only'|'off'|nil shell commands in an OS sandbox (default on)
+  sandbox_network = nil, ---@type 'off'|'on'|nil whether sandboxed commands may use TCP
   reminder_rounds = nil,
   max_rounds = nil,
   planning_style = nil,
@@ -60,6 +62,8 @@ local server_keys = {
   base_url = 'baseUrl',
   api_key_env = 'apiKeyEnv',
   approval = 'approval',
+  sandbox = 'sandbox',
+  sandbox_network = 'sandboxNetwork',
   reminder_rounds = 'reminderRounds',
   max_rounds = 'maxRounds',
   planning_style = 'planningStyle',
@@ -90,6 +94,15 @@ function M.set(opts)
       vim.tbl_contains({ 'ask', 'auto', 'deny' }, merged.approval),
       "stepwise: approval must be 'ask', 'auto' or 'deny'"
     )
+  end
+  if merged.sandbox ~= nil then
+    assert(
+      vim.tbl_contains({ 'workspace-write', 'read-only', 'off' }, merged.sandbox),
+      "stepwise: sandbox must be 'workspace-write', 'read-only' or 'off'"
+    )
+  end
+  if merged.sandbox_network ~= nil then
+    assert(vim.tbl_contains({ 'off', 'on' }, merged.sandbox_network), "stepwise: sandbox_network must be 'off' or 'on'")
   end
   if opts.mcp_servers ~= nil then
     assert(type(opts.mcp_servers) == 'table', 'stepwise: mcp_servers must be a table of servers by name')

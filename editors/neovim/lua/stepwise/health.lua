@@ -96,6 +96,7 @@ function M.check()
     end
     health.info('state dir: ' .. tostring(report.stateDir ~= vim.NIL and report.stateDir or 'none'))
     M.instructions_and_mcp(report, health)
+    M.sandbox(report, health)
   end
   health.info('approval of shell commands: ' .. (config.server_settings(opts).approval or 'ask'))
 
@@ -110,6 +111,23 @@ function M.check()
       local st = folder and folder.state or 'idle'
       health.info(string.format('folder %s: %s', f.name or f.uri, st))
     end
+  end
+end
+
+--- Whether shell commands run sandboxed, from doctor's report (absent from an older server).
+function M.sandbox(report, health)
+  local s = report.sandbox
+  if type(s) ~= 'table' then
+    return
+  end
+  if s.mode == 'off' then
+    health.info('sandbox: off (every shell command asks)')
+  elseif s.available == false then
+    health.warn('sandbox cannot start: ' .. tostring(s.reason) .. '; every shell command asks for approval', {
+      'Linux needs Landlock (kernel 6.7+); or set sandbox = "off" to silence this',
+    })
+  else
+    health.ok(string.format('sandbox: %s (%s, network %s)', s.mode, tostring(s.by), s.network))
   end
 end
 

@@ -373,6 +373,9 @@ async function setUp(script, options) {
         'stepwise.model': 'mock-model',
         'stepwise.baseUrl': mockUrl,
         'stepwise.approval': 'auto',
+        // Today's behaviour, which these steps were written for (the approval "ask" step waits for a
+        // question a sandboxed command would not ask); the server's own tests cover the sandbox.
+        'stepwise.sandbox': 'off',
         'stepwise.trace.server': 'verbose',
         'security.workspace.trust.enabled': false,
         'workbench.startupEditor': 'none',

@@ -6,6 +6,7 @@ import {
   doctorArgs,
   doctorProblemMessage,
   doctorReportLines,
+  sandboxLine,
   effectiveProvider,
   initializationOptions,
   missingBinaryMessage,
@@ -126,6 +127,19 @@ test('doctor: its arguments carry the settings the server gets; its report is re
   assert.match(lines, /problem: no model configured/);
   const ready = { ...REPORT, model: { value: 'm', variable: 'MODEL_ID', source: 'settings' as const }, apiKey: { ...REPORT.apiKey, set: true, source: 'environment' as const }, missing: [], problems: [], ok: true };
   assert.match(doctorReportLines(ready).join('\n'), /model +m \(VS Code settings\)[^]*ANTHROPIC_API_KEY is set \(environment\)[^]*ready/);
+});
+
+test('doctor: the sandbox line says how commands run, or why they ask', () => {
+  assert.equal(sandboxLine(REPORT), undefined);
+  const on = { ...REPORT, sandbox: { mode: 'workspace-write' as const, network: 'off' as const, available: true, by: 'Landlock ABI 7' } };
+  assert.equal(sandboxLine(on), 'workspace-write (Landlock ABI 7, network off)');
+  assert.match(doctorReportLines(on).join('\n'), /sandbox +workspace-write \(Landlock ABI 7, network off\)/);
+  const none = { ...REPORT, sandbox: { mode: 'workspace-write' as const, network: 'off' as const, available: false, reason: 'no Landlock' } };
+  assert.equal(sandboxLine(none), 'unavailable: no Landlock; every shell command asks');
+  assert.equal(sandboxLine({ ...REPORT, sandbox: { mode: 'off' as const, network: 'off' as const } }), 'off: every shell command asks');
+  const args = doctorArgs('/ws', { sandbox: 'read-only', sandboxNetwork: 'on' });
+  assert.deepEqual(JSON.parse(args[5]), { sandbox: 'read-only', sandboxNetwork: 'on' });
+  assert.deepEqual(JSON.parse(doctorArgs('/ws', { sandbox: 'strict' })[5]), {});
 });
 
 test('doctor: what is missing becomes the VS Code fix; other problems are shown in the server words', () => {

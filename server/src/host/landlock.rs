@@ -1,0 +1,137 @@
+//! The sandbox on Linux: a Landlock ruleset made in stepwise (allocations, opening paths) and imposed in
+//! the forked guard just before it starts the command (two async-signal-safe syscalls, `restrict`), so
+//! the guard and the command are confined and stepwise is not. The policy is `sandbox.rs`'s.
+//!
+//! Landlock ABI 3 at least (Linux 6.2: before it `truncate` on any file was uncontrolled), and ABI 4
+//! (Linux 6.7: TCP `connect`/`bind` rules) when the network is off. Below that stepwise does not
+//! half-confine with a seccomp filter: it reports the sandbox unavailable and asks per command, which
+//! the user can see and judge, rather than a sandbox that holds for files and silently not for sockets.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, ABI,
+};
+
+use super::sandbox::Policy;
+
+/// The kernel's Landlock ABI version, or why there is none.
+fn kernel_abi() -> Result<i32, String> {
+    const VERSION: libc::c_uint = 1;
+    // SAFETY: the documented version query: no attribute, size 0.
+    let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, VERSION) };
+    if v >= 1 {
+        return Ok(v as i32);
+    }
+    let e = std::io::Error::last_os_error();
+    Err(match e.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            "this kernel has no Landlock, or a container's seccomp policy hides it (Linux 6.7+ needed)".into()
+        }
+        Some(libc::EOPNOTSUPP) => {
+            "Landlock is built into this kernel but not enabled (add landlock to the lsm= boot option)".into()
+        }
+        _ => format!("Landlock cannot be queried: {e}"),
+    })
+}
+
+/// `Ok("Landlock ABI N")` once a real command ran confined, or why the sandbox cannot start.
+pub fn probe(network: bool) -> Result<String, String> {
+    let abi = kernel_abi()?;
+    if abi < 3 {
+        return Err(format!("Landlock ABI {abi} cannot stop a command truncating files (ABI 3, Linux 6.2, is needed)"));
+    }
+    if abi < 4 && !network {
+        return Err(format!(
+            "Landlock ABI {abi} has no TCP rules (ABI 4, Linux 6.7, is needed with sandboxNetwork off)"
+        ));
+    }
+    // A trial: confine a child that does nothing. A container can refuse `landlock_restrict_self` or
+    // the path rules (an unsupported file system) even where the version query answers.
+    let tmp = std::env::temp_dir();
+    let policy = Policy { root: tmp.clone(), tmp, write: false, network };
+    let fd = ruleset(&policy).map_err(|e| format!("a Landlock ruleset cannot be made: {e}"))?;
+    let raw = fd.as_raw_fd();
+    let mut trial = std::process::Command::new("/bin/sh");
+    trial.args(["-c", ":"]).stdin(std::process::Stdio::null());
+    // SAFETY: two syscalls between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        trial.pre_exec(move || match restrict(raw) {
+            true => Ok(()),
+            false => Err(std::io::Error::last_os_error()),
+        });
+    }
+    match trial.status() {
+        Ok(s) if s.success() => Ok(format!("Landlock ABI {abi}")),
+        Ok(s) => Err(format!("a confined trial command failed ({s})")),
+        Err(e) => Err(format!("Landlock refused to confine a trial command: {e}")),
+    }
+}
+
+/// The ruleset for `policy`: reading everywhere, writing in the writable entries and `TMPDIR`, the
+/// usual character devices, and (network off) no TCP. Made before the fork; `restrict` imposes it.
+pub fn ruleset(policy: &Policy) -> std::io::Result<OwnedFd> {
+    let err = |e: landlock::RulesetError| std::io::Error::other(e.to_string());
+    // Rights named by ABI, so the same policy holds on every kernel; those a kernel lacks are dropped
+    // (best effort), and `probe` made sure the ones the policy depends on are there.
+    let all = AccessFs::from_all(ABI::V5);
+    let file = AccessFs::from_file(ABI::V5);
+    let read = AccessFs::from_read(ABI::V5);
+    let mut rs = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all).map_err(err)?;
+    if !policy.network {
+        rs = rs.handle_access(AccessNet::from_all(ABI::V4)).map_err(err)?;
+    }
+    // Nor may it reach processes or abstract sockets outside (stepwise, the desktop's services).
+    rs = rs.scope(Scope::from_all(ABI::V6)).map_err(err)?;
+    let mut created = rs.create().map_err(err)?;
+    let mut grant = |fd: OwnedFd, access: BitFlags<AccessFs>| -> std::io::Result<()> {
+        let rule = PathBeneath::new(fd, access);
+        created.as_mut().add_rule(rule).map_err(err).map(|_| ())
+    };
+    grant(open("/", true)?, read)?;
+    grant(open(&policy.tmp, true)?, all)?;
+    for entry in policy.writable_entries() {
+        // Opened without following: an entry swapped for a symlink since it was listed is skipped.
+        let Ok(fd) = open(&entry.path, false) else { continue };
+        let kind = std::fs::File::from(fd);
+        let Ok(meta) = kind.metadata() else { continue };
+        if meta.is_dir() {
+            grant(kind.into(), all)?;
+        } else if meta.is_file() {
+            grant(kind.into(), file)?;
+        }
+    }
+    for dev in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom", "/dev/random"] {
+        if let Ok(fd) = PathFd::new(dev) {
+            let rule = PathBeneath::new(fd, AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev);
+            created.as_mut().add_rule(rule).map_err(err)?;
+        }
+    }
+    Option::<OwnedFd>::from(created).ok_or_else(|| std::io::Error::other("Landlock is not supported"))
+}
+
+/// An `O_PATH` descriptor of `path`; `follow` false opens a symlink itself (whose kind then tells).
+fn open(path: impl AsRef<std::path::Path>, follow: bool) -> std::io::Result<OwnedFd> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    let f =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH | libc::O_CLOEXEC | nofollow).open(path)?;
+    Ok(f.into())
+}
+
+/// Imposes the ruleset `fd` on the calling (single-threaded, forked) process and all it starts.
+///
+/// # Safety
+/// Async-signal-safe: only syscalls; for a forked child before it starts the command.
+pub unsafe fn restrict(fd: RawFd) -> bool {
+    libc::prctl(
+        libc::PR_SET_NO_NEW_PRIVS,
+        1 as libc::c_ulong,
+        0 as libc::c_ulong,
+        0 as libc::c_ulong,
+        0 as libc::c_ulong,
+    ) == 0
+        && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0 as libc::c_uint) == 0
+}
