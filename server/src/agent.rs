@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Event, EventSink};
 use crate::host::{Approvals, Host};
 use crate::llm::{Llm, Message, Usage};
-use crate::plan::{PlanBoard, PlanningStyle};
+use crate::plan::{Mode, PlanBoard, PlanningStyle};
 pub use crate::session::{push_user_text, FinishReason, RunOutcome, Session};
 use crate::steering::Inbox;
 
@@ -37,6 +37,9 @@ pub struct AgentConfig {
     pub compact_at_percent: u32,
     /// The session's MCP servers (their tools are offered from a run's first request) and time limits.
     pub mcp: crate::mcp::McpConfig,
+    /// Plan first (`planFirst`, `STEPWISE_PLAN_FIRST`, or one run's choice): only tools that change
+    /// nothing are offered, and the run ends `plan_ready` when the model ends its turn.
+    pub mode: Mode,
 }
 
 impl Default for AgentConfig {
@@ -48,6 +51,7 @@ impl Default for AgentConfig {
             bash_timeout: Duration::from_secs(120),
             compact_at_percent: 85,
             mcp: crate::mcp::McpConfig::default(),
+            mode: Mode::Default,
         }
     }
 }
@@ -88,12 +92,16 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
         None => None,
     };
     let mut turn = round::Turn::new(messages, r, mcp);
-    let outcome = loop {
+    let mut outcome = loop {
         if let Some(outcome) = turn.round(messages, r).await {
             break outcome;
         }
     };
-    if outcome.reason != FinishReason::EndTurn {
+    if outcome.reason == FinishReason::EndTurn && r.cfg.mode == Mode::Plan {
+        // The plan waits for the user: approve, comment or edit.
+        outcome.reason = FinishReason::PlanReady;
+    }
+    if !matches!(outcome.reason, FinishReason::EndTurn | FinishReason::PlanReady) {
         // Lines steered into a run that stopped short go with it; they are not sent later unasked.
         r.shared.inbox.close();
     }

@@ -71,7 +71,7 @@ pub(crate) async fn run(
     cfg.mcp.set = Some(session.mcp.get(&session.ws, &session.id, conn, cfg.mcp.timeout));
     let outcome = session.ws.prompt(&ticket, &prompt, &llm, &host, &sink, &cfg).await;
     let stop = match outcome.reason {
-        FinishReason::EndTurn => StopReason::EndTurn,
+        FinishReason::EndTurn | FinishReason::PlanReady => StopReason::EndTurn,
         FinishReason::Cancelled => StopReason::Cancelled,
         FinishReason::MaxTokens => {
             say(format!("\n\nstepwise stopped: {}", outcome.error.as_deref().unwrap_or("the output limit was hit")));

@@ -157,7 +157,7 @@ fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
 
 fn exit_code(reason: FinishReason) -> i32 {
     match reason {
-        FinishReason::EndTurn => 0,
+        FinishReason::EndTurn | FinishReason::PlanReady => 0,
         FinishReason::Cancelled => 130,
         _ => 1,
     }

@@ -55,7 +55,7 @@ impl Request for SaveDocuments {
 pub const REQUESTS: [&str; 1] = [SaveDocuments::METHOD];
 
 /// `workspace/executeCommand` commands.
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 11] = [
     "stepwise.run",
     "stepwise.cancel",
     "stepwise.reset",
@@ -65,6 +65,8 @@ pub const COMMANDS: [&str; 9] = [
     "stepwise.steer",
     "stepwise.checkpoints",
     "stepwise.rewind",
+    "stepwise.commentPlan",
+    "stepwise.approvePlan",
 ];
 
 /// `stepwise/plan` (also the answer to `stepwise.plan`).
