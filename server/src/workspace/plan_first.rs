@@ -40,13 +40,24 @@ impl Workspace {
     /// Takes the run slot for one planning round on the user's comments; the prompt that carries them
     /// (one block). Nothing waits for approval, or a comment names no item: `Err`, nothing taken.
     pub fn begin_comments(self: &Arc<Self>, comments: &[PlanComment]) -> Result<(RunTicket, String), String> {
-        if self.awaiting_approval().is_none() {
-            return Err(no_plan_waits());
-        }
-        let prompt = comments_block(&self.plan.snapshot().plan, comments)?;
+        let prompt = self.comments_prompt(comments)?;
         let mut ticket = self.begin()?;
         ticket.start = Start::Comments;
         Ok((ticket, prompt))
+    }
+
+    /// The same on a slot already held (an ACP prompt in plan mode while a plan waits).
+    pub fn comment_on(&self, ticket: &mut RunTicket, comments: &[PlanComment]) -> Result<String, String> {
+        let prompt = self.comments_prompt(comments)?;
+        ticket.start = Start::Comments;
+        Ok(prompt)
+    }
+
+    fn comments_prompt(&self, comments: &[PlanComment]) -> Result<String, String> {
+        if self.awaiting_approval().is_none() {
+            return Err(no_plan_waits());
+        }
+        comments_block(&self.plan.snapshot().plan, comments)
     }
 
     /// Takes the run slot for the run that carries the approved plan out (its first step in progress);
@@ -56,18 +67,26 @@ impl Workspace {
         base: Option<u64>,
         clear_context: bool,
     ) -> Result<(RunTicket, String), String> {
-        let Some(task) = self.awaiting_approval() else { return Err(no_plan_waits()) };
+        if self.awaiting_approval().is_none() {
+            return Err(no_plan_waits());
+        }
         let mut ticket = self.begin()?;
         // With the slot held no run can change the plan between the check and the approval.
+        let prompt = self.approve_on(&mut ticket, base, clear_context)?;
+        Ok((ticket, prompt))
+    }
+
+    /// The same on a slot already held (the ACP prompt that planned, answered by a permission).
+    pub fn approve_on(&self, ticket: &mut RunTicket, base: Option<u64>, clear_context: bool) -> Result<String, String> {
+        let Some(task) = self.awaiting_approval() else { return Err(no_plan_waits()) };
         let state = self.plan.approve(base)?;
         self.save_plan(&state);
         *locks::lock(&self.awaiting) = None;
         ticket.start = Start::Approved { clear_context };
-        let prompt = match clear_context {
+        Ok(match clear_context {
             true => fresh_start(&task, &state.plan),
             false => approval_block(&state.plan),
-        };
-        Ok((ticket, prompt))
+        })
     }
 
     /// After a run: a plan that is ready waits for approval; a run that acted leaves none waiting.

@@ -79,6 +79,15 @@ impl Workspace {
         }
     }
 
+    /// The run slot, kept, for a run that follows at once (plan first: the approved run after the ACP
+    /// prompt that planned): a new id and cancellation; the old ticket frees nothing when dropped.
+    pub fn renew(self: &Arc<Self>, old: RunTicket) -> RunTicket {
+        let ticket =
+            RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new(), start: old.start };
+        self.run.send_modify(|slot| *slot = Some(Running { id: ticket.id.clone(), cancel: ticket.cancel.clone() }));
+        ticket
+    }
+
     fn shared(&self) -> Shared<'_> {
         Shared { plan: &self.plan, inbox: &self.inbox, approvals: &self.approvals }
     }
