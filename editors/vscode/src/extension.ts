@@ -13,6 +13,7 @@ import { EXTENSION_COMMANDS } from './commands';
 import { Core, folderRefs } from './core';
 import { Runs } from './runs';
 import { PlanEditor } from './planEditor';
+import { PlanFirst } from './planFirst';
 import { Rewind } from './rewind';
 import { RoundsView } from './roundsView';
 import { needsRestart } from './settings';
@@ -32,6 +33,8 @@ class Stepwise {
     const runs = new Runs(core, ui, setup, connection);
     const planEditor = new PlanEditor(core, connection);
     connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
+    const planFirst = new PlanFirst(core, connection);
+    connection.events.roundListeners.push((ws) => planFirst.statusChanged(ws));
     const rounds = new RoundsView(core, connection);
     new Rewind(core, connection, (ws) => void rounds.sync(ws));
     const disposables = core.disposables;
