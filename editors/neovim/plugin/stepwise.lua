@@ -13,6 +13,7 @@ vim.api.nvim_create_user_command('Stepwise', function(o)
   require('stepwise').command(o)
 end, {
   nargs = '*',
+  bang = true,
   complete = function(...)
     return require('stepwise').complete(...)
   end,

@@ -72,7 +72,7 @@ end
 
 --- Start a run in the current folder (asks for the task when none is given).
 ---@param prompt string?
----@param opts {folder: stepwise.Folder?}?
+---@param opts {folder: stepwise.Folder?, plan: boolean?}?
 function M.run(prompt, opts)
   opts = opts or {}
   if not prompt or vim.trim(prompt) == '' then
@@ -85,7 +85,7 @@ function M.run(prompt, opts)
   end
   local folder = opts.folder or M.current_folder()
   folder.prompt = prompt
-  M.execute(folder, 'stepwise.run', { prompt = prompt }, function(err, result)
+  M.execute(folder, 'stepwise.run', { prompt = prompt, mode = require('stepwise.plan_first').mode(opts.plan) }, function(err, result)
     if not err and type(result) == 'table' and result.runId then
       folder.run_id = result.runId
     end
@@ -238,9 +238,16 @@ function M.command(o)
   if not sub then
     return M.plan()
   end
-  if sub == 'run' then
-    local task = o.args:match('^%s*run%s+(.-)%s*$')
-    return M.run(task)
+  -- `run!` and `plan approve!` (the `!` on the word, as written in the docs; `:Stepwise! ...` works too).
+  if sub == 'run' or sub == 'run!' then
+    local task = o.args:match('^%s*run!?%s+(.-)%s*$')
+    return M.run(task, { plan = o.bang or sub == 'run!' })
+  elseif sub == 'plan' and (o.fargs[2] == 'first' or o.fargs[2] == 'approve' or o.fargs[2] == 'approve!') then
+    local pf = require('stepwise.plan_first')
+    if o.fargs[2] == 'first' then
+      return pf.set(o.fargs[3] ~= 'off')
+    end
+    return pf.approve(M.current_folder(), o.bang or o.fargs[2] == 'approve!')
   elseif sub == 'steer' then
     return M.steer(o.args:match('^%s*steer%s+(.-)%s*$'))
   elseif sub == 'plan' and o.fargs[2] == 'edit' then
@@ -265,7 +272,7 @@ function M.command(o)
   elseif sub == 'compact' then
     return M.compact()
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind)', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind)', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -273,7 +280,7 @@ function M.complete(arglead, cmdline, _)
   if before:match('^plan%s+%S*$') then
     return vim.tbl_filter(function(s)
       return s:sub(1, #arglead) == arglead
-    end, { 'edit' })
+    end, { 'edit', 'first', 'approve' })
   end
   if before:find('%s') then
     return {}
@@ -288,8 +295,9 @@ function M.create_command()
     M.command(o)
   end, {
     nargs = '*',
+    bang = true,
     complete = M.complete,
-    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id}',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id}',
   })
 end
 
