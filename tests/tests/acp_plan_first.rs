@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{NewSessionResponse, RequestPermissionRequest, SessionNotification};
-use common::call;
+use common::{call, calls};
 use serde_json::{json, Value};
 use stepwise_tests::acp_client::{agent_env, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step};
@@ -53,7 +53,10 @@ async fn acp_plan_mode_plans_read_only_asks_and_acts_once_approved() {
     let state = TempDir::new("acp-plan-state");
     ws.write("a.txt", "alpha\n");
     let mock = MockModel::start(vec![
-        call("write_file", json!({"path": "a.txt", "content": "too early"})),
+        calls(&[
+            ("write_file", json!({"path": "a.txt", "content": "too early"})),
+            ("bash", json!({"command": "echo x > b.txt"})),
+        ]),
         call("todo", todo(&[("1", "Change a.txt")])),
         Step::text("Plan ready."),
         // "Keep planning", then a prompt: a comment, one more planning round.
@@ -90,6 +93,9 @@ async fn acp_plan_mode_plans_read_only_asks_and_acts_once_approved() {
         .filter_map(|u| u["content"][0]["content"]["text"].as_str())
         .any(|t| t.starts_with("Error: plan mode: write_file"));
     assert!(refused, "{updates:#?}");
+    let shell = of_kind(&updates, "tool_call").into_iter().find(|c| c["kind"] == "execute").cloned().unwrap();
+    assert_eq!(shell["status"], "in_progress", "a refused command is not announced as waiting for permission");
+    assert!(!ws.join("b.txt").exists());
     {
         let asked = asked.lock().unwrap();
         assert_eq!(asked.len(), 1);
