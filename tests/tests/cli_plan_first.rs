@@ -119,3 +119,49 @@ async fn a_declined_plan_changes_nothing_and_runs_nothing_more() {
     assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 0, "the workspace is as it was");
     assert_eq!(mock.requests().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_plan_first_then_plan_approve_fresh() {
+    let mock = MockModel::start(vec![
+        Step::tool("todo", json!({"items": [item("1", "Write a.txt")]})),
+        Step::text("Plan ready."),
+        Step::tool("write_file", json!({"path": "a.txt", "content": "done"})),
+        Step::text("Wrote it."),
+    ])
+    .await;
+    let ws = TempDir::new("pty-chat-plan-first");
+    let (mut pty, end) = Pty::open(T);
+    let pty_end = || Stdio::from(end.try_clone().unwrap());
+    let child = Command::new(stepwise_binary(false))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("ANTHROPIC_BASE_URL", mock.url())
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("MODEL_ID", "m")
+        .env("NO_COLOR", "1")
+        .args(["chat", "--yes", "--workspace"])
+        .arg(ws.path())
+        .stdin(pty_end())
+        .stdout(pty_end())
+        .stderr(pty_end())
+        .spawn()
+        .unwrap();
+    drop(end);
+    pty.type_line("/plan approve");
+    pty.expect("no plan waits for approval");
+    pty.type_line("/plan first");
+    pty.expect("plan first: on");
+    pty.type_line("write a.txt");
+    let shown = pty.expect("(the plan waits: /plan approve");
+    assert!(shown.contains("[ ] #1: Write a.txt"), "{shown}");
+    assert!(!ws.join("a.txt").exists());
+    pty.type_line("/plan approve fresh");
+    pty.expect("Wrote it.");
+    assert_eq!(ws.read("a.txt"), "done");
+    pty.type_line("q");
+    assert_eq!(wait_exit(child), 0);
+    let reqs = mock.requests();
+    let fresh = &reqs[2].body;
+    assert_eq!(fresh["messages"].as_array().unwrap().len(), 1, "a fresh context");
+    assert!(last_user_texts(fresh)[0].starts_with("write a.txt\n\n<plan-approved>"));
+}
