@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Event, EventSink};
 use crate::host::{Approvals, Host};
 use crate::llm::{Llm, Message, Usage};
-use crate::plan::{PlanBoard, PlanningStyle};
+use crate::plan::{Mode, PlanBoard, PlanningStyle};
 pub use crate::session::{push_user_text, FinishReason, RunOutcome, Session};
 use crate::steering::Inbox;
 
@@ -39,6 +39,9 @@ pub struct AgentConfig {
     pub mcp: crate::mcp::McpConfig,
     /// The `sandbox` and `sandboxNetwork` settings (off unless an adapter read them: `config::agent`).
     pub sandbox: crate::host::SandboxSettings,
+    /// Plan first (`planFirst`, `STEPWISE_PLAN_FIRST`, or one run's choice): only tools that change
+    /// nothing are offered, and the run ends `plan_ready` when the model ends its turn.
+    pub mode: Mode,
 }
 
 impl Default for AgentConfig {
@@ -51,6 +54,7 @@ impl Default for AgentConfig {
             compact_at_percent: 85,
             mcp: crate::mcp::McpConfig::default(),
             sandbox: crate::host::SandboxSettings::OFF,
+            mode: Mode::Default,
         }
     }
 }
@@ -92,12 +96,16 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
         None => None,
     };
     let mut turn = round::Turn::new(messages, r, mcp);
-    let outcome = loop {
+    let mut outcome = loop {
         if let Some(outcome) = turn.round(messages, r).await {
             break outcome;
         }
     };
-    if outcome.reason != FinishReason::EndTurn {
+    if outcome.reason == FinishReason::EndTurn && r.cfg.mode == Mode::Plan {
+        // The plan waits for the user: approve, comment or edit.
+        outcome.reason = FinishReason::PlanReady;
+    }
+    if !matches!(outcome.reason, FinishReason::EndTurn | FinishReason::PlanReady) {
         // Lines steered into a run that stopped short go with it; they are not sent later unasked.
         r.shared.inbox.close();
     }

@@ -135,6 +135,8 @@ pub struct Overrides {
     pub mcp_servers: Option<crate::mcp::config::Setting>,
     pub sandbox: Option<crate::host::SandboxMode>,
     pub sandbox_network: Option<crate::host::sandbox::NetworkSetting>,
+    /// Every run plans first (`STEPWISE_PLAN_FIRST`).
+    pub plan_first: Option<bool>,
 }
 
 impl Overrides {
@@ -162,7 +164,8 @@ impl Overrides {
             prompt_cache,
             mcp_servers,
             sandbox,
-            sandbox_network
+            sandbox_network,
+            plan_first
         )
     }
 }
@@ -331,7 +334,19 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
             "STEPWISE_COMPACT_THRESHOLD must be a percentage from 10 to 100, got {compact_at_percent}"
         ));
     }
+    let plan_first = match o.plan_first {
+        Some(on) => on,
+        None => match env.get("STEPWISE_PLAN_FIRST").map(|s| s.trim().to_ascii_lowercase()) {
+            None => false,
+            Some(s) => match s.as_str() {
+                "1" | "true" | "on" | "yes" => true,
+                "0" | "false" | "off" | "no" | "" => false,
+                _ => return Err(format!("STEPWISE_PLAN_FIRST must be 1 or 0, got '{s}'")),
+            },
+        },
+    };
     Ok(AgentConfig {
+        mode: if plan_first { crate::plan::Mode::Plan } else { crate::plan::Mode::Default },
         compact_at_percent,
         reminder_rounds: num(o.reminder_rounds, "STEPWISE_REMINDER_ROUNDS", 3)?.max(1),
         max_rounds: num(o.max_rounds, "STEPWISE_MAX_ROUNDS", 50)?.max(1),

@@ -20,6 +20,9 @@ enum Command {
     Run {
         #[command(flatten)]
         opts: Common,
+        /// Plan first: the model plans read-only, the plan is shown and waits for your yes
+        #[arg(long)]
+        plan_first: bool,
         /// The task (several words are joined)
         #[arg(required = true, num_args = 1.., value_name = "TASK")]
         task: Vec<String>,
@@ -73,7 +76,7 @@ struct Common {
 
 impl From<Common> for cli::Options {
     fn from(c: Common) -> cli::Options {
-        cli::Options { workspace: c.workspace, yes: c.yes, record: c.record, replay: c.replay }
+        cli::Options { workspace: c.workspace, yes: c.yes, record: c.record, replay: c.replay, plan_first: false }
     }
 }
 
@@ -86,11 +89,12 @@ fn main() {
     // Usage errors exit 2, `--help` and `--version` exit 0 (clap's own codes).
     let command = Stepwise::parse_from(args).command;
     let code = match command {
-        Command::Run { opts, task } => {
+        Command::Run { opts, plan_first, task } => {
             init_logging("warn");
             // One run, one task at a time: on one thread, a round's steps (the answer read, the tool, the
             // next request written) never wait for another thread to wake up.
-            one_thread_runtime().block_on(cli::run_once(opts.into(), task.join(" ")))
+            let opts = cli::Options { plan_first, ..opts.into() };
+            one_thread_runtime().block_on(cli::run_once(opts, task.join(" ")))
         }
         Command::Chat { opts } => {
             init_logging("warn");

@@ -42,6 +42,8 @@ pub enum FinishReason {
     MaxRounds,
     /// The model's replies kept hitting the output limit.
     MaxTokens,
+    /// Plan first: the model ended its turn in plan mode; its plan waits for the user's approval.
+    PlanReady,
 }
 
 impl FinishReason {
@@ -53,6 +55,7 @@ impl FinishReason {
             FinishReason::LoopDetected => "loop_detected",
             FinishReason::MaxRounds => "max_rounds",
             FinishReason::MaxTokens => "max_tokens",
+            FinishReason::PlanReady => "plan_ready",
         }
     }
 }

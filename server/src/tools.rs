@@ -1,18 +1,18 @@
 //! The tools the model is given, their schemas (the seed's s03) and their dispatch.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 mod bash;
+pub mod catalog;
 mod files;
 
 use crate::host::output::truncate_chars;
 use crate::host::{resolve, Approvals, Ask, FileChange, Host, Sandbox, SandboxSettings};
 use crate::llm::ToolSpec;
 use crate::mcp::McpTools;
-use crate::plan::{PlanBoard, PlanningStyle};
+use crate::plan::{Mode, PlanBoard, PlanningStyle};
 
 /// The result of one tool call, as the model will read it, and the file change it made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,62 +36,12 @@ impl ToolOutput {
     }
 }
 
-/// The built-in tools, then the MCP servers' (`mcp__<server>__<tool>`).
-pub fn specs(style: PlanningStyle, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
-    let mut tools = vec![
-        ToolSpec {
-            name: Cow::Borrowed("bash"),
-            description: Cow::Borrowed("Run a shell command."),
-            input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
-        },
-        ToolSpec {
-            name: Cow::Borrowed("read_file"),
-            description: Cow::Borrowed("Read file contents."),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
-        },
-        ToolSpec {
-            name: Cow::Borrowed("write_file"),
-            description: Cow::Borrowed("Write content to file."),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
-        },
-        ToolSpec {
-            name: Cow::Borrowed("edit_file"),
-            description: Cow::Borrowed("Replace exact text in file."),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
-        },
-    ];
-    match style {
-        PlanningStyle::Todo => tools.push(ToolSpec {
-            name: Cow::Borrowed("todo"),
-            description: Cow::Borrowed("Update task list. Track progress on multi-step tasks."),
-            input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "text": {"type": "string"},
-                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                    "activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}
-                },
-                "required": ["id", "text", "status"]}}}, "required": ["items"]}),
-        }),
-        PlanningStyle::Tasks => {
-            tools.push(ToolSpec {
-                name: Cow::Borrowed("create_todos"),
-                description: Cow::Borrowed("Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending."),
-                input_schema: json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
-            });
-            tools.push(ToolSpec {
-                name: Cow::Borrowed("update_todo"),
-                description: Cow::Borrowed("Update a step's status: running when you start it, completed when done, failed when it failed."),
-                input_schema: json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
-            });
-        }
-    }
-    tools.extend(mcp.into_iter().flat_map(McpTools::specs));
-    tools
+/// The tools offered in `mode` (the catalog's): the built-in ones, then the MCP servers' (`mcp__<server>__<tool>`).
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
+    catalog::specs(style, mode, mcp)
 }
 
-pub fn system_prompt(root: &std::path::Path, style: PlanningStyle) -> String {
+pub fn system_prompt(root: &std::path::Path, style: PlanningStyle, mode: Mode) -> String {
     let planning = match style {
         PlanningStyle::Todo => {
             "Use the todo tool to plan multi-step tasks. Mark in_progress before starting, completed when done."
@@ -100,7 +50,11 @@ pub fn system_prompt(root: &std::path::Path, style: PlanningStyle) -> String {
             "Use create_todos to plan multi-step tasks. Mark a step running with update_todo before starting it, completed (or failed) when done."
         }
     };
-    format!("You are a coding agent at {}.\n{planning}\nPrefer tools over prose.", root.display())
+    let mut prompt = format!("You are a coding agent at {}.\n{planning}\nPrefer tools over prose.", root.display());
+    if mode == Mode::Plan {
+        prompt = format!("{prompt}\n{}", crate::plan::first::PLANNING_PROMPT);
+    }
+    prompt
 }
 
 /// Everything a tool call may touch.
@@ -117,6 +71,8 @@ pub struct ToolContext<'a, H: Host> {
     pub call_id: &'a str,
     /// The session's MCP tools, started.
     pub mcp: Option<&'a McpTools>,
+    /// Plan mode refuses every tool that could change something.
+    pub mode: Mode,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -130,11 +86,17 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
     let mcp = cx.mcp.and_then(|m| m.find(name).map(|t| (m, t)));
-    let known = matches!(name, "bash" | "read_file" | "write_file" | "edit_file")
-        || cx.style.is_planning_tool(name)
-        || mcp.is_some();
+    let known = match catalog::find(name) {
+        Some(t) if t.kind == catalog::Kind::Think => cx.style.is_planning_tool(name),
+        Some(_) => !name.starts_with(crate::mcp::PREFIX) || mcp.is_some(),
+        None => false,
+    };
     if !known {
         return ToolOutput::failed(format!("Unknown tool: {name}"));
+    }
+    if let Some(why) = catalog::refusal(name, cx.mode) {
+        // Before anything else, approvals included: in plan mode nothing may change, even if allowed.
+        return ToolOutput::failed(why);
     }
     if !input.is_object() {
         let shown = match input {

@@ -1,4 +1,4 @@
-// The official TypeScript SDK's client against `stepwise acp`: cancel mid shell command, then load the
+// The official TypeScript SDK's client against `stepwise acp`: session modes (plan first), cancel mid shell command, then load the
 // saved session in a second agent process and continue it, /compact it, list it and close it.
 //
 //   node sdk-client.mjs STEPWISE_BIN WORKSPACE TRANSCRIPT
@@ -92,11 +92,18 @@ let sessionId;
   await app().connectWith(agent.stream, async (ctx) => {
     const init = await ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     check(init.protocolVersion === 1 && init.agentCapabilities?.loadSession === true, "initialize: v1, loadSession");
-    ({ sessionId } = await ctx.request("session/new", { cwd: ws, mcpServers: [] }));
+    const created = await ctx.request("session/new", { cwd: ws, mcpServers: [] });
+    ({ sessionId } = created);
     check(
       await waitFor(() => updates.some((u) => u.sessionUpdate === "available_commands_update")),
       "session/new is followed by the agent's commands",
     );
+    const modeIds = (created.modes?.availableModes ?? []).map((m) => m.id).join(",");
+    check(created.modes?.currentModeId === "default" && modeIds === "default,plan", "session/new offers the modes default and plan");
+    await ctx.request("session/set_mode", { sessionId, modeId: "plan" });
+    const refused = await ctx.request("session/set_mode", { sessionId, modeId: "yolo" }).then(() => null, (e) => e);
+    check(refused?.code === -32602, "session/set_mode refuses an unknown mode");
+    await ctx.request("session/set_mode", { sessionId, modeId: "default" });
     const running = new Promise((resolve) => {
       onUpdate = (u) => u.sessionUpdate === "tool_call" && u.kind === "execute" && resolve();
     });

@@ -40,6 +40,7 @@ const RESPONSES = {
   "session/list": "ListSessionsResponse",
   "session/resume": "ResumeSessionResponse",
   "session/close": "CloseSessionResponse",
+  "session/set_mode": "SetSessionModeResponse",
 };
 const envelope = ajv.compile({ $ref: "acp#/anyOf/0" });
 

@@ -40,6 +40,14 @@ def crash() -> str:
 
 
 @mcp.tool()
+def write(path: str, text: str) -> str:
+    """Writes text to a file (a tool that changes the disk, for plan mode's tests)."""
+    with open(path, "w") as f:
+        f.write(text)
+    return f"wrote {path}"
+
+
+@mcp.tool()
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())

@@ -87,7 +87,7 @@ async fn saved_sessions_are_listed_resumed_and_closed() {
     // Resume: the session comes back without its history told again, with its commands, and goes on.
     let from = second.received.len();
     let resumed = second.call("session/resume", json!({"sessionId": sa, "cwd": a.path()})).await;
-    assert_eq!(resumed, json!({}));
+    assert_eq!(resumed, json!({"modes": modes()}), "nothing but the session's modes");
     let update = second.until(|m| m["method"] == "session/update").await;
     assert_eq!(update["params"]["update"]["sessionUpdate"], "available_commands_update", "{update}");
     let told = second.updates_since(from);
@@ -107,7 +107,15 @@ async fn saved_sessions_are_listed_resumed_and_closed() {
     assert_eq!(unknown["code"], -32002, "{unknown}");
     assert_eq!(ids(&second.call("session/list", json!({"cwd": a.path()})).await), [sa.as_str()]);
     let reloaded = second.call("session/load", json!({"sessionId": sa, "cwd": a.path(), "mcpServers": []})).await;
-    assert_eq!(reloaded, json!({}));
+    assert_eq!(reloaded, json!({"modes": modes()}));
+}
+
+/// The session modes a resumed or loaded session answers with (plan first, docs/acp.md).
+fn modes() -> serde_json::Value {
+    json!({"currentModeId": "default", "availableModes": [
+        {"id": "default", "name": "Default", "description": "Acts: edits files and runs commands (asking as configured)."},
+        {"id": "plan", "name": "Plan", "description": "Plans first, read-only; nothing changes until you approve the plan."}
+    ]})
 }
 
 /// Sets a path's modification time `days` back.

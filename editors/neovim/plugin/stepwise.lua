@@ -14,6 +14,7 @@ vim.api.nvim_create_user_command('Stepwise', function(o)
 end, {
   nargs = '*',
   range = true,
+  bang = true,
   complete = function(...)
     return require('stepwise').complete(...)
   end,

@@ -10,7 +10,7 @@ return H.spec({
       H.eq({ 'cancel', 'chat', 'checkpoints', 'compact', 'log', 'plan', 'reset', 'review', 'rewind', 'run', 'status', 'steer' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
       H.eq({ 'reset', 'review', 'rewind', 'run' }, vim.fn.sort(vim.fn.getcompletion('Stepwise r', 'cmdline')), "subcommands starting with r")
       H.eq({}, vim.fn.getcompletion('Stepwise run ', 'cmdline'), 'nothing after a subcommand')
-      H.eq({ 'edit' }, vim.fn.getcompletion('Stepwise plan ', 'cmdline'), 'plan edit')
+      H.eq({ 'edit', 'first', 'approve' }, vim.fn.getcompletion('Stepwise plan ', 'cmdline'), 'plan edit, first, approve')
       H.eq({}, vim.fn.getcompletion('Stepwise plan edit ', 'cmdline'), 'nothing after plan edit')
       H.eq({ 'keep', 'undo', 'comment' }, vim.fn.getcompletion('Stepwise review ', 'cmdline'), 'review keep | undo | comment')
     end,

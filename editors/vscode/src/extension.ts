@@ -17,6 +17,7 @@ import { Core, folderRefs } from './core';
 import { Runs } from './runs';
 import { PlanEditor } from './planEditor';
 import { Review } from './review';
+import { PlanFirst } from './planFirst';
 import { Rewind } from './rewind';
 import { RoundsView } from './roundsView';
 import { needsRestart } from './settings';
@@ -36,6 +37,8 @@ class Stepwise {
     const runs = new Runs(core, ui, setup, connection);
     const planEditor = new PlanEditor(core, connection);
     connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
+    const planFirst = new PlanFirst(core, connection);
+    connection.events.roundListeners.push((ws) => planFirst.statusChanged(ws));
     const rounds = new RoundsView(core, connection);
     const conversation = new ConversationView(core, connection, setup);
     connection.askInView = (message, actions) => conversation.ask(message, actions);

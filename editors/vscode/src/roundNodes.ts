@@ -28,12 +28,14 @@ const ENDED: Record<string, string> = {
   loop_detected: 'stopped: loop detected',
   max_rounds: 'stopped: max rounds',
   max_tokens: 'stopped: output limit',
+  plan_ready: 'plan ready: waiting for your approval',
 };
 
 function runIcon(r: RunEntry): IconSpec {
   if (r.state === 'running') return { id: 'sync~spin', color: 'charts.yellow' };
   if (r.state === 'waiting') return { id: 'bell', color: 'charts.yellow' };
   if (r.reason === 'end_turn') return { id: 'pass', color: 'testing.iconPassed' };
+  if (r.reason === 'plan_ready') return { id: 'checklist', color: 'charts.blue' };
   if (r.reason === 'error') return { id: 'error', color: 'testing.iconFailed' };
   if (r.reason === 'cancelled') return { id: 'circle-slash' };
   if (r.reason) return { id: 'warning', color: 'list.warningForeground' };

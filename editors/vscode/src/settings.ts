@@ -19,6 +19,7 @@ export const SERVER_KEYS = [
   'bashTimeoutSecs',
   'requestTimeoutSecs',
   'mcpServers',
+  'planFirst',
 ] as const;
 
 const ENUMS: Record<string, readonly string[]> = {
@@ -35,7 +36,7 @@ const POSITIVE_INTS = new Set(['reminderRounds', 'maxRounds', 'bashTimeoutSecs',
  * WorkspaceConfiguration). Unset values (undefined, null, '') are left out so the server falls back to
  * its environment (MODEL_ID, ANTHROPIC_BASE_URL, ...); invalid values are left out too.
  */
-export type SettingValue = string | number | Record<string, unknown>;
+export type SettingValue = string | number | boolean | Record<string, unknown>;
 
 export function serverSettings(raw: unknown): Record<string, SettingValue> {
   const out: Record<string, SettingValue> = {};
@@ -48,7 +49,10 @@ export function serverSettings(raw: unknown): Record<string, SettingValue> {
       value = value.trim();
       if (value === '') continue;
     }
-    if (key === 'mcpServers') {
+    if (key === 'planFirst') {
+      // Plan first: every run plans read-only and waits for approval (planFirst.ts has the toggle).
+      if (typeof value === 'boolean') out[key] = value;
+    } else if (key === 'mcpServers') {
       // Passed whole: the server checks each entry and reports a bad one by name.
       if (typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length > 0) {
         out[key] = JSON.parse(JSON.stringify(value)) as Record<string, unknown>;

@@ -115,6 +115,7 @@ const REASONS: Record<string, string> = {
   loop_detected: 'stopped: loop detected',
   max_rounds: 'stopped: max rounds',
   max_tokens: 'stopped: output limit',
+  plan_ready: 'plan ready',
 };
 
 export function statusBarModel(

@@ -87,7 +87,9 @@ impl EventSink for AcpEvents {
                 lock(&self.state.started).insert(id.to_string());
                 *lock(&self.state.terminal) = None;
                 let mut call = tool_calls::started(id, name, input, self.session.root());
-                let asks = tool_calls::asks_first(name, input, self.session.root());
+                // A call plan mode refuses is never asked about (tools/catalog.rs).
+                let refused = crate::tools::catalog::refusal(name, self.session.mode()).is_some();
+                let asks = !refused && tool_calls::asks_first(name, input, self.session.root());
                 *lock(&self.state.pending) = asks;
                 if asks {
                     call = call.status(ToolCallStatus::Pending);

@@ -10,6 +10,7 @@ mod commands;
 mod events;
 mod host;
 mod mcp;
+mod modes;
 mod prompt;
 mod replay;
 mod session_list;
@@ -27,7 +28,7 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest, ResumeSessionRequest,
     ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities,
+    SessionResumeCapabilities, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
 use serde_json::json;
@@ -75,7 +76,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
     crate::prune::sessions(dir.as_ref().map(|d| d.join("acp")).as_deref(), &[]);
     let acp = Arc::new(Acp { sessions: Sessions::new(dir), fs: Default::default() });
     let (a1, a2, a3, a4, a5) = (acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone());
-    let (a6, a7, a8) = (acp.clone(), acp.clone(), acp.clone());
+    let (a6, a7, a8, a9) = (acp.clone(), acp.clone(), acp.clone(), acp.clone());
     let served = Agent
         .v1()
         .name("stepwise")
@@ -115,7 +116,8 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     tracing::warn!("session/new: {problem}");
                 }
                 tracing::info!("session {} in {}", session.id, session.root().display());
-                responder.respond(NewSessionResponse::new(session.id.clone()))?;
+                let modes = modes::state(session.mode());
+                responder.respond(NewSessionResponse::new(session.id.clone()).modes(modes))?;
                 commands::advertise(&cx, &session.id);
                 Ok(())
             },
@@ -136,7 +138,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 }
                 // The history goes out before the answer: the client shows it, then continues.
                 replay::send_history(&session, &cx).await;
-                responder.respond(LoadSessionResponse::new())?;
+                responder.respond(LoadSessionResponse::new().modes(modes::state(session.mode())))?;
                 commands::advertise(&cx, &session.id);
                 Ok(())
             },
@@ -150,7 +152,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Ok(s) => s,
                     Err(e) => return responder.respond_with_error(e),
                 };
-                responder.respond(ResumeSessionResponse::new())?;
+                responder.respond(ResumeSessionResponse::new().modes(modes::state(session.mode())))?;
                 commands::advertise(&cx, &session.id);
                 Ok(())
             },
@@ -165,6 +167,18 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                         tokio::task::spawn_blocking(move || session_list::list(dir.as_deref(), cwd.as_deref()));
                     responder.respond(ListSessionsResponse::new(listed.await.unwrap_or_default()))
                 })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, responder, _cx| {
+                let Some(session) = a9.sessions.get(&req.session_id.0) else {
+                    return responder.respond_with_error(unknown_session(&req.session_id.0));
+                };
+                match modes::set(&session, &req.mode_id.0) {
+                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(e) => responder.respond_with_error(e),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

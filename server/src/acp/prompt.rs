@@ -9,10 +9,12 @@ use agent_client_protocol::{Error, ErrorCode};
 
 use super::events::{self, AcpEvents, RunState};
 use super::host::AcpHost;
+use super::modes;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
 use crate::agent::FinishReason;
 use crate::config::{self, Env, Overrides};
+use crate::plan::{Mode, PlanComment};
 use crate::workspace::RunTicket;
 
 /// The prompt as the model reads it: text as given, a linked file by its URI, an embedded one inline.
@@ -39,7 +41,7 @@ pub(crate) async fn run(
     conn: Conn,
     fs: ClientFs,
     prompt: String,
-    ticket: RunTicket,
+    mut ticket: RunTicket,
 ) -> Result<PromptResponse, Error> {
     if prompt.trim().is_empty() {
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
@@ -72,9 +74,33 @@ pub(crate) async fn run(
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
     let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
     cfg.mcp.set = Some(session.mcp.get(&session.ws, &session.id, conn, cfg.mcp.timeout));
-    let outcome = session.ws.prompt(&ticket, &prompt, &llm, &host, &sink, &cfg).await;
+    cfg.mode = session.mode();
+    let mut prompt = prompt;
+    if cfg.mode == Mode::Plan && session.ws.awaiting_approval().is_some() {
+        // A plan waits: what the user says now is a comment on it, one more planning round.
+        let comment = [PlanComment { id: None, text: prompt.clone() }];
+        prompt = session.ws.comment_on(&mut ticket, &comment).map_err(|e| Error::new(ErrorCode::INVALID_PARAMS, e))?;
+    }
+    let mut outcome = session.ws.prompt(&ticket, &prompt, &llm, &host, &sink, &cfg).await;
+    if outcome.reason == FinishReason::PlanReady {
+        let answer = tokio::select! {
+            biased;
+            _ = ticket.cancel.cancelled() => modes::Answer::KeepPlanning,
+            a = modes::ask(&session, conn) => a,
+        };
+        if let modes::Answer::Approve { fresh } = answer {
+            let mut approved = session.ws.renew(ticket);
+            let prompt = session
+                .ws
+                .approve_on(&mut approved, None, fresh)
+                .map_err(|e| Error::new(ErrorCode::INVALID_REQUEST, e))?;
+            modes::switch(&session, conn, Mode::Default);
+            events::send(conn, &session.id, SessionUpdate::Plan(super::tool_calls::plan(&session.ws.plan().plan)));
+            outcome = session.ws.prompt(&approved, &prompt, &llm, &host, &sink, &cfg).await;
+        }
+    }
     let stop = match outcome.reason {
-        FinishReason::EndTurn => StopReason::EndTurn,
+        FinishReason::EndTurn | FinishReason::PlanReady => StopReason::EndTurn,
         FinishReason::Cancelled => StopReason::Cancelled,
         FinishReason::MaxTokens => {
             say(format!("\n\nstepwise stopped: {}", outcome.error.as_deref().unwrap_or("the output limit was hit")));

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::{Error, ErrorCode};
 
 use crate::locks::lock;
+use crate::plan::Mode;
 use crate::session::Session;
 use crate::store;
 use crate::workspace::Workspace;
@@ -19,6 +20,8 @@ pub(crate) struct AcpSession {
     pub ws: Arc<Workspace>,
     /// The session's MCP servers (acp/mcp.rs).
     pub mcp: super::mcp::SessionMcp,
+    /// `default` or `plan` (acp/modes.rs); starts as `STEPWISE_PLAN_FIRST` says.
+    mode: Mutex<Mode>,
 }
 
 impl AcpSession {
@@ -26,7 +29,17 @@ impl AcpSession {
         let checkpoints = file.as_ref().map(|f| f.with_extension("checkpoints"));
         let ws = Workspace::new(root, session, file);
         ws.enable_checkpoints(checkpoints.as_deref());
-        AcpSession { id, ws, mcp: Default::default() }
+        let env = crate::config::Env::for_workspace(ws.root());
+        let mode = crate::config::agent(&env, &Default::default()).map(|c| c.mode).unwrap_or_default();
+        AcpSession { id, ws, mcp: Default::default(), mode: Mutex::new(mode) }
+    }
+
+    pub fn mode(&self) -> Mode {
+        *lock(&self.mode)
+    }
+
+    pub fn set_mode(&self, mode: Mode) {
+        *lock(&self.mode) = mode;
     }
 
     /// Canonical: the agent's workspace.

@@ -10,35 +10,29 @@ use agent_client_protocol::v1::schema::{
 use serde_json::Value;
 
 use crate::host::FileChange;
-use crate::plan::{Plan as StepPlan, PlanningStyle, Status};
+use crate::plan::{Plan as StepPlan, Status};
+use crate::tools::catalog::{self, Asks, Kind};
 
 /// Diffs are the whole file before and after; past this size only the text result is sent.
 const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;
 
 pub(crate) fn kind(name: &str) -> ToolKind {
-    match name {
-        "read_file" => ToolKind::Read,
-        "write_file" | "edit_file" => ToolKind::Edit,
-        "bash" => ToolKind::Execute,
-        n if PlanningStyle::any_is_planning_tool(n) => ToolKind::Think,
-        _ => ToolKind::Other,
+    match catalog::find(name).map(|t| t.kind) {
+        Some(Kind::Read) => ToolKind::Read,
+        Some(Kind::Edit) => ToolKind::Edit,
+        Some(Kind::Execute) => ToolKind::Execute,
+        Some(Kind::Think) => ToolKind::Think,
+        Some(Kind::Other) | None => ToolKind::Other,
     }
 }
 
 /// `Run ls -la`, `Read src/a.rs`, `Edit src/a.rs`, `Update plan (3 items)`.
 pub(crate) fn title(name: &str, input: &Value) -> String {
     let what = crate::tools::summary(name, input);
-    let verb = match name {
-        "bash" => "Run",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "todo" | "create_todos" | "update_todo" => "Update plan",
-        other => other,
-    };
+    let verb = catalog::title(name);
     if what.is_empty() {
         verb.to_string()
-    } else if verb == "Update plan" {
+    } else if catalog::is_planning(name) {
         format!("{verb} ({what})")
     } else {
         format!("{verb} {what}")
@@ -47,7 +41,7 @@ pub(crate) fn title(name: &str, input: &Value) -> String {
 
 /// The file a call touches, absolute (as the protocol wants), at line 1 until the change is known.
 pub(crate) fn locations(name: &str, input: &Value, root: &Path) -> Vec<ToolCallLocation> {
-    if !matches!(name, "read_file" | "write_file" | "edit_file") {
+    if !matches!(catalog::find(name).map(|t| t.kind), Some(Kind::Read | Kind::Edit)) {
         return Vec::new();
     }
     let Some(given) = input.get("path").and_then(Value::as_str) else { return Vec::new() };
@@ -70,12 +64,14 @@ pub(crate) fn started(id: &str, name: &str, input: &Value, root: &Path) -> ToolC
 /// call is announced `pending` and moves to `in_progress` once allowed.
 pub(crate) fn asks_first(name: &str, input: &Value, root: &Path) -> bool {
     let arg = |key: &str| input.get(key).and_then(Value::as_str);
-    match name {
-        "bash" => arg("command").is_some_and(|c| crate::host::is_dangerous(c).is_none()),
-        "write_file" | "edit_file" => arg("path")
+    match catalog::find(name).map(|t| (t.kind, t.asks)) {
+        Some((_, Asks::Never)) | None => false,
+        // A blocked command is refused, never asked about.
+        Some((Kind::Execute, Asks::Always)) => arg("command").is_some_and(|c| crate::host::is_dangerous(c).is_none()),
+        Some((_, Asks::Always)) => true,
+        Some((_, Asks::ProtectedPath)) => arg("path")
             .and_then(|p| crate::host::resolve(root, p).ok())
             .is_some_and(|p| crate::host::protected(&p.rel).is_some()),
-        _ => false,
     }
 }
 
@@ -95,7 +91,8 @@ pub(crate) fn content(name: &str, output: &str, change: Option<&FileChange>) -> 
     {
         out.push(ToolCallContent::Diff(Diff::new(c.path.clone(), c.new_text.clone()).old_text(c.old_text.clone())));
     }
-    let text = if name == "bash" { fence(output) } else { output.to_string() };
+    let shell = catalog::find(name).is_some_and(|t| t.kind == Kind::Execute);
+    let text = if shell { fence(output) } else { output.to_string() };
     out.push(ToolCallContent::Content(Content::new(ContentBlock::Text(TextContent::new(text)))));
     out
 }
@@ -152,6 +149,7 @@ mod tests {
         assert!(asks_first("edit_file", &json!({"path": git}), root));
         assert!(!asks_first("write_file", &json!({"path": "src/a.rs"}), root));
         assert!(!asks_first("read_file", &json!({"path": ".env"}), root));
+        assert!(asks_first("mcp__fs__write", &json!({}), root), "an MCP tool asks, as the engine does");
     }
 
     #[test]

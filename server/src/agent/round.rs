@@ -13,7 +13,7 @@ use crate::instructions;
 use crate::llm::{Block, Message, ModelRequest, Role, ToolSpec, Usage};
 use crate::mcp::McpTools;
 use crate::session::{FinishReason, RunOutcome};
-use crate::tools::{self, ToolContext, ToolOutput};
+use crate::tools::{self, catalog, ToolContext, ToolOutput};
 
 /// What a run carries from one round to the next.
 pub(super) struct Turn {
@@ -47,8 +47,9 @@ impl Turn {
     ) -> Turn {
         Turn {
             // Instruction files are read once per run: the prompt's prefix stays byte-stable.
-            system: tools::system_prompt(r.host.root(), r.cfg.planning) + &instructions::load(r.host.root()).prompt,
-            specs: tools::specs(r.cfg.planning, mcp.as_deref()),
+            system: tools::system_prompt(r.host.root(), r.cfg.planning, r.cfg.mode)
+                + &instructions::load(r.host.root()).prompt,
+            specs: tools::specs(r.cfg.planning, r.cfg.mode, mcp.as_deref()),
             mcp,
             round: 0,
             usage: Usage::default(),
@@ -191,7 +192,9 @@ impl Turn {
     ) -> (ToolOutput, Option<FinishReason>) {
         let repeat = self.last_call.as_ref().is_some_and(|(n, i)| n == name && i == input);
         self.last_call = Some((name.to_string(), input.clone()));
-        if repeat && !planning && name != "read_file" {
+        // Reading again and re-planning are how work goes on, not a loop.
+        let loops = catalog::find(name).is_none_or(|t| !matches!(t.kind, catalog::Kind::Read | catalog::Kind::Think));
+        if repeat && loops {
             let text = format!("Warning: Duplicate tool call detected ({name}). Task may be stuck in a loop.");
             return (ToolOutput::failed(text), Some(FinishReason::LoopDetected));
         }
@@ -207,6 +210,7 @@ impl Turn {
             sandbox_settings: r.cfg.sandbox,
             call_id: id,
             mcp: self.mcp.as_deref(),
+            mode: r.cfg.mode,
         };
         let out = tokio::select! {
             biased;

@@ -5,6 +5,7 @@ mod demo;
 pub mod doctor;
 mod input;
 mod mcp;
+mod plan_first;
 mod render;
 mod review;
 mod slash;
@@ -37,6 +38,8 @@ pub struct Options {
     pub yes: bool,
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
+    /// `run --plan-first`: plan, show the plan, ask before acting.
+    pub plan_first: bool,
 }
 
 /// `stepwise demo`.
@@ -162,7 +165,7 @@ fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
 
 fn exit_code(reason: FinishReason) -> i32 {
     match reason {
-        FinishReason::EndTurn => 0,
+        FinishReason::EndTurn | FinishReason::PlanReady => 0,
         FinishReason::Cancelled => 130,
         _ => 1,
     }
@@ -175,11 +178,22 @@ async fn run_task(ws: &Arc<Workspace>, s: &Setup, task: &str) -> RunOutcome {
         // The command line runs one task at a time; a slot still held is a bug, said as an error.
         Err(e) => return agent::finish(FinishReason::Error, String::new(), Some(e), 0, Default::default()),
     };
-    if let Some(warning) = ws.sandbox().unavailable_once(s.cfg.sandbox) {
+    run_ticket(ws, s, &ticket, task, &s.cfg).await
+}
+
+/// A run on a slot already taken, cancelled by Ctrl-C.
+async fn run_ticket(
+    ws: &Arc<Workspace>,
+    s: &Setup,
+    ticket: &crate::workspace::RunTicket,
+    prompt: &str,
+    cfg: &agent::AgentConfig,
+) -> RunOutcome {
+    if let Some(warning) = ws.sandbox().unavailable_once(cfg.sandbox) {
         eprintln!("stepwise: {warning}");
     }
     let watcher = cancel_on_ctrl_c(ticket.cancel.clone());
-    let outcome = ws.prompt(&ticket, task, &s.llm, &s.host, &s.term, &s.cfg).await;
+    let outcome = ws.prompt(ticket, prompt, &s.llm, &s.host, &s.term, cfg).await;
     watcher.abort();
     outcome
 }
@@ -199,13 +213,16 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
         }
     };
     let ws = Workspace::new(s.host.root().to_path_buf(), Session::default(), None);
+    if opts.plan_first || s.cfg.mode == crate::plan::Mode::Plan {
+        return exit_code(plan_first::run(&ws, &s, &task, &input).await.reason);
+    }
     exit_code(run_task(&ws, &s, &task).await.reason)
 }
 
 /// `stepwise chat`; returns the exit code.
 pub async fn chat(opts: Options) -> i32 {
     let input = Input::stdin();
-    let s = match setup(&opts, &input).await {
+    let mut s = match setup(&opts, &input).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("stepwise: {e}");
@@ -246,13 +263,16 @@ pub async fn chat(opts: Options) -> i32 {
             continue;
         }
         if let Some(command) = task.strip_prefix('/') {
-            if slash::run(command, &ws, &s, &input).await {
+            if slash::run(command, &ws, &mut s, &input).await {
                 continue;
             }
         }
         let outcome = run_task(&ws, &s, task).await;
         if outcome.reason == FinishReason::Cancelled {
             eprintln!("(cancelled: the conversation and plan are kept)");
+        }
+        if outcome.reason == FinishReason::PlanReady {
+            slash::plan_waits(&ws);
         }
         println!();
     }

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::{Event, EventSink};
 use crate::locks;
-use crate::plan::{Plan, PlanningStyle};
+use crate::plan::Plan;
 use crate::tools::summary as tools_summary;
 
 const RESET: &str = "\x1b[0m";
@@ -119,7 +119,7 @@ impl EventSink for Terminal {
             }
             Event::ToolFinished { name, output, is_error, .. } => {
                 // A plan is printed when it changes; other outputs are shown short, as in the seed.
-                if !PlanningStyle::any_is_planning_tool(name) || is_error {
+                if !crate::tools::catalog::is_planning(name) || is_error {
                     let short = crate::host::output::truncate_chars(output, 200);
                     let _ = writeln!(out, "{}", self.paint(DIM, short));
                 }

@@ -15,7 +15,7 @@ use super::run::{self, invalid_request, Job};
 use super::shared::Shared;
 use crate::checkpoint::Restore;
 use crate::locks;
-use crate::plan::EditItem;
+use crate::plan::{EditItem, Mode, PlanComment};
 use crate::workspace::Steered;
 
 #[derive(Deserialize, Default)]
@@ -36,6 +36,12 @@ struct CommandArgs {
     path: Option<String>,
     action: Option<String>,
     hunks: Option<Vec<usize>>,
+    /// `stepwise.run`: `plan` plans first (`default`: acts, whatever `planFirst` says).
+    mode: Option<String>,
+    /// `stepwise.commentPlan`: comments, each about an item (`id`) or the whole plan.
+    comments: Option<Vec<PlanComment>>,
+    /// `stepwise.approvePlan`: start from the task and the approved plan only.
+    clear_context: Option<bool>,
 }
 
 fn command_args(args: &[Value]) -> Result<CommandArgs> {
@@ -57,7 +63,32 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             if prompt.trim().is_empty() {
                 return Err(Error::invalid_params("stepwise.run needs a non-empty \"prompt\""));
             }
-            let id = run::start(shared, folder()?, Job::Prompt(prompt))?;
+            let mode =
+                match args.mode.as_deref() {
+                    None => None,
+                    Some(m) => Some(Mode::parse(m).ok_or_else(|| {
+                        Error::invalid_params(format!("\"mode\" is \"default\" or \"plan\", not {m:?}"))
+                    })?),
+                };
+            let id = run::start(shared, folder()?, Job::Prompt(prompt, mode))?;
+            Ok(Some(json!({"runId": id})))
+        }
+        "stepwise.commentPlan" => {
+            let comments = args.comments.as_deref().unwrap_or_default();
+            if comments.iter().all(|c| c.text.trim().is_empty()) {
+                return Err(Error::invalid_params("stepwise.commentPlan needs \"comments\" with a non-empty \"text\""));
+            }
+            let folder = folder()?;
+            let (ticket, prompt) = folder.ws.begin_comments(comments).map_err(invalid_request)?;
+            let id = run::start_with(shared, folder, ticket, Job::Prompt(prompt, None));
+            Ok(Some(json!({"runId": id})))
+        }
+        "stepwise.approvePlan" => {
+            let folder = folder()?;
+            let clear = args.clear_context.unwrap_or(false);
+            let (ticket, prompt) = folder.ws.begin_approved(args.base_revision, clear).map_err(invalid_request)?;
+            announce_plan(&shared.notifier, &folder, &folder.ws.plan());
+            let id = run::start_with(shared, folder, ticket, Job::Prompt(prompt, None));
             Ok(Some(json!({"runId": id})))
         }
         "stepwise.cancel" => {
@@ -131,7 +162,7 @@ async fn steer(shared: &Arc<Shared>, folder: Arc<Folder>, text: String) -> Resul
         if folder.ws.running().is_some() {
             folder.ws.until_idle(Duration::from_secs(5)).await;
         }
-        run::start(shared, folder, Job::Prompt(text))?;
+        run::start(shared, folder, Job::Prompt(text, None))?;
     }
     Ok(())
 }

@@ -57,7 +57,7 @@ impl Request for SaveDocuments {
 pub const REQUESTS: [&str; 1] = [SaveDocuments::METHOD];
 
 /// `workspace/executeCommand` commands.
-pub const COMMANDS: [&str; 12] = [
+pub const COMMANDS: [&str; 14] = [
     "stepwise.run",
     "stepwise.cancel",
     "stepwise.reset",
@@ -70,6 +70,8 @@ pub const COMMANDS: [&str; 12] = [
     "stepwise.conversation",
     "stepwise.changes",
     "stepwise.review",
+    "stepwise.commentPlan",
+    "stepwise.approvePlan",
 ];
 
 /// `stepwise/plan` (also the answer to `stepwise.plan`).

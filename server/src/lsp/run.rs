@@ -17,11 +17,13 @@ use crate::agent::FinishReason;
 use crate::config::{self, Env};
 use crate::host::ApprovalMode;
 use crate::locks;
+use crate::plan::Mode;
 use crate::workspace::{guarded, RunTicket};
 
-/// What a run does: a prompt for the agent, or compacting the conversation on demand.
+/// What a run does: a prompt for the agent (in the mode asked for, else the settings'), or compacting
+/// the conversation on demand.
 pub enum Job {
-    Prompt(String),
+    Prompt(String, Option<Mode>),
     Compact,
 }
 
@@ -33,6 +35,11 @@ pub fn invalid_request(message: String) -> Error {
 /// Takes the folder's run slot and starts the job in the background; the run's id at once.
 pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<String> {
     let ticket = folder.ws.begin().map_err(invalid_request)?;
+    Ok(start_with(shared, folder, ticket, job))
+}
+
+/// Starts the job in the background on a slot already taken (plan first's comments and approval).
+pub fn start_with(shared: &Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, job: Job) -> String {
     let id = ticket.id.clone();
     let (shared, run_id) = (shared.clone(), id.clone());
     let progress = Arc::new(Progress::default());
@@ -48,13 +55,13 @@ pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<Stri
         let idle = ext::Status::idle(&folder.uri, &run_id, FinishReason::Error, Some(&why));
         n.send(Outgoing::Status(ext::value(ext::Status { error_kind: Some(ext::ErrorKind::Internal), ..idle })));
     });
-    Ok(id)
+    id
 }
 
 async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, job: Job, progress: Arc<Progress>) {
     let run_id = ticket.id.clone();
     let prompt = match &job {
-        Job::Prompt(p) => p.clone(),
+        Job::Prompt(p, _) => p.clone(),
         Job::Compact => "Compacting the conversation".to_string(),
     };
     let n = &shared.notifier;
@@ -91,8 +98,11 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
                 progress: progress.clone(),
             };
             locks::write(&folder.view).marks.clear();
+            if let Job::Prompt(_, Some(mode)) = job {
+                cfg.mode = mode;
+            }
             let outcome = match job {
-                Job::Prompt(_) => folder.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
+                Job::Prompt(..) => folder.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
                 Job::Compact => folder.ws.compact(&ticket, &llm, &events).await,
             };
             let kind = (outcome.reason == FinishReason::Error).then_some(ext::ErrorKind::Model);

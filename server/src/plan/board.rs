@@ -128,6 +128,36 @@ impl PlanBoard {
         notice
     }
 
+    /// The user approves the plan as of `base` (plan first): its first open step goes in progress, and
+    /// an unseen edit counts as told (the approval carries the whole plan). Stale or empty: nothing changes.
+    pub fn approve(&self, base: Option<u64>) -> Result<PlanState, String> {
+        let mut out = Err(String::new());
+        self.tx.send_if_modified(|s| {
+            if let Some(base) = base.filter(|b| *b < s.revision) {
+                out = Err(format!(
+                    "The plan changed since revision {base} (it is at revision {}); reload it and approve again",
+                    s.revision
+                ));
+                return false;
+            }
+            if s.plan.is_empty() {
+                out = Err("there is no plan to approve: comment to ask the model for one".into());
+                return false;
+            }
+            if s.plan.in_progress().is_none() {
+                if let Some(first) = s.plan.items.iter_mut().find(|i| i.status == super::Status::Pending) {
+                    first.status = super::Status::InProgress;
+                }
+            }
+            s.revision += 1;
+            s.by = By::User;
+            s.unseen_edit = false;
+            out = Ok(s.clone());
+            true
+        });
+        out
+    }
+
     /// Puts a plan in place as a whole (a reset, a rewind): a change by the user the model need not be
     /// told of (its conversation is replaced with it).
     pub fn replace(&self, plan: Plan) -> PlanState {

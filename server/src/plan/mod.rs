@@ -4,9 +4,11 @@
 //! `create_todos` / `update_todo` append steps and move one step forward at a time.
 
 mod board;
+pub mod first;
 mod text;
 
 pub use board::{By, PlanBoard, PlanState};
+pub use first::{Mode, PlanComment};
 pub use text::{parse_render, EditItem};
 
 use serde::{Deserialize, Serialize};
@@ -69,11 +71,6 @@ impl PlanningStyle {
             "tasks" => Some(Self::Tasks),
             _ => None,
         }
-    }
-
-    /// A planning tool of either style (for views that do not know the configured one).
-    pub fn any_is_planning_tool(name: &str) -> bool {
-        PlanningStyle::Todo.is_planning_tool(name) || PlanningStyle::Tasks.is_planning_tool(name)
     }
 
     pub fn is_planning_tool(self, name: &str) -> bool {

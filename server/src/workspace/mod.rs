@@ -9,6 +9,7 @@
 
 mod checkpoints;
 mod review;
+mod plan_first;
 mod run;
 mod saving;
 
@@ -53,6 +54,8 @@ pub struct Workspace {
     /// Started by the adapter at the first run (it knows the settings and how to ask about trust);
     /// they stop when the workspace goes.
     mcp: std::sync::OnceLock<Arc<crate::mcp::McpSet>>,
+    /// Plan first: the task whose plan waits for the user's approval (`plan_first.rs`).
+    awaiting: std::sync::Mutex<Option<String>>,
 }
 
 /// What became of a line the user steered with.
@@ -82,6 +85,7 @@ impl Workspace {
             checkpoints: std::sync::OnceLock::new(),
             user_saves: std::sync::OnceLock::new(),
             mcp: std::sync::OnceLock::new(),
+            awaiting: std::sync::Mutex::new(None),
             root,
         })
     }
@@ -171,6 +175,7 @@ impl Workspace {
             .map_err(|_| "the running task did not stop; try again".to_string())?;
         convo.clear();
         self.approvals.clear();
+        *crate::locks::lock(&self.awaiting) = None;
         if let Some(c) = self.checkpoint_store() {
             crate::locks::lock(c).clear();
         }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::checkpoints::Rounds;
+use super::plan_first::Start;
 use super::saving::Saving;
 use super::{Running, Workspace};
 use crate::agent::{self, AgentConfig, Run, Shared};
@@ -22,6 +23,8 @@ pub struct RunTicket {
     ws: Arc<Workspace>,
     pub id: String,
     pub cancel: CancellationToken,
+    /// What the run answers (plan first: comments on a plan, its approval).
+    pub(super) start: Start,
 }
 
 impl Drop for RunTicket {
@@ -60,7 +63,8 @@ where
 impl Workspace {
     /// Takes the run slot; `Err` (saying so) when a run goes on.
     pub fn begin(self: &Arc<Self>) -> Result<RunTicket, String> {
-        let ticket = RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new() };
+        let ticket =
+            RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new(), start: Start::Prompt };
         let taken = self.run.send_if_modified(|slot| {
             if slot.is_some() {
                 return false;
@@ -73,6 +77,15 @@ impl Workspace {
             true => Ok(ticket),
             false => Err(format!("a run is already in progress in {}", self.root.display())),
         }
+    }
+
+    /// The run slot, kept, for a run that follows at once (plan first: the approved run after the ACP
+    /// prompt that planned): a new id and cancellation; the old ticket frees nothing when dropped.
+    pub fn renew(self: &Arc<Self>, old: RunTicket) -> RunTicket {
+        let ticket =
+            RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new(), start: old.start };
+        self.run.send_modify(|slot| *slot = Some(Running { id: ticket.id.clone(), cancel: ticket.cancel.clone() }));
+        ticket
     }
 
     fn shared(&self) -> Shared<'_> {
@@ -94,14 +107,28 @@ impl Workspace {
         if prompt == "__stepwise_test_panic__" {
             panic!("test panic requested");
         }
+        let mode = ticket.start.mode(cfg.mode);
+        let planned;
+        let cfg = match mode == cfg.mode {
+            true => cfg,
+            false => {
+                planned = AgentConfig { mode, ..cfg.clone() };
+                &planned
+            }
+        };
         let mut convo = self.conversation.lock().await;
         self.checkpoint_run_start(&ticket.id, prompt, &convo, events);
+        if ticket.start == (Start::Approved { clear_context: true }) {
+            // After the checkpoint, so a rewind to it brings the planning conversation back.
+            convo.clear();
+        }
         let saving = Saving { ws: self, inner: events };
         let events = Rounds { ws: self, inner: &saving, run_id: &ticket.id, prompt, pending: Default::default() };
         let host = Tracked::new(host, self.checkpoint_store());
         let run = Run { llm, host: &host, events: &events, cfg, cancel: &ticket.cancel, shared: self.shared() };
         let outcome = agent::run(&mut convo, prompt, &run).await;
         self.save_messages(&convo);
+        self.settle_plan_gate(ticket, prompt, mode, outcome.reason);
         outcome
     }
 

@@ -24,6 +24,7 @@ M.defaults = {
   reminder_rounds = nil,
   max_rounds = nil,
   planning_style = nil,
+  plan_first = nil, ---@type boolean? every run plans read-only first and waits for :Stepwise plan approve
   -- MCP servers whose tools the agent may use, by name: { fs = { command = 'npx', args = { ... } } } or
   -- { docs = { type = 'http', url = 'https://...' } }; they join ~/.config/stepwise/mcp.json and the
   -- workspace's .mcp.json (started only once trusted)
@@ -67,6 +68,7 @@ local server_keys = {
   reminder_rounds = 'reminderRounds',
   max_rounds = 'maxRounds',
   planning_style = 'planningStyle',
+  plan_first = 'planFirst',
   mcp_servers = 'mcpServers',
 }
 

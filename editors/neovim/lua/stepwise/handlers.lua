@@ -150,6 +150,9 @@ local function on_status(_, params)
       msg = 'run cancelled'
     elseif reason == 'error' then
       msg = 'run failed' .. (message and (': ' .. tostring(message)) or '')
+    elseif reason == 'plan_ready' then
+      -- Plan first (plan_first.lua): the plan waits for the user.
+      msg = 'plan ready: :Stepwise plan approve[!], or comment with > lines in :Stepwise plan edit'
     end
     if require('stepwise.client').folder_count() > 1 then
       msg = msg .. ' in ' .. vim.fs.basename(folder.path)

@@ -66,7 +66,7 @@ end
 
 --- Start a run in the current folder (asks for the task when none is given).
 ---@param prompt string?
----@param opts {folder: stepwise.Folder?}?
+---@param opts {folder: stepwise.Folder?, plan: boolean?}?
 function M.run(prompt, opts)
   opts = opts or {}
   if not prompt or vim.trim(prompt) == '' then
@@ -80,7 +80,7 @@ function M.run(prompt, opts)
   local folder = opts.folder or M.current_folder()
   folder.prompt = prompt
   folder.prompt_pending = prompt
-  M.execute(folder, 'stepwise.run', { prompt = prompt }, function(err, result)
+  M.execute(folder, 'stepwise.run', { prompt = prompt, mode = require('stepwise.plan_first').mode(opts.plan) }, function(err, result)
     if not err and type(result) == 'table' and result.runId then
       folder.run_id = result.runId
     end
@@ -256,9 +256,16 @@ function M.command(o)
   if not sub then
     return M.plan()
   end
-  if sub == 'run' then
-    local task = o.args:match('^%s*run%s+(.-)%s*$')
-    return M.run(task)
+  -- `run!` and `plan approve!` (the `!` on the word, as written in the docs; `:Stepwise! ...` works too).
+  if sub == 'run' or sub == 'run!' then
+    local task = o.args:match('^%s*run!?%s+(.-)%s*$')
+    return M.run(task, { plan = o.bang or sub == 'run!' })
+  elseif sub == 'plan' and (o.fargs[2] == 'first' or o.fargs[2] == 'approve' or o.fargs[2] == 'approve!') then
+    local pf = require('stepwise.plan_first')
+    if o.fargs[2] == 'first' then
+      return pf.set(o.fargs[3] ~= 'off')
+    end
+    return pf.approve(M.current_folder(), o.bang or o.fargs[2] == 'approve!')
   elseif sub == 'steer' then
     return M.steer(o.args:match('^%s*steer%s+(.-)%s*$'))
   elseif sub == 'plan' and o.fargs[2] == 'edit' then
@@ -292,7 +299,7 @@ function M.command(o)
     end
     return M.review(o.fargs[2], o.fargs[3], { range = range })
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run, steer, cancel, reset, plan [edit], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}])', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}])', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -300,7 +307,7 @@ function M.complete(arglead, cmdline, _)
   if before:match('^plan%s+%S*$') then
     return vim.tbl_filter(function(s)
       return s:sub(1, #arglead) == arglead
-    end, { 'edit' })
+    end, { 'edit', 'first', 'approve' })
   end
   if before:match('^review%s+%S*$') then
     return vim.tbl_filter(function(s)
@@ -327,8 +334,9 @@ function M.create_command()
   end, {
     nargs = '*',
     range = true,
+    bang = true,
     complete = M.complete,
-    desc = 'stepwise: run {task} | steer {text} | cancel | reset | plan [edit] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]]',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]]',
   })
 end
 

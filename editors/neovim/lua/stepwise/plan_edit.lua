@@ -63,7 +63,20 @@ end
 ---@param buf integer
 ---@param folder stepwise.Folder
 function M.write(buf, folder)
-  local args = { workspace = folder.uri, text = M.text_of(api.nvim_buf_get_lines(buf, 0, -1, false)) }
+  -- Lines `> comment` are plan first's comments, not steps (plan_first.lua).
+  local comments, lines = require('stepwise.plan_first').split(api.nvim_buf_get_lines(buf, 0, -1, false))
+  if #comments > 0 and M.text_of(lines) == M.text_of(M.render(folder.plan)) then
+    return require('stepwise.plan_first').comment(folder, comments, function(err)
+      if not err and api.nvim_buf_is_valid(buf) then
+        fill(buf, folder)
+      end
+    end)
+  end
+  if #comments > 0 then
+    util.notify('plan not changed: comment (> lines) or edit the steps, one at a time', vim.log.levels.ERROR)
+    return
+  end
+  local args = { workspace = folder.uri, text = M.text_of(lines) }
   local base = vim.b[buf].stepwise_plan_revision
   if type(base) == 'number' then
     args.baseRevision = base

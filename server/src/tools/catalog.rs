@@ -1,0 +1,258 @@
+//! Every tool described once: its name, schema, kind, title, whether it changes anything and whether it
+//! asks the user first. The loop, plan mode, the views (ACP's kinds and titles, the terminal) and the
+//! sandbox read this instead of matching on names of their own.
+
+use std::borrow::Cow;
+
+use serde_json::{json, Value};
+
+use crate::llm::ToolSpec;
+use crate::mcp::McpTools;
+use crate::plan::{Mode, PlanningStyle};
+
+/// What a tool does, as views group tools (ACP's `ToolKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Edit,
+    Execute,
+    /// The planning tools: they change the plan, never the workspace.
+    Think,
+    Other,
+}
+
+/// When a call asks the user before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asks {
+    Never,
+    /// Every call, unless the session already allowed it (shell commands, MCP tools).
+    Always,
+    /// Writes to a protected path (`.git/`, `.env`, ...).
+    ProtectedPath,
+}
+
+/// One tool as the catalog describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    pub name: &'static str,
+    /// The verb a view shows before the call's summary (`Run ls`, `Edit a.rs`).
+    pub title: &'static str,
+    pub kind: Kind,
+    /// Changes no file and runs nothing: offered in plan mode.
+    pub read_only: bool,
+    pub asks: Asks,
+    /// The planning style that offers it (`None`: every style).
+    style: Option<PlanningStyle>,
+    description: &'static str,
+    schema: fn() -> Value,
+}
+
+/// The built-in tools, in the order the model is offered them.
+pub const BUILTIN: [Tool; 7] = [
+    Tool {
+        name: "bash",
+        title: "Run",
+        kind: Kind::Execute,
+        read_only: false,
+        asks: Asks::Always,
+        style: None,
+        description: "Run a shell command.",
+        schema: || json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+    },
+    Tool {
+        name: "read_file",
+        title: "Read",
+        kind: Kind::Read,
+        read_only: true,
+        asks: Asks::Never,
+        style: None,
+        description: "Read file contents.",
+        schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
+    },
+    Tool {
+        name: "write_file",
+        title: "Write",
+        kind: Kind::Edit,
+        read_only: false,
+        asks: Asks::ProtectedPath,
+        style: None,
+        description: "Write content to file.",
+        schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+    },
+    Tool {
+        name: "edit_file",
+        title: "Edit",
+        kind: Kind::Edit,
+        read_only: false,
+        asks: Asks::ProtectedPath,
+        style: None,
+        description: "Replace exact text in file.",
+        schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
+    },
+    Tool {
+        name: "todo",
+        title: "Update plan",
+        kind: Kind::Think,
+        read_only: true,
+        asks: Asks::Never,
+        style: Some(PlanningStyle::Todo),
+        description: "Update task list. Track progress on multi-step tasks.",
+        schema: || {
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "text": {"type": "string"},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                    "activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}
+                },
+                "required": ["id", "text", "status"]}}}, "required": ["items"]})
+        },
+    },
+    Tool {
+        name: "create_todos",
+        title: "Update plan",
+        kind: Kind::Think,
+        read_only: true,
+        asks: Asks::Never,
+        style: Some(PlanningStyle::Tasks),
+        description:
+            "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
+        schema: || json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
+    },
+    Tool {
+        name: "update_todo",
+        title: "Update plan",
+        kind: Kind::Think,
+        read_only: true,
+        asks: Asks::Never,
+        style: Some(PlanningStyle::Tasks),
+        description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
+        schema: || json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
+    },
+];
+
+/// An MCP tool as the catalog describes it: the server's code runs, with the model's arguments.
+const MCP: Tool = Tool {
+    name: "mcp",
+    title: "",
+    kind: Kind::Other,
+    read_only: false,
+    asks: Asks::Always,
+    style: None,
+    description: "",
+    schema: || Value::Null,
+};
+
+/// The description of a tool by the name the model calls it (`mcp__<server>__<tool>` for MCP tools).
+pub fn find(name: &str) -> Option<&'static Tool> {
+    if name.starts_with(crate::mcp::PREFIX) {
+        return Some(&MCP);
+    }
+    BUILTIN.iter().find(|t| t.name == name)
+}
+
+/// The title a view shows for a call: the tool's verb (an MCP tool's own name).
+pub fn title(name: &str) -> &str {
+    match find(name) {
+        Some(t) if !t.title.is_empty() => t.title,
+        _ => name,
+    }
+}
+
+pub fn is_planning(name: &str) -> bool {
+    find(name).is_some_and(|t| t.kind == Kind::Think)
+}
+
+/// Whether a read-only OS sandbox can run shell commands (issue 31). Until it lands there is none, so
+/// plan mode offers no `bash`; this is the one place that will turn it on.
+fn read_only_sandbox() -> bool {
+    false
+}
+
+impl Tool {
+    /// Whether a run in `mode` may call it. Plan mode: only what changes nothing, and the shell only
+    /// where a read-only sandbox holds it.
+    pub fn allowed(&self, mode: Mode) -> bool {
+        match mode {
+            Mode::Default => true,
+            Mode::Plan => self.read_only || (self.kind == Kind::Execute && read_only_sandbox()),
+        }
+    }
+
+    fn offered(&self, style: PlanningStyle, mode: Mode) -> bool {
+        self.style.is_none_or(|s| s == style) && self.allowed(mode)
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: Cow::Borrowed(self.name),
+            description: Cow::Borrowed(self.description),
+            input_schema: (self.schema)(),
+        }
+    }
+}
+
+/// The tools the model is offered: the built-in ones of this planning style, then the MCP servers'
+/// (`mcp__<server>__<tool>`), less what `mode` forbids.
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
+    let mut tools: Vec<ToolSpec> = BUILTIN.iter().filter(|t| t.offered(style, mode)).map(Tool::spec).collect();
+    if MCP.allowed(mode) {
+        tools.extend(mcp.into_iter().flat_map(McpTools::specs));
+    }
+    tools
+}
+
+/// A call `mode` forbids (the model called a tool it was not offered): the refusal it reads. Nothing
+/// of the call runs, not even its approval question.
+pub fn refusal(name: &str, mode: Mode) -> Option<String> {
+    let tool = find(name)?;
+    if tool.allowed(mode) {
+        return None;
+    }
+    Some(format!(
+        "Error: plan mode: {name} is not available while planning (nothing may change until the user approves the plan). \
+Use read_file and the planning tool, then end your turn."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(specs: &[ToolSpec]) -> Vec<&str> {
+        specs.iter().map(|s| s.name.as_ref()).collect()
+    }
+
+    #[test]
+    fn each_style_and_mode_offers_its_tools() {
+        assert_eq!(
+            names(&specs(PlanningStyle::Todo, Mode::Default, None)),
+            ["bash", "read_file", "write_file", "edit_file", "todo"]
+        );
+        assert_eq!(names(&specs(PlanningStyle::Todo, Mode::Plan, None)), ["read_file", "todo"]);
+        assert_eq!(names(&specs(PlanningStyle::Tasks, Mode::Plan, None)), ["read_file", "create_todos", "update_todo"]);
+    }
+
+    #[test]
+    fn plan_mode_refuses_what_writes_and_nothing_else() {
+        for name in ["bash", "write_file", "edit_file", "mcp__fs__write"] {
+            let why = refusal(name, Mode::Plan).unwrap();
+            assert!(why.starts_with("Error: plan mode: "), "{why}");
+            assert_eq!(refusal(name, Mode::Default), None);
+        }
+        for name in ["read_file", "todo", "update_todo", "no_such_tool"] {
+            assert_eq!(refusal(name, Mode::Plan), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn descriptions_views_read() {
+        assert_eq!(title("bash"), "Run");
+        assert_eq!(title("mcp__fs__read"), "mcp__fs__read");
+        assert_eq!(find("write_file").map(|t| t.asks), Some(Asks::ProtectedPath));
+        assert_eq!(find("mcp__a__b").map(|t| (t.kind, t.asks)), Some((Kind::Other, Asks::Always)));
+        assert!(is_planning("create_todos") && !is_planning("read_file"));
+        assert!(find("nope").is_none());
+    }
+}

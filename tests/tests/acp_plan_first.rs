@@ -1,0 +1,129 @@
+//! Plan first over ACP: the session modes `default` and `plan` (`modes` in `session/new`, `session/set_mode`,
+//! `current_mode_update`), the permission asked when a plan is ready (approve / approve with fresh context /
+//! keep planning), and a prompt in plan mode while a plan waits going to the model as a comment. What the
+//! agent sends is read back into the SDK's own types (agent-client-protocol), so it fits the schema.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{NewSessionResponse, RequestPermissionRequest, SessionNotification};
+use common::{call, calls};
+use serde_json::{json, Value};
+use stepwise_tests::acp_client::{agent_env, of_kind, AcpClient};
+use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::TempDir;
+
+fn todo(items: &[(&str, &str)]) -> Value {
+    json!({"items": items.iter().map(|(id, text)| json!({"id": id, "text": text, "status": "pending"})).collect::<Vec<_>>()})
+}
+
+/// Answers the permission requests with the given option ids in turn; keeps them.
+fn permissions(client: &mut AcpClient, answers: &[&str]) -> Arc<Mutex<Vec<Value>>> {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let (seen, mut answers) = (asked.clone(), answers.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter());
+    client.on_request = Box::new(move |method, params| {
+        assert_eq!(method, "session/request_permission", "unexpected request {method}: {params}");
+        seen.lock().unwrap().push(params.clone());
+        match answers.next() {
+            Some(option) => Ok(json!({"outcome": {"outcome": "selected", "optionId": option}})),
+            None => panic!("more permission requests than expected: {params}"),
+        }
+    });
+    asked
+}
+
+/// The text blocks of a request's last user turn.
+fn last_user_texts(body: &Value) -> Vec<String> {
+    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
+    match &last["content"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(c) => c.iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
+}
+
+#[tokio::test]
+async fn acp_plan_mode_plans_read_only_asks_and_acts_once_approved() {
+    let ws = TempDir::new("acp-plan-ws");
+    let state = TempDir::new("acp-plan-state");
+    ws.write("a.txt", "alpha\n");
+    let mock = MockModel::start(vec![
+        calls(&[
+            ("write_file", json!({"path": "a.txt", "content": "too early"})),
+            ("bash", json!({"command": "echo x > b.txt"})),
+        ]),
+        call("todo", todo(&[("1", "Change a.txt")])),
+        Step::text("Plan ready."),
+        // "Keep planning", then a prompt: a comment, one more planning round.
+        call("todo", todo(&[("1", "Change a.txt"), ("2", "Check it")])),
+        Step::text("Revised."),
+        // Approved with a fresh context.
+        call("edit_file", json!({"path": "a.txt", "old_text": "alpha", "new_text": "beta"})),
+        Step::text("Done."),
+    ])
+    .await;
+    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    client.initialize(false, false).await;
+    let asked = permissions(&mut client, &["keep-planning", "approve-fresh"]);
+    let created = client.call("session/new", json!({"cwd": ws.path(), "mcpServers": []})).await;
+    let typed: NewSessionResponse = serde_json::from_value(created.clone()).expect("session/new fits the schema");
+    let modes = typed.modes.expect("modes in session/new");
+    assert_eq!(&*modes.current_mode_id.0, "default");
+    let ids: Vec<&str> = modes.available_modes.iter().map(|m| &*m.id.0).collect();
+    assert_eq!(ids, ["default", "plan"]);
+    let sid = created["sessionId"].as_str().unwrap().to_string();
+
+    let bad = client.call_err("session/set_mode", json!({"sessionId": sid, "modeId": "yolo"})).await;
+    assert_eq!(bad["code"], -32602, "{bad}");
+    let set = client.call("session/set_mode", json!({"sessionId": sid, "modeId": "plan"})).await;
+    assert!(set.is_object(), "{set}");
+
+    let (resp, updates) = client.prompt(&sid, "change a.txt").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    assert_eq!(ws.read("a.txt"), "alpha\n", "nothing changes while planning");
+    let reqs = mock.requests();
+    assert_eq!(tool_names(&reqs[0].body), ["read_file", "todo"]);
+    let refused = of_kind(&updates, "tool_call_update")
+        .into_iter()
+        .filter_map(|u| u["content"][0]["content"]["text"].as_str())
+        .any(|t| t.starts_with("Error: plan mode: write_file"));
+    assert!(refused, "{updates:#?}");
+    let shell = of_kind(&updates, "tool_call").into_iter().find(|c| c["kind"] == "execute").cloned().unwrap();
+    assert_eq!(shell["status"], "in_progress", "a refused command is not announced as waiting for permission");
+    assert!(!ws.join("b.txt").exists());
+    {
+        let asked = asked.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        let typed: RequestPermissionRequest = serde_json::from_value(asked[0].clone()).expect("fits the schema");
+        let options: Vec<&str> = typed.options.iter().map(|o| &*o.option_id.0).collect();
+        assert_eq!(options, ["approve", "approve-fresh", "keep-planning"]);
+        assert!(asked[0].to_string().contains("[ ] #1: Change a.txt"), "the plan is shown: {}", asked[0]);
+    }
+
+    // Still in plan mode, with the plan waiting: the prompt is a comment on it.
+    let (resp, updates) = client.prompt(&sid, "also check it").await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
+    let reqs = mock.requests();
+    assert_eq!(
+        last_user_texts(&reqs[3].body),
+        ["<plan-comments>The user commented on your plan. Revise it with the planning tool, then end your turn; you are still planning.\nOn the plan: also check it\n</plan-comments>"]
+    );
+    // Approved with a fresh context: the mode goes back to default, and the run acts.
+    let mode_updates = of_kind(&updates, "current_mode_update");
+    assert_eq!(mode_updates.len(), 1, "{updates:#?}");
+    assert_eq!(mode_updates[0]["currentModeId"], "default");
+    assert_eq!(ws.read("a.txt"), "beta\n");
+    let fresh = &reqs[5].body;
+    assert_eq!(fresh["messages"].as_array().unwrap().len(), 1, "the task and the plan only");
+    let text = &last_user_texts(fresh)[0];
+    assert!(text.starts_with("change a.txt\n\n<plan-approved>") && text.contains("[>] #1: Change a.txt"), "{text}");
+    for u in &updates {
+        let note = json!({"sessionId": sid, "update": u});
+        serde_json::from_value::<SessionNotification>(note).expect("every update fits the schema");
+    }
+}
