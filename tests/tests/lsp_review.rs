@@ -305,3 +305,30 @@ async fn lsp_a_conflict_is_left_alone_and_the_review_survives_a_restart() {
     again.drain("stepwise/review");
     again.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_the_conversation_during_a_run_is_as_of_its_latest_round() {
+    let (dir, state) = folder_and_state("review-conv-live");
+    let mock = MockModel::start(vec![
+        Step::tool("write_file", json!({"path": "n.txt", "content": "n\n"})),
+        // The second request hangs: the conversation is asked for meanwhile.
+        Step::Hang,
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "write n").await;
+    mock.wait_for_requests(2, T).await;
+    let conv = ed.execute("stepwise.conversation", json!({})).await.unwrap();
+    let k = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(kinds(&conv), [k("user", "write n"), k("tool", "n.txt")], "{conv}");
+    assert_eq!(conv["entries"][1]["tool"]["output"], "Wrote 2 bytes");
+    assert!(conv["entries"].as_array().unwrap().iter().all(|e| e["runId"] == run.as_str()), "{conv}");
+    ed.execute("stepwise.cancel", json!({})).await.unwrap();
+    ed.await_run(&ws, &run, T).await;
+    ed.finish().await;
+}
