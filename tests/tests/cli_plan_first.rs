@@ -111,7 +111,8 @@ async fn a_declined_plan_changes_nothing_and_runs_nothing_more() {
     let child = run_plan_first(&ws, &mock, &end, "make a file");
     drop(end);
     let shown = pty.expect(ASK);
-    assert!(shown.contains("Error: plan mode: bash"), "{shown}");
+    // Plan mode runs the shell read-only in the sandbox: the write is stopped there, nothing asked.
+    assert!(shown.contains("stopped by the sandbox (read-only"), "{shown}");
     pty.type_line("n");
     pty.expect("the plan was not approved; nothing changed");
     assert_eq!(wait_exit(child), 0);

@@ -90,6 +90,9 @@ async fn lsp_plan_mode_offers_only_what_changes_nothing_and_refuses_the_rest_eve
         // Everything the user could approve is approved: plan mode still refuses.
         .option("approval", json!("auto"))
         .env("XDG_CONFIG_HOME", &state.join("config").display().to_string())
+        // A machine without a sandbox (the real binary, told so): then plan mode offers no shell at all.
+        .binary()
+        .env("STEPWISE_TEST_NO_SANDBOX", "1")
         .start()
         .await;
     let ws = ed.folder_uri(0);
@@ -116,6 +119,50 @@ async fn lsp_plan_mode_offers_only_what_changes_nothing_and_refuses_the_rest_eve
     assert!(ed.drain("window/showMessageRequest").is_empty());
     let plan = ed.execute("stepwise.plan", json!({"workspace": ws})).await.unwrap();
     assert_eq!(plan["items"], json!([item("1", "Change a.txt", "pending")]), "the plan is shown");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_plan_mode_runs_the_shell_read_only_in_the_sandbox_without_asking() {
+    let (dir, state) = folder_and_state("plan-first-sandbox");
+    dir.write("a.txt", "alpha\n");
+    let outside = state.join("outside.txt");
+    let writes = Turn::default()
+        .with_tool("bash", json!({"command": "echo hi > b.txt"}))
+        .with_tool("bash", json!({"command": format!("echo hi > {}", outside.display())}))
+        .with_tool("bash", json!({"command": "echo more >> a.txt"}))
+        .with_tool(
+            "bash",
+            json!({"command": "cat a.txt && echo tmp > \"$TMPDIR/scratch\" && cat \"$TMPDIR/scratch\""}),
+        );
+    let mock = MockModel::start(vec![
+        Step::Turn(writes),
+        Step::tool("todo", json!({"items": [item("1", "Change a.txt", "pending")]})),
+        Step::text("Here is the plan."),
+    ])
+    .await;
+    // `sandbox: off` and approval asked: plan mode still runs commands only read-only, and asks nothing.
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("sandbox", json!("off"))
+        .option("approval", json!("ask"))
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let before = tree(dir.path());
+    let log = plan_run(&ed, &ws, "change a.txt").await;
+    assert_eq!(log.reason(), "plan_ready", "{:?}", log.idle());
+    assert_eq!(tree(dir.path()), before, "plan mode changed the workspace");
+    assert!(!outside.exists(), "nor anything outside it");
+    let reqs = mock.requests();
+    assert_eq!(tool_names(&reqs[0].body), ["bash", "read_file", "todo"], "the shell is offered, read-only");
+    let results = tool_results(&reqs[1].body);
+    assert_eq!(results.len(), 4);
+    for (text, is_error) in &results[..3] {
+        assert!(*is_error && text.contains("stopped by the sandbox (read-only"), "{text}");
+        assert!(text.contains("cannot run outside the sandbox in this mode"), "{text}");
+    }
+    assert_eq!(results[3], ("alpha\ntmp".to_string(), false), "reading and $TMPDIR work");
+    assert!(ed.drain("window/showMessageRequest").is_empty(), "nothing was asked");
     ed.finish().await;
 }
 
@@ -155,7 +202,9 @@ async fn lsp_comments_reach_the_model_as_one_block_and_it_keeps_planning() {
         ["<plan-comments>The user commented on your plan. Revise it with the planning tool, then end your turn; you are still planning.\nOn #2 (Fix): write a test first\nOn the plan: keep it small\n</plan-comments>"],
         "one block, each comment under its item"
     );
-    assert_eq!(tool_names(&reqs[2].body), ["read_file", "todo"]);
+    let offered = tool_names(&reqs[2].body);
+    assert!(offered.ends_with(&["read_file".to_string(), "todo".to_string()]), "{offered:?}");
+    assert!(!offered.iter().any(|t| t == "write_file" || t == "edit_file"), "still planning: {offered:?}");
     assert!(system(&reqs[3].body).contains("You are planning"));
     // Commenting again works on the revised plan.
     assert_eq!(log.plans().last().unwrap()["total"], 3);

@@ -149,7 +149,9 @@ async fn compact(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket) -> 
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
-    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state: Arc::new(RunState::default()) };
+    let state = Arc::new(RunState::default());
+    let sink =
+        AcpEvents { session: session.clone(), conn: conn.clone(), state, sandbox: crate::host::SandboxSettings::OFF };
     let outcome = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,

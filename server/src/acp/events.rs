@@ -66,6 +66,9 @@ pub(crate) fn text_block(text: impl Into<String>) -> ContentChunk {
 }
 
 pub(crate) struct AcpEvents {
+    /// The run's `sandbox` settings: a shell command the sandbox holds runs without a question, so it is
+    /// not announced as waiting for permission.
+    pub sandbox: crate::host::SandboxSettings,
     pub session: Arc<AcpSession>,
     pub conn: Conn,
     pub state: Arc<RunState>,
@@ -89,7 +92,8 @@ impl EventSink for AcpEvents {
                 let mut call = tool_calls::started(id, name, input, self.session.root());
                 // A call plan mode refuses is never asked about (tools/catalog.rs).
                 let refused = crate::tools::catalog::refusal(name, self.session.mode()).is_some();
-                let asks = !refused && tool_calls::asks_first(name, input, self.session.root());
+                let sandbox = crate::tools::catalog::sandbox_for(self.session.mode(), self.sandbox);
+                let asks = !refused && tool_calls::asks_first(name, input, self.session.root(), sandbox.confines());
                 *lock(&self.state.pending) = asks;
                 if asks {
                     call = call.status(ToolCallStatus::Pending);

@@ -207,7 +207,7 @@ impl Turn {
             style: r.cfg.planning,
             bash_timeout: r.cfg.bash_timeout,
             sandbox: r.shared.sandbox,
-            sandbox_settings: r.cfg.sandbox,
+            sandbox_settings: catalog::sandbox_for(r.cfg.mode, r.cfg.sandbox),
             call_id: id,
             mcp: self.mcp.as_deref(),
             mode: r.cfg.mode,

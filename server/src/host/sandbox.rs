@@ -103,6 +103,11 @@ impl SandboxSettings {
     /// (`config::sandbox`), whose default is `workspace-write`.
     pub const OFF: SandboxSettings = SandboxSettings { mode: SandboxMode::Off, network: false };
 
+    /// Whether shell commands run confined under these settings (on, and able to start here).
+    pub fn confines(&self) -> bool {
+        self.mode != SandboxMode::Off && availability(self.network).is_ok()
+    }
+
     /// One line for status and `stepwise doctor`: the mode and, when it cannot start, why.
     pub fn describe(&self) -> String {
         match (self.mode, availability(self.network)) {

@@ -92,9 +92,13 @@ pub fn apply(
 /// whose replaced text the change touched can no longer be placed (it is dropped in `rebase`).
 fn shift(pending: &mut [Pending], start: usize, end: usize, len: usize) {
     for p in pending.iter_mut() {
-        if p.at >= end && p.at != usize::MAX {
+        // usize::MAX marks an edit already displaced: it is tested first, so no sum can overflow.
+        if p.at == usize::MAX {
+            continue;
+        }
+        if p.at >= end {
             p.at = p.at - (end - start) + len;
-        } else if p.at + p.old.len() > start && p.at != usize::MAX {
+        } else if p.at + p.old.len() > start {
             p.at = usize::MAX;
         }
     }
@@ -171,6 +175,20 @@ mod tests {
         assert_eq!(pending[0].after, "a\nB\nC\n");
         let r = apply(&mut reported, &mut pending, vec![change(2, 0, 2, 1, "C")], Encoding::Utf16);
         assert_eq!((r.confirmed, pending.len(), reported.as_str()), (1, 0, "a\nB\nC\n"));
+    }
+
+    #[test]
+    fn a_displaced_edit_survives_more_typing_without_overflow() {
+        let mut reported = "a\nb\nc\n".to_string();
+        let one = edit(&reported, "b", "B");
+        let two = edit(&one.after, "c", "C");
+        let mut pending = vec![one, two];
+        // The user rewrites the first edit's line (it is displaced), then types again before the
+        // report of anything of ours: the displaced edit must be skipped, not summed (it overflowed).
+        let typed = vec![change(1, 0, 1, 1, "x"), change(0, 0, 0, 0, "top\n")];
+        apply(&mut reported, &mut pending, typed, Encoding::Utf16);
+        assert_eq!(reported, "top\na\nx\nc\n");
+        assert!(pending.iter().all(|p| p.at == usize::MAX || reported.get(p.at..p.at + p.old.len()) == Some(&p.old)));
     }
 
     #[test]

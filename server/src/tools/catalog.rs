@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
+use crate::host::{SandboxMode, SandboxSettings};
 use crate::llm::ToolSpec;
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanningStyle};
@@ -164,24 +165,34 @@ pub fn is_planning(name: &str) -> bool {
     find(name).is_some_and(|t| t.kind == Kind::Think)
 }
 
-/// Whether a read-only OS sandbox can run shell commands (issue 31). Until it lands there is none, so
-/// plan mode offers no `bash`; this is the one place that will turn it on.
+/// Whether a read-only OS sandbox can run shell commands here: plan mode offers `bash` only then. The
+/// network stays off in it (`sandbox_for`), so the probe is the one without network.
 fn read_only_sandbox() -> bool {
-    false
+    crate::host::sandbox::availability(false).is_ok()
+}
+
+/// The sandbox a shell command of a run in `mode` runs in: the user's settings, and in plan mode always
+/// read-only and offline, whatever they say (`sandbox: off` included: planning changes nothing).
+pub fn sandbox_for(mode: Mode, settings: SandboxSettings) -> SandboxSettings {
+    match mode {
+        Mode::Default => settings,
+        Mode::Plan => SandboxSettings { mode: SandboxMode::ReadOnly, network: false },
+    }
 }
 
 impl Tool {
     /// Whether a run in `mode` may call it. Plan mode: only what changes nothing, and the shell only
     /// where a read-only sandbox holds it.
     pub fn allowed(&self, mode: Mode) -> bool {
-        match mode {
-            Mode::Default => true,
-            Mode::Plan => self.read_only || (self.kind == Kind::Execute && read_only_sandbox()),
-        }
+        self.allowed_where(mode, read_only_sandbox())
     }
 
-    fn offered(&self, style: PlanningStyle, mode: Mode) -> bool {
-        self.style.is_none_or(|s| s == style) && self.allowed(mode)
+    /// `allowed`, with whether a read-only sandbox can run commands given (the tests choose).
+    fn allowed_where(&self, mode: Mode, sandbox: bool) -> bool {
+        match mode {
+            Mode::Default => true,
+            Mode::Plan => self.read_only || (self.kind == Kind::Execute && sandbox),
+        }
     }
 
     fn spec(&self) -> ToolSpec {
@@ -196,8 +207,13 @@ impl Tool {
 /// The tools the model is offered: the built-in ones of this planning style, then the MCP servers'
 /// (`mcp__<server>__<tool>`), less what `mode` forbids.
 pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
-    let mut tools: Vec<ToolSpec> = BUILTIN.iter().filter(|t| t.offered(style, mode)).map(Tool::spec).collect();
-    if MCP.allowed(mode) {
+    specs_where(style, mode, mcp, read_only_sandbox())
+}
+
+fn specs_where(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, sandbox: bool) -> Vec<ToolSpec> {
+    let offered = |t: &&Tool| t.style.is_none_or(|s| s == style) && t.allowed_where(mode, sandbox);
+    let mut tools: Vec<ToolSpec> = BUILTIN.iter().filter(offered).map(Tool::spec).collect();
+    if MCP.allowed_where(mode, sandbox) {
         tools.extend(mcp.into_iter().flat_map(McpTools::specs));
     }
     tools
@@ -206,8 +222,12 @@ pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<To
 /// A call `mode` forbids (the model called a tool it was not offered): the refusal it reads. Nothing
 /// of the call runs, not even its approval question.
 pub fn refusal(name: &str, mode: Mode) -> Option<String> {
+    refusal_where(name, mode, read_only_sandbox())
+}
+
+fn refusal_where(name: &str, mode: Mode, sandbox: bool) -> Option<String> {
     let tool = find(name)?;
-    if tool.allowed(mode) {
+    if tool.allowed_where(mode, sandbox) {
         return None;
     }
     Some(format!(
@@ -226,24 +246,42 @@ mod tests {
 
     #[test]
     fn each_style_and_mode_offers_its_tools() {
+        for sandbox in [false, true] {
+            assert_eq!(
+                names(&specs_where(PlanningStyle::Todo, Mode::Default, None, sandbox)),
+                ["bash", "read_file", "write_file", "edit_file", "todo"]
+            );
+        }
+        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false)), ["read_file", "todo"]);
         assert_eq!(
-            names(&specs(PlanningStyle::Todo, Mode::Default, None)),
-            ["bash", "read_file", "write_file", "edit_file", "todo"]
+            names(&specs_where(PlanningStyle::Tasks, Mode::Plan, None, false)),
+            ["read_file", "create_todos", "update_todo"]
         );
-        assert_eq!(names(&specs(PlanningStyle::Todo, Mode::Plan, None)), ["read_file", "todo"]);
-        assert_eq!(names(&specs(PlanningStyle::Tasks, Mode::Plan, None)), ["read_file", "create_todos", "update_todo"]);
+        // With a read-only sandbox the shell comes back, and only the shell.
+        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true)), ["bash", "read_file", "todo"]);
     }
 
     #[test]
     fn plan_mode_refuses_what_writes_and_nothing_else() {
         for name in ["bash", "write_file", "edit_file", "mcp__fs__write"] {
-            let why = refusal(name, Mode::Plan).unwrap();
+            let why = refusal_where(name, Mode::Plan, false).unwrap();
             assert!(why.starts_with("Error: plan mode: "), "{why}");
-            assert_eq!(refusal(name, Mode::Default), None);
+            assert_eq!(refusal_where(name, Mode::Default, false), None);
         }
         for name in ["read_file", "todo", "update_todo", "no_such_tool"] {
-            assert_eq!(refusal(name, Mode::Plan), None, "{name}");
+            assert_eq!(refusal_where(name, Mode::Plan, false), None, "{name}");
         }
+        assert_eq!(refusal_where("bash", Mode::Plan, true), None, "bash runs in the read-only sandbox");
+        for name in ["write_file", "edit_file", "mcp__fs__write"] {
+            assert!(refusal_where(name, Mode::Plan, true).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn plan_mode_commands_run_read_only_and_offline() {
+        let user = SandboxSettings { mode: SandboxMode::Off, network: true };
+        assert_eq!(sandbox_for(Mode::Default, user), user);
+        assert_eq!(sandbox_for(Mode::Plan, user), SandboxSettings { mode: SandboxMode::ReadOnly, network: false });
     }
 
     #[test]

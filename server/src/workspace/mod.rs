@@ -8,8 +8,8 @@
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
 mod checkpoints;
-mod review;
 mod plan_first;
+mod review;
 mod run;
 mod saving;
 
