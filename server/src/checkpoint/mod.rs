@@ -6,19 +6,21 @@
 //! - the file tools, which say so (`before_write` keeps the file's content before the first change after
 //!   the checkpoint, `after_write` what the agent left);
 //! - shell commands, found by scanning (`before_command` / `after_command`, `scan.rs`): a shadow copy of the
-//!   workspace lives in the object store, and `lstat` tells which files to read again. `.gitignore` is
-//!   honoured (the `ignore` crate, as ripgrep), `.git` is never read nor written, a file over the size limit
-//!   is followed by its size and mtime and reported as not restorable if a command changes it.
+//!   workspace lives in the object store, made in the background from when the workspace opens (`copy.rs`);
+//!   the file system's change notifications (`watch/`) name the paths to look at, and `lstat` tells which
+//!   of them to read again. `.gitignore` is honoured (the `ignore` crate, as ripgrep), `.git` is never read
+//!   nor written, a file over the size limit is followed by its size and mtime and reported as not
+//!   restorable if a command changes it.
 //!
 //! Why this mechanism (numbers in README, `cargo bench -p stepwise-tests --bench checkpoints`): a round without a
-//! command costs only the conversation's new messages (0.14 ms median, no walk at all); a command costs two walks with
-//! `lstat` of the workspace plus reading the files it changed, about 20 ms of CPU each for 10,000 files, nearly all in
-//! the kernel (34 ms wall around a command). The alternatives measure or behave worse: reading every file to compare
-//! (what the first scan does) takes 150 ms; a git-style commit of the tree per round (Cline) hashes or at least walks
-//! everything every round, and touching `.git` is what corrupted users' repositories; hard-link snapshots lose the old
-//! content when a command writes a file in place; inotify alone cannot keep what a file held before it changed. The
-//! price is the first scan, which stores every followed file once (the store is content-addressed: the same content is
-//! never stored twice), and disk use about the size of the followed files (1.04× in the benchmark).
+//! command costs only the conversation's new messages (no walk at all); a command costs what it changed: the paths
+//! the notifications named, each `lstat`ed and read if it differs. Notifications alone cannot keep what a file held
+//! before it changed, hence the copy; the copy alone needs a walk of the whole workspace per scan (what happens
+//! whenever the notifications cannot be trusted: lost events, a folder not watched, a network file system). A
+//! git-style commit of the tree per round (Cline) hashes or at least walks everything every round, and touching
+//! `.git` is what corrupted users' repositories; hard-link snapshots lose the old content when a command writes a
+//! file in place. The price is the copy, which stores every followed file once (the store is content-addressed:
+//! the same content is never stored twice), and disk use about the size of the followed files.
 //!
 //! Everything lives in the state directory: `objects.pack` (the store), `journal.jsonl` (one line per
 //! checkpoint and change, appended). A rewind drops the checkpoints from the one rewound to on (no redo: the
