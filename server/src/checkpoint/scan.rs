@@ -31,10 +31,14 @@ use super::Limits;
 /// its mtime may change again without its mtime moving.
 const RACY_NS: i64 = 100_000_000;
 
-/// One followed file of the copy. Kept small: a workspace of 250,000 files holds as many (README).
+/// One followed file of the copy. Kept small (64 bytes): a workspace of 250,000 files holds as many
+/// (README).
 struct Entry {
-    stat: Stat,
+    /// A fingerprint of the `lstat` it was read with: the same fingerprint, the same `lstat`.
+    stat: u64,
     kept: Kept,
+    /// Its permission bits.
+    mode: u32,
     /// The walk that last saw it.
     seen: u32,
     /// Read so soon after its last change that a change since may have kept the same `lstat`.
@@ -52,7 +56,7 @@ enum Kept {
 impl Entry {
     fn pre(&self) -> Pre {
         match &self.kept {
-            Kept::File(hash) => Pre::File { hash: *hash, mode: self.stat.mode & 0o777 },
+            Kept::File(hash) => Pre::File { hash: *hash, mode: self.mode },
             Kept::Link(target) => Pre::Link { target: target.to_string() },
             Kept::Other(b) => b.0.clone(),
         }
@@ -397,7 +401,7 @@ impl Scanner {
         out: &mut Synced,
     ) {
         if let Some(e) = self.index.get_mut(key.as_str()) {
-            if e.stat == stat && !e.racy {
+            if e.stat == fingerprint(&stat) && !e.racy {
                 e.seen = walk;
                 return;
             }
@@ -440,10 +444,21 @@ fn outermost(mut keys: Vec<String>) -> Vec<String> {
     out
 }
 
+/// 64 bits for the 40 of an `lstat` (a collision between two states of one file: one in 2^64).
+fn fingerprint(stat: &Stat) -> u64 {
+    use std::hash::{Hash as _, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    stat.hash(&mut h);
+    h.finish()
+}
+
 /// Reads one file into the store.
 fn read(root: &File, key: &str, walked: Stat, pack: &Pack, limits: &Limits, walk: u32) -> Option<Entry> {
     let read_at = now_ns();
-    let entry = |stat: Stat, kept| Some(Entry { stat, kept, seen: walk, racy: stat.mtime >= read_at - RACY_NS });
+    let entry = |stat: Stat, kept| {
+        let racy = stat.mtime >= read_at - RACY_NS;
+        Some(Entry { stat: fingerprint(&stat), kept, mode: stat.mode & 0o777, seen: walk, racy })
+    };
     let other = |pre, mark| Kept::Other(Box::new((pre, mark)));
     match files::look(root, key, limits.max_file) {
         Ok(Seen::Absent) | Ok(Seen::Other) => None,
@@ -492,6 +507,6 @@ mod tests {
     #[test]
     fn an_entry_is_small() {
         // 250,000 of them stay far under the 64 MB the index may take (with their keys and the map's nodes).
-        assert!(std::mem::size_of::<Entry>() <= 96, "{}", std::mem::size_of::<Entry>());
+        assert!(std::mem::size_of::<Entry>() <= 64, "{}", std::mem::size_of::<Entry>());
     }
 }

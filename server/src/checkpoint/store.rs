@@ -70,8 +70,9 @@ pub struct Pack(Mutex<Inner>);
 struct Inner {
     path: PathBuf,
     file: File,
-    /// hash → (offset of the bytes, length)
-    index: HashMap<Hash, (u64, u64)>,
+    /// hash → offset of the bytes (their length is in the record's header, just before: a workspace's
+    /// copy holds hundreds of thousands of objects, and 8 bytes less each is megabytes).
+    index: HashMap<Hash, u64>,
     end: u64,
 }
 
@@ -110,7 +111,9 @@ impl Pack {
 
     /// The stored length of `h`, if stored.
     pub fn len_of(&self, h: &Hash) -> Option<u64> {
-        self.inner().index.get(h).map(|&(_, n)| n)
+        let inner = self.inner();
+        let off = *inner.index.get(h)?;
+        inner.len_at(off).ok()
     }
 
     pub fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
@@ -145,7 +148,7 @@ impl Inner {
             }
             let mut h = [0u8; 32];
             h.copy_from_slice(&head[..32]);
-            index.insert(Hash(h), (pos + HEADER, n));
+            index.insert(Hash(h), pos + HEADER);
             pos += HEADER + n;
         }
         if pos < len {
@@ -164,16 +167,27 @@ impl Inner {
         head[32..].copy_from_slice(&(data.len() as u64).to_le_bytes());
         self.file.write_all_at(&head, self.end)?;
         self.file.write_all_at(data, self.end + HEADER)?;
-        self.index.insert(h, (self.end + HEADER, data.len() as u64));
+        self.index.insert(h, self.end + HEADER);
         self.end += HEADER + data.len() as u64;
         Ok(())
     }
 
+    /// The length of the object whose bytes start at `off`.
+    fn len_at(&self, off: u64) -> io::Result<u64> {
+        let mut n = [0u8; 8];
+        self.file.read_exact_at(&mut n, off - 8)?;
+        Ok(u64::from_le_bytes(n))
+    }
+
     fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
-        let &(off, n) = self
+        let &off = self
             .index
             .get(h)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("object {h:?} is not in the store")))?;
+        let n = self.len_at(off)?;
+        if off + n > self.end {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("object {h:?} is damaged in the store")));
+        }
         let mut buf = vec![0u8; n as usize];
         self.file.read_exact_at(&mut buf, off)?;
         if Hash::of(&buf) != *h {
@@ -186,8 +200,8 @@ impl Inner {
         let tmp = self.path.with_extension("pack.tmp");
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
         let mut out = Inner { path: tmp.clone(), file, index: HashMap::new(), end: 0 };
-        let mut live: Vec<(&Hash, &(u64, u64))> = self.index.iter().filter(|(h, _)| keep.contains(h)).collect();
-        live.sort_by_key(|(_, &(off, _))| off);
+        let mut live: Vec<(&Hash, &u64)> = self.index.iter().filter(|(h, _)| keep.contains(h)).collect();
+        live.sort_by_key(|(_, &off)| off);
         for (h, _) in live {
             match self.get(h) {
                 Ok(bytes) => out.put_hashed(*h, &bytes)?,
