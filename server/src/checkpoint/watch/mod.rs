@@ -111,3 +111,35 @@ fn local(st: &libc::statfs) -> Result<(), String> {
         Err(name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_many_paths_or_a_loss_make_the_next_scan_a_full_one_and_memory_stays_bounded() {
+        let mut p = Pending::default();
+        for i in 0..MAX_PATHS {
+            p.add(format!("f{i}"));
+        }
+        assert_eq!(p.take().map(|v| v.len()), Ok(MAX_PATHS));
+        for i in 0..=MAX_PATHS {
+            p.add(format!("f{i}"));
+        }
+        assert!(p.paths.is_empty(), "dropped once over the bound");
+        assert!(p.take().is_err_and(|e| e.contains("more than")));
+        p.add("a".into());
+        p.lose("the kernel's inotify queue overflowed");
+        p.add("b".into());
+        assert_eq!(p.take(), Err("the kernel's inotify queue overflowed".to_string()));
+        assert_eq!(p.take(), Ok(vec![]), "trusted again after a full scan");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_local_file_systems_are_trusted() {
+        assert!(trusted_fs(&std::env::temp_dir()).is_ok());
+        // procfs reports no changes through inotify.
+        assert!(trusted_fs(Path::new("/proc/self")).is_err_and(|e| e.contains("file system")));
+    }
+}
