@@ -10,8 +10,17 @@
 //!
 //! Targets: under 20 ms median without a command, under 60 ms median around one. Prints the numbers;
 //! asserts nothing about timing.
+//!
+//! Then a workspace of 250,000 files (issue 32: folders of 50, a `.git`, a `.gitignore`d `node_modules`),
+//! built once under `target/bench-checkpoints-250k` and reused by later runs. Paired in one run: "before"
+//! (`Limits { watch: false }`: the copy made by the first command, every scan a walk of the workspace) and
+//! "after" (the copy made in the background from opening, scans following the change notifications):
+//! the first and later commands' costs, the copy's own time and disk use, and the memory the checkpoints
+//! hold for the 250,000 files (counted by this binary's allocator). `-- small` or `-- large` runs one part.
 
-use std::path::Path;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore};
@@ -21,6 +30,36 @@ use stepwise_tests::TempDir;
 
 const FILES: usize = 10_000;
 const ROUNDS: usize = 60;
+const LARGE: usize = 250_000;
+const LARGE_ROUNDS: usize = 15;
+
+/// Bytes allocated and not freed, to measure what the checkpoints hold.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: forwards to the system allocator, counting.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        System.dealloc(p, l)
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        System.alloc_zeroed(l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
+        System.realloc(p, l, new)
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
 
 fn workspace(dir: &TempDir) -> u64 {
     let mut bytes = 0;
@@ -100,6 +139,17 @@ fn dir_size(dir: &Path) -> u64 {
 
 #[tokio::main]
 async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let only = |part: &str| !args.iter().any(|a| a == "small" || a == "large") || args.iter().any(|a| a == part);
+    if only("small") {
+        small().await;
+    }
+    if only("large") {
+        large().await;
+    }
+}
+
+async fn small() {
     let ws = TempDir::new("bench-cp-ws");
     let state = TempDir::new("bench-cp-state");
     let bytes = workspace(&ws);
@@ -203,4 +253,164 @@ async fn main() {
     let t = Instant::now();
     let cp = Checkpoints::open(Some(state.path()), ws.path(), Limits::default()).unwrap();
     println!("reopen after a restart ({} checkpoints): {:.1} ms", cp.list().len(), t.elapsed().as_secs_f64() * 1000.0);
+}
+
+/// The 250,000-file workspace, made once (it takes minutes on two cores) and kept under `target`: its path
+/// and the followed files' bytes.
+fn large_workspace() -> (PathBuf, u64) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-checkpoints-250k");
+    let done = dir.join(".complete");
+    // A run that stopped half-way left its changes: made again.
+    if std::fs::remove_file(dir.join(".in-use")).is_ok() {
+        let _ = std::fs::remove_file(&done);
+    }
+    if let Ok(s) = std::fs::read_to_string(&done) {
+        if let Ok(bytes) = s.trim().parse() {
+            return (dir, bytes);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = Instant::now();
+    let mut bytes = 0;
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(".gitignore"), "node_modules/\n.in-use\n").unwrap();
+    for i in 0..LARGE {
+        let size = 512 + (i * 7919) % 3584;
+        let body: String = format!("// file {i}\n").repeat(size / 12 + 1);
+        let path = dir.join(format!("src/p{:02}/d{:03}/f{i}.rs", i / 5000, (i / 50) % 100));
+        if i % 50 == 0 {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        }
+        std::fs::write(&path, &body).unwrap();
+        bytes += body.len() as u64;
+    }
+    for i in 0..2000 {
+        let path = dir.join(format!(".git/objects/{:02x}/{i:038x}", i % 256));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("git object {i}")).unwrap();
+    }
+    for i in 0..20_000 {
+        let path = dir.join(format!("node_modules/m{:03}/i{i}.js", i / 50));
+        if i % 50 == 0 {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        }
+        std::fs::write(&path, format!("module.exports = {i};\n")).unwrap();
+    }
+    std::fs::write(&done, bytes.to_string()).unwrap();
+    println!("(made the 250,000-file workspace in {:.0} s)", t.elapsed().as_secs_f64());
+    (dir, bytes)
+}
+
+/// Bytes the files under `dir` take on disk (allocated blocks).
+fn disk_blocks(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let Ok(m) = e.metadata() else { continue };
+        total += if m.is_dir() { disk_blocks(&e.path()) } else { m.blocks() * 512 };
+    }
+    total
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The checkpoints' hooks around `command` (not the command itself): take, before_command, after_command.
+async fn around(
+    cp: &mut Checkpoints,
+    root: &Path,
+    round: usize,
+    session: &Session,
+    command: &str,
+) -> (Duration, usize) {
+    let t = Instant::now();
+    cp.take(meta(round), session).unwrap();
+    cp.before_command();
+    let hooks = t.elapsed();
+    let out = stepwise::host::run_shell(root, command, Duration::from_secs(60)).await.unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    let t = Instant::now();
+    let changed = cp.after_command();
+    (hooks + t.elapsed(), changed.len())
+}
+
+async fn large() {
+    let (root, bytes) = large_workspace();
+    std::fs::write(root.join(".in-use"), "").unwrap();
+    println!(
+        "\n250,000-file workspace: {LARGE} followed files, {:.0} MB, in folders of 50 (plus a .git and 20,000 ignored)",
+        bytes as f64 / 1e6
+    );
+    let mut session = Session::default();
+    session.push_prompt("benchmark the checkpoints");
+
+    // After: the copy in the background from opening, measured alone (memory: what stays allocated).
+    let state_a = TempDir::new("bench-cp-large-after");
+    let live = LIVE.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let mut after = Checkpoints::open(Some(state_a.path()), &root, Limits::default()).unwrap();
+    after.copy_in_background();
+    after.wait_for_copy();
+    let copy_time = t.elapsed();
+    let held = LIVE.load(Ordering::Relaxed) - live;
+    assert!(after.copy_ready());
+    let copy_disk = disk_blocks(state_a.path());
+    println!("copy in the background (low priority): {:.1} s", copy_time.as_secs_f64());
+    println!(
+        "copy's disk use: {:.0} MB allocated ({:.2}x the followed files)",
+        copy_disk as f64 / 1e6,
+        copy_disk as f64 / bytes as f64
+    );
+    println!("memory the checkpoints hold for the copy's index: {:.1} MB", held as f64 / 1e6);
+    println!("folders watched: {}", after.watched_dirs());
+
+    let first = "echo first >> src/p00/d000/f0.rs";
+    let (t_after, n) = around(&mut after, &root, 0, &session, first).await;
+    assert_eq!(n, 1);
+    // Before: the first command makes the copy (and every scan walks).
+    let state_b = TempDir::new("bench-cp-large-before");
+    let mut before =
+        Checkpoints::open(Some(state_b.path()), &root, Limits { watch: false, ..Limits::default() }).unwrap();
+    let (t_before, n) = around(&mut before, &root, 0, &session, "echo first >> src/p00/d000/f1.rs").await;
+    assert_eq!(n, 1);
+    // The other store saw f1 change: not its command's, caught up by its next scan.
+    println!("first shell command (checkpoint overhead): before {:.0} ms, after {:.1} ms", ms(t_before), ms(t_after));
+
+    let mut times: [Vec<Duration>; 2] = Default::default();
+    for round in 1..=LARGE_ROUNDS {
+        grow(&mut session, round);
+        let (a, b) = (round * 7919 % LARGE, round * 104_729 % LARGE);
+        let file = |i: usize| format!("src/p{:02}/d{:03}/f{i}.rs", i / 5000, (i / 50) % 100);
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for &i in &order {
+            let command = format!(
+                "echo changed >> {} && rm -f {} && mkdir -p gen/r{round}-{i} && echo new > gen/r{round}-{i}/n.rs \
+                 && echo ignored > node_modules/m000/new{round}-{i}.js",
+                file(a + i),
+                file(b + i),
+            );
+            let store = if i == 0 { &mut before } else { &mut after };
+            let (t, n) = around(store, &root, round, &session, &command).await;
+            assert_eq!(n, 3, "round {round}, {}", ["before", "after"][i]);
+            times[i].push(t);
+        }
+        assert!(matches!(after.last_scan(), Some(stepwise::checkpoint::ScanKind::Named(_))), "{:?}", after.last_scan());
+    }
+    for (t, how) in times.into_iter().zip(["before (every scan walks the workspace)", "after (change notifications)"]) {
+        stats(&format!("later shell command (take + before_command + after_command), {how}"), t);
+    }
+    // Put the workspace back as it was for the next run.
+    for cp in [&mut after, &mut before] {
+        let first = cp.list()[0].id.clone();
+        let done = cp.rewind_on_disk(&first, Restore::Files).unwrap();
+        assert!(done.applied.failed.is_empty() && done.plan.conflicts.is_empty(), "{:?}", done.plan.conflicts);
+    }
+    let _ = std::fs::remove_dir_all(root.join("gen"));
+    for e in std::fs::read_dir(root.join("node_modules/m000")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("new") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    std::fs::remove_file(root.join(".in-use")).unwrap();
 }

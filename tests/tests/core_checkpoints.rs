@@ -409,7 +409,7 @@ async fn a_restored_path_that_leads_outside_is_refused() {
 
 #[tokio::test]
 async fn the_store_keeps_to_its_limit() {
-    let limits = Limits { max_file: 1 << 20, max_total: 64 * 1024, threads: 1 };
+    let limits = Limits { max_file: 1 << 20, max_total: 64 * 1024, threads: 1, ..Limits::default() };
     let mut ws = Ws::with_limits(&[("seed.txt", "seed")], limits);
     let mut ids = Vec::new();
     // Each round rewrites the file, so each checkpoint keeps 16 KiB of its earlier content.

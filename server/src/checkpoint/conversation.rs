@@ -49,7 +49,7 @@ impl Stored {
 }
 
 /// Stores `session`: the object of the rest and the message hashes, in order.
-pub fn store(pack: &mut Pack, stored: &mut Stored, session: &Session) -> Result<(Hash, Vec<Hash>), String> {
+pub fn store(pack: &Pack, stored: &mut Stored, session: &Session) -> Result<(Hash, Vec<Hash>), String> {
     // Every field of the session is stored; a field added to `Session` fails to compile here.
     let Session { messages, plan, revision } = session;
     store_parts(pack, stored, messages, plan, *revision)
@@ -57,7 +57,7 @@ pub fn store(pack: &mut Pack, stored: &mut Stored, session: &Session) -> Result<
 
 /// The same from the session's parts (the loop's messages and the plan board's state, not copied).
 pub fn store_parts(
-    pack: &mut Pack,
+    pack: &Pack,
     stored: &mut Stored,
     messages: &[Message],
     plan: &Plan,
@@ -127,16 +127,16 @@ mod tests {
     fn a_session_comes_back_whole_and_shares_its_messages() {
         let dir = std::env::temp_dir().join(format!("stepwise-conv-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut pack = Pack::open(&dir.join("p")).unwrap();
+        let pack = Pack::open(&dir.join("p")).unwrap();
         let mut s = Session::default();
         s.push_prompt("first");
         s.plan.update(&serde_json::json!([{"id": "1", "text": "Do it", "status": "in_progress"}])).unwrap();
         let mut stored = Stored::default();
-        let (rest, list) = store(&mut pack, &mut stored, &s).unwrap();
+        let (rest, list) = store(&pack, &mut stored, &s).unwrap();
         assert_eq!(load(&pack, &rest, &list).unwrap(), s);
         let size = pack.size();
         s.messages.push(crate::llm::Message { role: crate::llm::Role::Assistant, content: vec![].into() });
-        let (rest2, list2) = store(&mut pack, &mut stored, &s).unwrap();
+        let (rest2, list2) = store(&pack, &mut stored, &s).unwrap();
         let d = delta(rest2, &list2, Some((7, &list)));
         assert_eq!((d.base, d.keep, d.tail.len()), (Some(7), 1, 1));
         assert!(pack.size() - size < 100, "only the new message was stored");
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(load(&pack, &rest, &[]).unwrap().messages.len(), 0);
         // A changed earlier message (a rewind, a compaction) is stored again, not taken for the kept one.
         s.messages[0] = crate::llm::Message { role: crate::llm::Role::User, content: vec![].into() };
-        let (rest3, list3) = store(&mut pack, &mut stored, &s).unwrap();
+        let (rest3, list3) = store(&pack, &mut stored, &s).unwrap();
         assert_ne!(list3[0], list2[0]);
         assert_eq!(list3[1], list2[1]);
         assert_eq!(load(&pack, &rest3, &list3).unwrap(), s);

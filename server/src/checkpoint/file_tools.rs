@@ -65,17 +65,15 @@ impl Checkpoints {
             Err(e) => return Pre::Lost { reason: format!("the workspace cannot be opened: {e}") },
         };
         let seen = files::look(&root, key, if current.is_some() { 0 } else { self.limits.max_file });
-        let stored = |pack: &mut Pack, bytes: &[u8], mode: u32| match pack.put(bytes) {
+        let stored = |pack: &Pack, bytes: &[u8], mode: u32| match pack.put(bytes) {
             Ok(hash) => Pre::File { hash, mode },
             Err(e) => Pre::Lost { reason: format!("could not be stored: {e}") },
         };
         match (current, seen) {
-            (Some(text), Ok(files::Seen::File { stat, .. })) => {
-                stored(&mut self.pack, text.as_bytes(), stat.mode & 0o777)
-            }
-            (Some(text), _) => stored(&mut self.pack, text.as_bytes(), 0o644),
+            (Some(text), Ok(files::Seen::File { stat, .. })) => stored(&self.pack, text.as_bytes(), stat.mode & 0o777),
+            (Some(text), _) => stored(&self.pack, text.as_bytes(), 0o644),
             (None, Ok(files::Seen::Absent)) => Pre::Absent,
-            (None, Ok(files::Seen::File { stat, bytes: Some(b) })) => stored(&mut self.pack, &b, stat.mode & 0o777),
+            (None, Ok(files::Seen::File { stat, bytes: Some(b) })) => stored(&self.pack, &b, stat.mode & 0o777),
             (None, Ok(files::Seen::File { stat, bytes: None })) => Pre::Lost {
                 reason: format!(
                     "{} MB, over the {} MB limit for a file",

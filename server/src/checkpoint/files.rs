@@ -89,6 +89,40 @@ fn stat_of(st: &libc::stat) -> Stat {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Link,
+    Other,
+}
+
+/// What kind of entry `key` is beneath `root`, with its `lstat`; `None` when absent.
+pub fn lstat(root: &File, key: &str) -> io::Result<Option<(Kind, Stat)>> {
+    let (parent, name) = split(key);
+    let dir = match open_parent(root, parent) {
+        Err(e) if gone(&e) => return Ok(None),
+        other => other?,
+    };
+    let cname = cstr(name)?;
+    // SAFETY: zeroed plain data, filled by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, NUL-terminated name, pointer to a live stat.
+    match check(unsafe { libc::fstatat(dir.as_raw_fd(), cname.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) }) {
+        Err(e) if gone(&e) => Ok(None),
+        Err(e) => Err(e),
+        Ok(()) => {
+            let kind = match st.st_mode & libc::S_IFMT {
+                libc::S_IFDIR => Kind::Dir,
+                libc::S_IFREG => Kind::File,
+                libc::S_IFLNK => Kind::Link,
+                _ => Kind::Other,
+            };
+            Ok(Some((kind, stat_of(&st))))
+        }
+    }
+}
+
 /// What `key` (a checkpoint key, see `state::key_of`) holds beneath `root`; files up to `max_file` bytes
 /// are read whole.
 pub fn look(root: &File, key: &str, max_file: u64) -> io::Result<Seen> {

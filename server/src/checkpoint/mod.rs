@@ -6,19 +6,21 @@
 //! - the file tools, which say so (`before_write` keeps the file's content before the first change after
 //!   the checkpoint, `after_write` what the agent left);
 //! - shell commands, found by scanning (`before_command` / `after_command`, `scan.rs`): a shadow copy of the
-//!   workspace lives in the object store, and `lstat` tells which files to read again. `.gitignore` is
-//!   honoured (the `ignore` crate, as ripgrep), `.git` is never read nor written, a file over the size limit
-//!   is followed by its size and mtime and reported as not restorable if a command changes it.
+//!   workspace lives in the object store, made in the background from when the workspace opens (`copy.rs`);
+//!   the file system's change notifications (`watch/`) name the paths to look at, and `lstat` tells which
+//!   of them to read again. `.gitignore` is honoured (the `ignore` crate, as ripgrep), `.git` is never read
+//!   nor written, a file over the size limit is followed by its size and mtime and reported as not
+//!   restorable if a command changes it.
 //!
 //! Why this mechanism (numbers in README, `cargo bench -p stepwise-tests --bench checkpoints`): a round without a
-//! command costs only the conversation's new messages (0.14 ms median, no walk at all); a command costs two walks with
-//! `lstat` of the workspace plus reading the files it changed, about 20 ms of CPU each for 10,000 files, nearly all in
-//! the kernel (34 ms wall around a command). The alternatives measure or behave worse: reading every file to compare
-//! (what the first scan does) takes 150 ms; a git-style commit of the tree per round (Cline) hashes or at least walks
-//! everything every round, and touching `.git` is what corrupted users' repositories; hard-link snapshots lose the old
-//! content when a command writes a file in place; inotify alone cannot keep what a file held before it changed. The
-//! price is the first scan, which stores every followed file once (the store is content-addressed: the same content is
-//! never stored twice), and disk use about the size of the followed files (1.04× in the benchmark).
+//! command costs only the conversation's new messages (no walk at all); a command costs what it changed: the paths
+//! the notifications named, each `lstat`ed and read if it differs. Notifications alone cannot keep what a file held
+//! before it changed, hence the copy; the copy alone needs a walk of the whole workspace per scan (what happens
+//! whenever the notifications cannot be trusted: lost events, a folder not watched, a network file system). A
+//! git-style commit of the tree per round (Cline) hashes or at least walks everything every round, and touching
+//! `.git` is what corrupted users' repositories; hard-link snapshots lose the old content when a command writes a
+//! file in place. The price is the copy, which stores every followed file once (the store is content-addressed:
+//! the same content is never stored twice), and disk use about the size of the followed files.
 //!
 //! Everything lives in the state directory: `objects.pack` (the store), `journal.jsonl` (one line per
 //! checkpoint and change, appended). A rewind drops the checkpoints from the one rewound to on (no redo: the
@@ -30,6 +32,7 @@
 //! (or accept a few milliseconds).
 
 mod conversation;
+mod copy;
 mod file_tools;
 mod files;
 mod host;
@@ -43,16 +46,21 @@ mod state;
 mod store;
 pub mod text;
 mod walk;
+mod watch;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
+
+use crate::locks;
 
 pub use host::Tracked;
 pub use review::{Base, Bases, ChangeStatus, FileChanges, Hunk, Scope, Undo};
 pub use rewind::{apply_on_disk, Action, Applied, FileRestore, RewindPlan, Rewound};
+pub use scan::ScanKind;
 pub use state::key_of;
 
 use conversation::SessionRef;
@@ -68,13 +76,16 @@ pub struct Limits {
     pub max_total: u64,
     /// Threads a scan lists folders with; 0: one per core, up to 4.
     pub threads: usize,
+    /// Whether scans use the file system's change notifications (false: every scan walks the whole
+    /// workspace, as before them; the benchmark compares the two).
+    pub watch: bool,
 }
 
 pub const DEFAULT_MB: u64 = 1024;
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_file: crate::host::disk::MAX_FILE, max_total: DEFAULT_MB << 20, threads: 0 }
+        Limits { max_file: crate::host::disk::MAX_FILE, max_total: DEFAULT_MB << 20, threads: 0, watch: true }
     }
 }
 
@@ -171,7 +182,7 @@ pub struct Checkpoints {
     temporary: bool,
     _lock: File,
     limits: Limits,
-    pack: Pack,
+    pack: Arc<Pack>,
     journal: Journal,
     cps: Vec<Cp>,
     next_id: u64,
@@ -183,7 +194,9 @@ pub struct Checkpoints {
     last_list: Option<(u64, Vec<Hash>)>,
     /// The conversation as last stored, so the next store encodes and hashes only what is new.
     stored: conversation::Stored,
-    scan: Scanner,
+    /// The workspace's copy, shared with the thread that makes it in the background.
+    scan: Arc<Mutex<Scanner>>,
+    copy: Option<copy::Background>,
     /// A command is running: `before_command` scanned.
     armed: bool,
     /// The store's size after the last compaction.
@@ -252,11 +265,12 @@ impl Checkpoints {
                 (d, true, l)
             }
         };
-        let pack = Pack::open(&dir.join("objects.pack"))?;
+        let pack = Arc::new(Pack::open(&dir.join("objects.pack"))?);
         let (journal, records) = Journal::open(&dir.join("journal.jsonl"))?;
         let skip = std::fs::canonicalize(&dir).ok().filter(|d| d.starts_with(&root));
         let mut cp = Checkpoints {
-            scan: Scanner::new(root.clone(), skip),
+            scan: Arc::new(Mutex::new(Scanner::new(root.clone(), dir.clone(), skip))),
+            copy: None,
             root,
             dir,
             temporary,
@@ -277,6 +291,40 @@ impl Checkpoints {
         };
         cp.replay(records);
         Ok(cp)
+    }
+
+    /// Starts making the workspace's copy in the background (at open: the first command then finds it
+    /// made). A command that comes before it is complete finishes it (`copy.rs`).
+    pub fn copy_in_background(&mut self) {
+        if self.copy.is_some() || locks::lock(&self.scan).started() {
+            return;
+        }
+        match copy::spawn(self.scan.clone(), self.pack.clone(), self.limits) {
+            Ok(c) => self.copy = Some(c),
+            Err(e) => tracing::warn!("checkpoints: no background copy (the first command makes it): {e}"),
+        }
+    }
+
+    /// Waits until the background copy ends (complete, unless a command took it over).
+    pub fn wait_for_copy(&mut self) {
+        if let Some(c) = self.copy.as_mut() {
+            c.join();
+        }
+    }
+
+    /// Whether the workspace's copy is complete.
+    pub fn copy_ready(&self) -> bool {
+        locks::lock(&self.scan).ready()
+    }
+
+    /// How the last scan found what changed (`None` before the first).
+    pub fn last_scan(&self) -> Option<ScanKind> {
+        locks::lock(&self.scan).last()
+    }
+
+    /// Folders the change notifications watch now.
+    pub fn watched_dirs(&self) -> usize {
+        locks::lock(&self.scan).watched()
     }
 
     /// The handle the sidecar notes the user's saves in.
@@ -304,7 +352,7 @@ impl Checkpoints {
     /// Stores `session`'s new messages ahead of `take_prepared` (the loop has the conversation in a
     /// consistent state before it knows whether another round follows).
     pub fn prepare(&mut self, session: &crate::session::Session) -> Result<Prepared, String> {
-        let (rest, list) = conversation::store(&mut self.pack, &mut self.stored, session)?;
+        let (rest, list) = conversation::store(&self.pack, &mut self.stored, session)?;
         Ok(Prepared { rest, list })
     }
 
@@ -315,7 +363,7 @@ impl Checkpoints {
         plan: &crate::plan::Plan,
         revision: u64,
     ) -> Result<Prepared, String> {
-        let (rest, list) = conversation::store_parts(&mut self.pack, &mut self.stored, messages, plan, revision)?;
+        let (rest, list) = conversation::store_parts(&self.pack, &mut self.stored, messages, plan, revision)?;
         Ok(Prepared { rest, list })
     }
 
@@ -354,12 +402,17 @@ impl Checkpoints {
         if self.cps.is_empty() {
             return;
         }
-        match self.scan.sync(&mut self.pack, &self.limits) {
+        // A copy still being made is finished here, at this thread's priority.
+        if let Some(c) = &self.copy {
+            c.stop();
+        }
+        let mut scan = locks::lock(&self.scan);
+        match scan.sync(&self.pack, &self.limits) {
             Ok(_) => self.armed = true,
             Err(e) => tracing::warn!("checkpoints cannot follow this command: {e}"),
         }
-        let (scan, marks) = (&self.scan, &self.marks);
-        self.unflushed.retain(|k| scan.mark_of(k) != marks.get(k));
+        let marks = &self.marks;
+        self.unflushed.retain(|k| scan.mark_of(k).as_ref() != marks.get(k));
     }
 
     /// After a shell command: what it created, modified or deleted (relative paths), now recorded.
@@ -367,7 +420,8 @@ impl Checkpoints {
         if !std::mem::take(&mut self.armed) {
             return Vec::new();
         }
-        let synced = match self.scan.sync(&mut self.pack, &self.limits) {
+        let synced = locks::lock(&self.scan).sync(&self.pack, &self.limits);
+        let synced = match synced {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("checkpoints cannot tell what this command changed: {e}");
@@ -450,6 +504,8 @@ impl Checkpoints {
 
 impl Drop for Checkpoints {
     fn drop(&mut self) {
+        // The copy's thread ends first (it writes in the directory).
+        self.copy.take();
         if self.temporary {
             let _ = std::fs::remove_dir_all(&self.dir);
         }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::conversation::SessionRef;
 use super::journal::Record;
+use super::scan::Scanner;
 use super::state::key_of;
 use super::store::Hash;
 use super::{Checkpoints, Cp};
@@ -101,8 +102,8 @@ impl Checkpoints {
     }
 
     /// Every object still needed: the workspace's copy and what the checkpoints hold.
-    fn reachable(&self) -> HashSet<Hash> {
-        let mut keep: HashSet<Hash> = self.scan.objects().collect();
+    fn reachable(&self, scan: &Scanner) -> HashSet<Hash> {
+        let mut keep: HashSet<Hash> = scan.objects().collect();
         for c in &self.cps {
             keep.insert(c.session.rest);
             keep.extend(c.session.tail.iter().copied());
@@ -115,7 +116,8 @@ impl Checkpoints {
     }
 
     fn live_bytes(&self) -> u64 {
-        self.reachable().iter().filter_map(|h| self.pack.len_of(h)).sum()
+        let scan = crate::locks::lock(&self.scan);
+        self.reachable(&scan).iter().filter_map(|h| self.pack.len_of(h)).sum()
     }
 
     fn drop_oldest(&mut self) {
@@ -148,9 +150,12 @@ impl Checkpoints {
 
     /// Rewrites the store with only what is needed, and the journal with only what holds.
     pub(super) fn compact(&mut self) {
-        if let Err(e) = self.pack.retain(&self.reachable()) {
+        // The scanner's lock held throughout: a background copy stores objects under it.
+        let scan = crate::locks::lock(&self.scan);
+        if let Err(e) = self.pack.retain(&self.reachable(&scan)) {
             tracing::warn!("checkpoints: cannot compact the store: {e}");
         }
+        drop(scan);
         self.compacted_at = self.pack.size();
         let followed: HashSet<&String> = self.cps.iter().flat_map(|c| c.pre.keys()).collect();
         self.marks.retain(|k, _| followed.contains(k));

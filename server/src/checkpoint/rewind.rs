@@ -172,6 +172,8 @@ impl Checkpoints {
     /// Records a rewind: the paths in `done` now hold what the plan put back, and (unless only the
     /// conversation was rewound) the checkpoints from the one rewound to on are dropped.
     pub fn finish(&mut self, plan: &RewindPlan, done: &[PathBuf]) {
+        // A set: a rewind of a command that changed 10,000 files compared every pair (seconds).
+        let done: std::collections::HashSet<&PathBuf> = done.iter().collect();
         let mut records: Vec<Record> = plan
             .files
             .iter()

@@ -55,7 +55,7 @@ impl Mark {
 }
 
 /// What `lstat` says of a file, to tell without reading it that it did not change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stat {
     pub link: bool,
     pub size: u64,

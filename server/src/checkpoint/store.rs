@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -62,16 +63,76 @@ impl<'de> Deserialize<'de> for Hash {
 
 const HEADER: u64 = 40;
 
-pub struct Pack {
+/// The pack, shared by the checkpoints and the background copy (`copy.rs`): every method takes `&self`
+/// and holds the lock for one record.
+pub struct Pack(Mutex<Inner>);
+
+struct Inner {
     path: PathBuf,
     file: File,
-    /// hash → (offset of the bytes, length)
-    index: HashMap<Hash, (u64, u64)>,
+    /// hash → offset of the bytes (their length is in the record's header, just before: a workspace's
+    /// copy holds hundreds of thousands of objects, and 8 bytes less each is megabytes).
+    index: HashMap<Hash, u64>,
     end: u64,
 }
 
 impl Pack {
     pub fn open(path: &Path) -> io::Result<Pack> {
+        Inner::open(path).map(|i| Pack(Mutex::new(i)))
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        crate::locks::lock(&self.0)
+    }
+
+    pub fn put(&self, data: &[u8]) -> io::Result<Hash> {
+        let h = Hash::of(data);
+        self.put_hashed(h, data)?;
+        Ok(h)
+    }
+
+    /// Stores `data`, already hashed as `h`, unless it is there.
+    pub fn put_hashed(&self, h: Hash, data: &[u8]) -> io::Result<()> {
+        self.inner().put_hashed(h, data)
+    }
+
+    /// Stores `data` unless it is there or the pack would pass `limit` bytes; whether it is stored.
+    pub fn put_within(&self, h: Hash, data: &[u8], limit: u64) -> io::Result<bool> {
+        let mut inner = self.inner();
+        if !inner.index.contains_key(&h) && inner.end + data.len() as u64 > limit {
+            return Ok(false);
+        }
+        inner.put_hashed(h, data).map(|()| true)
+    }
+
+    pub fn contains(&self, h: &Hash) -> bool {
+        self.inner().index.contains_key(h)
+    }
+
+    /// The stored length of `h`, if stored.
+    pub fn len_of(&self, h: &Hash) -> Option<u64> {
+        let inner = self.inner();
+        let off = *inner.index.get(h)?;
+        inner.len_at(off).ok()
+    }
+
+    pub fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
+        self.inner().get(h)
+    }
+
+    /// Bytes the pack takes on disk, garbage included.
+    pub fn size(&self) -> u64 {
+        self.inner().end
+    }
+
+    /// Rewrites the pack with only the objects in `keep` (write a new file, then rename it over).
+    pub fn retain(&self, keep: &HashSet<Hash>) -> io::Result<()> {
+        self.inner().retain(keep)
+    }
+}
+
+impl Inner {
+    fn open(path: &Path) -> io::Result<Inner> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         let len = file.metadata()?.len();
         let mut index = HashMap::new();
@@ -87,24 +148,17 @@ impl Pack {
             }
             let mut h = [0u8; 32];
             h.copy_from_slice(&head[..32]);
-            index.insert(Hash(h), (pos + HEADER, n));
+            index.insert(Hash(h), pos + HEADER);
             pos += HEADER + n;
         }
         if pos < len {
             tracing::warn!("checkpoint store {}: cut a torn record at {pos}", path.display());
             file.set_len(pos)?;
         }
-        Ok(Pack { path: path.to_path_buf(), file, index, end: pos })
+        Ok(Inner { path: path.to_path_buf(), file, index, end: pos })
     }
 
-    pub fn put(&mut self, data: &[u8]) -> io::Result<Hash> {
-        let h = Hash::of(data);
-        self.put_hashed(h, data)?;
-        Ok(h)
-    }
-
-    /// Stores `data`, already hashed as `h`, unless it is there.
-    pub fn put_hashed(&mut self, h: Hash, data: &[u8]) -> io::Result<()> {
+    fn put_hashed(&mut self, h: Hash, data: &[u8]) -> io::Result<()> {
         if self.index.contains_key(&h) {
             return Ok(());
         }
@@ -113,25 +167,27 @@ impl Pack {
         head[32..].copy_from_slice(&(data.len() as u64).to_le_bytes());
         self.file.write_all_at(&head, self.end)?;
         self.file.write_all_at(data, self.end + HEADER)?;
-        self.index.insert(h, (self.end + HEADER, data.len() as u64));
+        self.index.insert(h, self.end + HEADER);
         self.end += HEADER + data.len() as u64;
         Ok(())
     }
 
-    pub fn contains(&self, h: &Hash) -> bool {
-        self.index.contains_key(h)
+    /// The length of the object whose bytes start at `off`.
+    fn len_at(&self, off: u64) -> io::Result<u64> {
+        let mut n = [0u8; 8];
+        self.file.read_exact_at(&mut n, off - 8)?;
+        Ok(u64::from_le_bytes(n))
     }
 
-    /// The stored length of `h`, if stored.
-    pub fn len_of(&self, h: &Hash) -> Option<u64> {
-        self.index.get(h).map(|&(_, n)| n)
-    }
-
-    pub fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
-        let &(off, n) = self
+    fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
+        let &off = self
             .index
             .get(h)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("object {h:?} is not in the store")))?;
+        let n = self.len_at(off)?;
+        if off + n > self.end {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("object {h:?} is damaged in the store")));
+        }
         let mut buf = vec![0u8; n as usize];
         self.file.read_exact_at(&mut buf, off)?;
         if Hash::of(&buf) != *h {
@@ -140,18 +196,12 @@ impl Pack {
         Ok(buf)
     }
 
-    /// Bytes the pack takes on disk, garbage included.
-    pub fn size(&self) -> u64 {
-        self.end
-    }
-
-    /// Rewrites the pack with only the objects in `keep` (write a new file, then rename it over).
-    pub fn retain(&mut self, keep: &HashSet<Hash>) -> io::Result<()> {
+    fn retain(&mut self, keep: &HashSet<Hash>) -> io::Result<()> {
         let tmp = self.path.with_extension("pack.tmp");
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
-        let mut out = Pack { path: tmp.clone(), file, index: HashMap::new(), end: 0 };
-        let mut live: Vec<(&Hash, &(u64, u64))> = self.index.iter().filter(|(h, _)| keep.contains(h)).collect();
-        live.sort_by_key(|(_, &(off, _))| off);
+        let mut out = Inner { path: tmp.clone(), file, index: HashMap::new(), end: 0 };
+        let mut live: Vec<(&Hash, &u64)> = self.index.iter().filter(|(h, _)| keep.contains(h)).collect();
+        live.sort_by_key(|(_, &off)| off);
         for (h, _) in live {
             match self.get(h) {
                 Ok(bytes) => out.put_hashed(*h, &bytes)?,
@@ -174,7 +224,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("stepwise-pack-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("objects.pack");
-        let mut pack = Pack::open(&path).unwrap();
+        let pack = Pack::open(&path).unwrap();
         let a = pack.put(b"alpha").unwrap();
         let size = pack.size();
         assert_eq!(pack.put(b"alpha").unwrap(), a);
@@ -184,7 +234,7 @@ mod tests {
         // A crash mid-write leaves half a record.
         let f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all_at(&[7u8; 50], std::fs::metadata(&path).unwrap().len()).unwrap();
-        let mut pack = Pack::open(&path).unwrap();
+        let pack = Pack::open(&path).unwrap();
         assert_eq!(pack.get(&a).unwrap(), b"alpha");
         assert_eq!(pack.get(&b).unwrap(), b"beta");
         pack.retain(&HashSet::from([a, b])).unwrap();

@@ -6,7 +6,7 @@
 //! all the time is `statx` and `getdents` in the kernel, so folders are shared out among a few threads
 //! (34 ms against 41 ms around a command on the benchmark when a core is free; the same when none is).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -16,18 +16,23 @@ use ignore::Match;
 use super::state::Stat;
 use crate::locks;
 
+/// The ignore rules in force inside a folder, outermost first; folders without rules of their own share
+/// their parent's.
+pub type Rules = Arc<Vec<Arc<Gitignore>>>;
+
 #[derive(Default)]
 pub struct Walked {
     pub files: Vec<(String, Stat)>,
-    pub dirs: HashSet<String>,
+    /// Every folder listed, with the rules in force inside it.
+    pub dirs: HashMap<String, Rules>,
 }
 
-struct Job {
-    dir: PathBuf,
+pub struct Job {
+    pub dir: PathBuf,
     /// The folder's key ("" for the workspace).
-    key: String,
-    /// The ignore rules in force, outermost first.
-    rules: Vec<Arc<Gitignore>>,
+    pub key: String,
+    /// The rules in force where the folder is (its own are added when it is listed).
+    pub rules: Rules,
 }
 
 struct Queue {
@@ -35,25 +40,28 @@ struct Queue {
     busy: usize,
 }
 
-/// Walks `root` (skipping every `.git`, and `skip`) with `threads` threads.
-pub fn walk(root: &Path, skip: Option<&Path>, parents: &[Arc<Gitignore>], threads: usize) -> Walked {
-    let first = Job { dir: root.to_path_buf(), key: String::new(), rules: parents.to_vec() };
-    let queue = Mutex::new(Queue { jobs: vec![first], busy: 0 });
+/// Called with each folder's key and path before it is listed (a watch set then misses nothing made
+/// after the listing).
+pub type OnDir<'a> = &'a (dyn Fn(&str, &Path) + Sync);
+
+/// Walks from `start` (skipping every `.git`, and `skip`) with `threads` threads.
+pub fn walk(start: Job, skip: Option<&Path>, threads: usize, on_dir: OnDir<'_>) -> Walked {
+    let queue = Mutex::new(Queue { jobs: vec![start], busy: 0 });
     let wake = Condvar::new();
     let out = Mutex::new(Walked::default());
     if threads <= 1 {
-        worker(&queue, &wake, skip, &out);
+        worker(&queue, &wake, skip, &out, on_dir);
     } else {
         std::thread::scope(|s| {
             for _ in 0..threads {
-                s.spawn(|| worker(&queue, &wake, skip, &out));
+                s.spawn(|| worker(&queue, &wake, skip, &out, on_dir));
             }
         });
     }
     out.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-fn worker(queue: &Mutex<Queue>, wake: &Condvar, skip: Option<&Path>, out: &Mutex<Walked>) {
+fn worker(queue: &Mutex<Queue>, wake: &Condvar, skip: Option<&Path>, out: &Mutex<Walked>, on_dir: OnDir<'_>) {
     let mut mine = Walked::default();
     loop {
         let job = {
@@ -73,7 +81,7 @@ fn worker(queue: &Mutex<Queue>, wake: &Condvar, skip: Option<&Path>, out: &Mutex
             wake.notify_all();
             break;
         };
-        let more = visit(job, skip, &mut mine);
+        let more = visit(job, skip, &mut mine, on_dir);
         let mut q = locks::lock(queue);
         q.jobs.extend(more);
         q.busy -= 1;
@@ -86,8 +94,9 @@ fn worker(queue: &Mutex<Queue>, wake: &Condvar, skip: Option<&Path>, out: &Mutex
 }
 
 /// Lists one folder: its files into `out`, its followed subfolders as new jobs.
-fn visit(job: Job, skip: Option<&Path>, out: &mut Walked) -> Vec<Job> {
+pub fn visit(job: Job, skip: Option<&Path>, out: &mut Walked, on_dir: OnDir<'_>) -> Vec<Job> {
     let Job { dir, key: prefix, mut rules } = job;
+    on_dir(&prefix, &dir);
     let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
         Ok(rd) => rd.filter_map(Result::ok).collect(),
         Err(e) => {
@@ -102,7 +111,7 @@ fn visit(job: Job, skip: Option<&Path>, out: &mut Walked) -> Vec<Job> {
             if let Some(e) = err {
                 tracing::debug!("checkpoint scan: {}/{name}: {e}", dir.display());
             }
-            rules.push(Arc::new(here));
+            Arc::make_mut(&mut rules).push(Arc::new(here));
         }
     }
     let mut more = Vec::new();
@@ -122,7 +131,6 @@ fn visit(job: Job, skip: Option<&Path>, out: &mut Walked) -> Vec<Job> {
         }
         let key = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
         if kind.is_dir() {
-            out.dirs.insert(key.clone());
             more.push(Job { dir: path, key, rules: rules.clone() });
         } else if kind.is_file() || kind.is_symlink() {
             if let Ok(meta) = entry.metadata() {
@@ -130,11 +138,12 @@ fn visit(job: Job, skip: Option<&Path>, out: &mut Walked) -> Vec<Job> {
             }
         }
     }
+    out.dirs.insert(prefix, rules);
     more
 }
 
 /// Whether the innermost rule that speaks of `path` ignores it.
-fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
+pub fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
     for r in rules.iter().rev() {
         match r.matched(path, is_dir) {
             Match::Ignore(_) => return true,
@@ -147,7 +156,11 @@ fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
 
 /// The `.gitignore` files of the folders above `root`, outermost first, when `root` lies inside a git
 /// repository (a folder above it has `.git`; only its existence is checked). Outside one, none.
-pub fn parent_rules(root: &Path) -> Vec<Arc<Gitignore>> {
+pub fn parent_rules(root: &Path) -> Rules {
+    Arc::new(parent_files(root))
+}
+
+fn parent_files(root: &Path) -> Vec<Arc<Gitignore>> {
     if root.join(".git").exists() {
         return Vec::new();
     }

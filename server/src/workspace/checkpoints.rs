@@ -22,7 +22,9 @@ impl Workspace {
             Limits::default()
         });
         match Checkpoints::open(dir, &self.root, limits) {
-            Ok(c) => {
+            Ok(mut c) => {
+                // The first shell command then finds the workspace's copy made.
+                c.copy_in_background();
                 let _ = self.user_saves.set(c.user_saves());
                 let _ = self.checkpoints.set(Mutex::new(c));
             }
