@@ -182,6 +182,15 @@ mod tests {
     }
 
     #[test]
+    fn running_outside_the_sandbox_is_its_own_standing_approval() {
+        let a = Approvals::default();
+        a.record(&Ask::Command("ls"), Approval::AllowForSession);
+        assert!(!a.covers(&Ask::Unsandboxed("ls")), "an earlier 'allow for the session' must not open this");
+        a.record(&Ask::Unsandboxed("make"), Approval::AllowForSession);
+        assert!(a.covers(&Ask::Unsandboxed("curl x")));
+    }
+
+    #[test]
     fn protected_paths() {
         for p in [
             ".git/hooks/pre-commit",
