@@ -5,6 +5,7 @@ mod demo;
 pub mod doctor;
 mod input;
 mod mcp;
+mod plan_edit;
 mod plan_first;
 mod render;
 mod review;

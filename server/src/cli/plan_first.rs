@@ -35,7 +35,7 @@ pub(super) async fn run(ws: &Arc<Workspace>, s: &Setup, task: &str, input: &Inpu
         match answer.trim().to_ascii_lowercase().as_str() {
             "y" | "yes" => return approve(ws, s, false).await,
             "f" | "fresh" => return approve(ws, s, true).await,
-            "e" | "edit" => super::slash::edit_plan(ws, input).await,
+            "e" | "edit" => super::plan_edit::edit_plan(ws, input).await,
             "c" | "comment" => {
                 anstream::eprint!("Comment (start with #ID to comment on one step): ");
                 let _ = std::io::stderr().flush();

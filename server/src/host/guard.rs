@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::io::AsyncReadExt;
 use tokio::process::Child;
 
-use super::sandbox::Policy;
+use super::policy::Policy;
 use super::{platform, procs};
 
 /// Marks every process a command starts (the environment is inherited through `setsid` and double

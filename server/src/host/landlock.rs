@@ -15,7 +15,7 @@ use landlock::{
     RulesetCreatedAttr, Scope, ABI,
 };
 
-use super::sandbox::Policy;
+use super::policy::Policy;
 
 /// The kernel's Landlock ABI version, or why there is none.
 fn kernel_abi() -> Result<i32, String> {

@@ -15,6 +15,7 @@ mod landlock;
 pub mod output;
 mod path;
 mod platform;
+mod policy;
 pub mod preview;
 mod procs;
 pub mod sandbox;

@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use super::sandbox::{Entry, Policy};
+use super::policy::{Entry, Policy};
 
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 

@@ -8,7 +8,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::guard::{self, Exit, Reaper};
 pub use super::output::truncate_chars;
 use super::output::Bounded;
-use super::sandbox::Policy;
+use super::policy::Policy;
 
 /// What the model reads of one command at most (the seed's cap).
 pub const OUTPUT_CAP: usize = 50_000;

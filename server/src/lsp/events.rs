@@ -8,6 +8,7 @@ use super::ext;
 use super::folder::{plan_payload, Folder};
 use super::notify::{Notifier, Outgoing};
 use super::progress::Progress;
+use super::shared::Shared;
 use crate::events::{Event, EventSink};
 use crate::plan::PlanState;
 use crate::tools;
@@ -16,7 +17,7 @@ use crate::tools;
 const SHORT_OUTPUT: usize = 400;
 
 pub struct EditorEvents {
-    pub shared: Arc<super::shared::Shared>,
+    pub shared: Arc<Shared>,
     pub notifier: Notifier,
     pub folder: Arc<Folder>,
     pub run_id: String,
@@ -129,4 +130,20 @@ fn plan_line(folder: &str, plan: &crate::plan::Plan) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Restored plans show at once, lenses included (the editor may have asked for them already).
+pub fn announce_restored(shared: &Arc<Shared>, folders: &[Arc<Folder>]) {
+    let mut any = false;
+    for f in folders.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
+        shared.notifier.send(Outgoing::Plan(f.plan_json()));
+        any = true;
+    }
+    if any {
+        shared.notifier.send(Outgoing::RefreshLenses);
+    }
+    for f in folders {
+        let (shared, f) = (shared.clone(), f.clone());
+        tokio::spawn(async move { super::review::refresh(&shared, &f).await });
+    }
 }

@@ -45,7 +45,7 @@ pub struct Folder {
     /// Documents the agent changed that may not be saved yet.
     pub unsaved: Mutex<HashSet<PathBuf>>,
     /// The latest run's changes as last reviewed (review.rs), and the one refresh at a time.
-    pub review: RwLock<super::review::ReviewState>,
+    pub review: RwLock<super::review_state::ReviewState>,
     pub review_turn: tokio::sync::Mutex<()>,
 }
 

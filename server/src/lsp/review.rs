@@ -12,31 +12,16 @@ use tower_lsp_server::ls_types::{CodeLens, Command, Position, Range};
 use super::ext::{self, PathReason, Pending, Reviewed};
 use super::folder::Folder;
 use super::notify::Outgoing;
+use super::put_back::{in_editor, put_back};
 use super::shared::Shared;
-use crate::checkpoint::{Bases, Hunk, Scope, Undo};
+use crate::checkpoint::{Hunk, Scope, Undo};
 use crate::locks;
-
-/// The folder's review as last computed: the default scope's bases and what was announced.
-#[derive(Default)]
-pub struct ReviewState {
-    pub bases: Arc<Bases>,
-    pub pending: Option<Vec<Pending>>,
-}
 
 pub fn scope(run_id: Option<&str>, checkpoint: Option<&str>) -> Scope {
     match (checkpoint, run_id) {
         (Some(c), _) => Scope::Since(c.to_string()),
         (None, Some(r)) => Scope::Run(r.to_string()),
         (None, None) => Scope::Latest,
-    }
-}
-
-/// A path's text where the editor has one (an open document, or the agent's text not saved yet).
-fn in_editor(shared: &Arc<Shared>, folder: &Arc<Folder>) -> impl Fn(&Path) -> Option<String> + Send + 'static {
-    let (shared, folder) = (shared.clone(), folder.clone());
-    move |rel: &Path| {
-        let abs = folder.root.join(rel);
-        shared.docs.text(&abs).or_else(|| folder.overlay.get(&abs).map(|t| t.clone()))
     }
 }
 
@@ -88,7 +73,7 @@ pub async fn undo(
         Undo::Conflict(p) => out.conflicts.push(p.to_string_lossy().into_owned()),
         Undo::Restore(file) => {
             let plan = crate::workspace::undo_plan(file.clone());
-            let (done, failed) = super::rewind::put_back(shared, &folder, &plan, "review").await?;
+            let (done, failed) = put_back(shared, &folder, &plan, "review").await?;
             if done.contains(&file.path) {
                 folder.ws.finish_undo(&slot, &file)?;
                 out.undone.push(file.path.to_string_lossy().into_owned());

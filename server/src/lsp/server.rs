@@ -104,7 +104,7 @@ impl LanguageServer for Backend {
         // Messages from `initialize` (a folder that cannot be used, a saved session that cannot be read).
         self.shared.release_early();
         let folders: Vec<Arc<Folder>> = self.shared.folders.iter().map(|f| f.clone()).collect();
-        self.shared.announce_restored(&folders);
+        super::events::announce_restored(&self.shared, &folders);
         self.shared.prune_sessions(&folders);
         self.shared.clone().fetch_configuration_later();
     }
@@ -162,7 +162,7 @@ impl LanguageServer for Backend {
         }
         let added: Vec<Arc<Folder>> =
             params.event.added.iter().filter_map(|f| self.shared.add_folder(&f.uri)).collect();
-        self.shared.announce_restored(&added);
+        super::events::announce_restored(&self.shared, &added);
         self.shared.clone().fetch_configuration_later();
     }
 

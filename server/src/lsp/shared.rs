@@ -168,22 +168,6 @@ impl Shared {
         Some(folder)
     }
 
-    /// Restored plans show at once, lenses included (the editor may have asked for them already).
-    pub fn announce_restored(self: &Arc<Self>, folders: &[Arc<Folder>]) {
-        let mut any = false;
-        for f in folders.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
-            self.notifier.send(Outgoing::Plan(f.plan_json()));
-            any = true;
-        }
-        if any {
-            self.notifier.send(Outgoing::RefreshLenses);
-        }
-        for f in folders {
-            let (shared, f) = (self.clone(), f.clone());
-            tokio::spawn(async move { super::review::refresh(&shared, &f).await });
-        }
-    }
-
     pub fn remove_folder(&self, uri: &Uri) {
         if let Some((_, f)) = self.folders.remove(uri.as_str()) {
             f.ws.cancel();
