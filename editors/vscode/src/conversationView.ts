@@ -10,6 +10,7 @@ import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, st
 import { ConversationLog, entriesOf, parseInput, type Approval, type Entry, type Event } from './conversation';
 import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from './core';
 import type { Checkpoint } from './checkpoints';
+import { planActionCommand, planReady } from './planFirstArgs';
 import type { Setup } from './setup';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
@@ -25,7 +26,8 @@ type FromView =
   | { type: 'planItem'; id: string; edit: string }
   | { type: 'folder'; uri: string }
   | { type: 'open'; href: string }
-  | { type: 'command'; id: string };
+  | { type: 'command'; id: string }
+  | { type: 'planAction'; action: string; text?: string };
 
 const PLAN_EDITS: Record<string, string> = {
   edit: PLAN_COMMANDS.editText,
@@ -196,6 +198,8 @@ export class ConversationView implements vscode.WebviewViewProvider {
       status: f?.status,
       usage: f?.usage,
       busy: this.core.folders.busy(ws),
+      // Approve / Approve with Fresh Context / Comment under the plan until the run starts.
+      planReady: planReady(f?.status),
     };
   }
 
@@ -262,6 +266,14 @@ export class ConversationView implements vscode.WebviewViewProvider {
       case 'command':
         if (VIEW_COMMANDS.has(String(m.id))) await vscode.commands.executeCommand(String(m.id));
         return;
+      case 'planAction': {
+        // The same commands as the plan-ready message and the plan view's title (planFirst.ts).
+        const run = planActionCommand(this.folder, m.action, m.text);
+        if (run) await vscode.commands.executeCommand(run.command, ...run.args);
+        // The buttons come back (enabled) or go, whatever the command did.
+        this.scheduleState();
+        return;
+      }
     }
   }
 

@@ -22,9 +22,11 @@ export class PlanFirst {
   ) {
     const cmd = (id: string, fn: (...args: any[]) => unknown) => core.disposables.push(vscode.commands.registerCommand(id, fn));
     cmd(PLAN_FIRST_COMMANDS.toggle, () => this.toggle());
-    cmd(PLAN_FIRST_COMMANDS.approve, () => this.approve(undefined, false));
-    cmd(PLAN_FIRST_COMMANDS.approveFresh, () => this.approve(undefined, true));
-    cmd(PLAN_FIRST_COMMANDS.comment, () => this.comment(undefined));
+    // The Conversation view's buttons name the folder (and a comment's text); the palette and menus do not.
+    const str = (v: unknown) => (typeof v === 'string' && v ? v : undefined);
+    cmd(PLAN_FIRST_COMMANDS.approve, (ws?: unknown) => this.approve(str(ws), false));
+    cmd(PLAN_FIRST_COMMANDS.approveFresh, (ws?: unknown) => this.approve(str(ws), true));
+    cmd(PLAN_FIRST_COMMANDS.comment, (ws?: unknown, text?: unknown) => this.comment(undefined, str(ws), str(text)));
     cmd(PLAN_FIRST_COMMANDS.commentItem, (n?: PlanNode) => this.comment(n));
   }
 
@@ -81,11 +83,11 @@ export class PlanFirst {
   }
 
   /** A comment on one item (from its menu) or on the whole plan: one more planning round. */
-  private async comment(n: PlanNode | undefined, workspace?: string): Promise<void> {
+  private async comment(n: PlanNode | undefined, workspace?: string, typed?: string): Promise<void> {
     const item = n?.kind === 'item' ? n.id.slice(n.workspace.length + 1) : undefined;
     const ws = n?.workspace ?? (await this.folder(workspace));
     if (!ws) return;
-    const text = await vscode.window.showInputBox({
+    const text = typed?.trim() ? typed : await vscode.window.showInputBox({
       title: item ? `Stepwise: Comment on Step #${item}` : 'Stepwise: Comment on the Plan',
       prompt: 'The model revises the plan with your comment; nothing changes until you approve.',
       validateInput: (v) => (v.trim() ? undefined : 'A comment needs a text'),

@@ -29,3 +29,20 @@ export function commentArguments(workspace: string, text: string | undefined, id
   if (!t) return undefined;
   return [{ workspace, comments: [id === undefined ? { text: t } : { id, text: t }] }];
 }
+
+/** The Conversation view's plan buttons. */
+export const PLAN_ACTIONS = ['approve', 'approveFresh', 'comment'] as const;
+export type PlanAction = (typeof PLAN_ACTIONS)[number];
+
+/**
+ * What a plan button of the Conversation view runs: the extension's command (the one of the message and the
+ * plan view's title) with the folder shown, and for a comment the text typed in the view (none: an input box
+ * asks). `undefined` for anything else a message names.
+ */
+export function planActionCommand(workspace: string | undefined, action: unknown, text?: unknown): { command: string; args: unknown[] } | undefined {
+  if (!workspace || !PLAN_ACTIONS.includes(action as PlanAction)) return undefined;
+  if (action === 'approve') return { command: PLAN_FIRST_COMMANDS.approve, args: [workspace] };
+  if (action === 'approveFresh') return { command: PLAN_FIRST_COMMANDS.approveFresh, args: [workspace] };
+  const t = typeof text === 'string' ? text.trim() : '';
+  return { command: PLAN_FIRST_COMMANDS.comment, args: t ? [workspace, t] : [workspace] };
+}

@@ -21,6 +21,8 @@ interface State {
   status?: StatusParams;
   usage?: UsageParams;
   busy?: boolean;
+  /** The plan waits for approval (a run ended `plan_ready`). */
+  planReady?: boolean;
 }
 
 let state: State = {};
@@ -37,6 +39,30 @@ const actions: EntryActions = {
 const folderPick = el('select', { class: 'folder', 'aria-label': 'Folder' });
 folderPick.addEventListener('change', () => post({ type: 'folder', uri: folderPick.value }));
 const planRoot = el('div', { class: 'plan-root' });
+// Under the plan while it waits: the plan-ready message's buttons. A comment is the text in the input (none:
+// the extension asks for it).
+const approve = el('button', { class: 'primary', title: 'Run the plan' }, 'Approve');
+const approveFresh = el('button', { class: 'secondary', title: 'Run the plan in a fresh context: only the plan goes on' }, 'Approve with Fresh Context');
+const comment = el('button', { class: 'secondary', title: 'Plan again with the text in the input below as a comment' }, 'Comment');
+const planButtons = [approve, approveFresh, comment];
+const planBar = el(
+  'div',
+  { class: 'plan-ready', role: 'group', 'aria-label': 'The plan is ready' },
+  el('div', { class: 'question' }, 'The plan is ready; nothing has changed yet.'),
+  el('div', { class: 'buttons' }, ...planButtons),
+);
+planBar.hidden = true;
+function planAction(action: string, text?: string): void {
+  for (const b of planButtons) b.disabled = true;
+  post({ type: 'planAction', action, ...(text ? { text } : {}) });
+}
+approve.addEventListener('click', () => planAction('approve'));
+approveFresh.addEventListener('click', () => planAction('approveFresh'));
+comment.addEventListener('click', () => {
+  const text = input.box.value.trim();
+  if (text) input.box.value = '';
+  planAction('comment', text);
+});
 const list = el('div', { class: 'entries', role: 'log', 'aria-live': 'polite' });
 const empty = el('div', { class: 'empty' }, 'Give the agent a task below. It plans its steps, and you see its work here: its text, each tool call, and the questions it asks.');
 const statusLine = el('span', { class: 'status' });
@@ -48,7 +74,7 @@ const input = new Input({ send: (text) => post({ type: 'send', text }), files: (
 sendButton.addEventListener('click', () => input.box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })));
 const footer = el('div', { class: 'footer' }, statusLine, usageLine);
 const controls = el('div', { class: 'controls' }, stop, sendButton);
-document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, planRoot), list, el('div', { class: 'bottom' }, input.root, controls, footer));
+document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, planRoot, planBar), list, el('div', { class: 'bottom' }, input.root, controls, footer));
 
 list.addEventListener('click', (e) => {
   const a = (e.target as HTMLElement).closest('a');
@@ -128,7 +154,14 @@ function drawState(): void {
   const folders = state.folders ?? [];
   folderPick.hidden = folders.length < 2;
   folderPick.replaceChildren(...folders.map((f) => el('option', { value: f.uri, ...(f.uri === state.folder?.uri ? { selected: '' } : {}) }, f.name)));
+  // The plan and its buttons change the list's height: a list at its end stays there.
+  const stick = atBottom();
   drawPlan(planRoot, state.plan, (id, edit) => post({ type: 'planItem', id, edit }));
+  const ready = !!state.planReady && !state.busy;
+  // Disabled from a click until the extension's answer (the state after the command).
+  for (const b of planButtons) b.disabled = false;
+  planBar.hidden = !ready;
+  if (stick) list.scrollTop = list.scrollHeight;
   const s = state.status;
   const busy = !!state.busy;
   document.body.classList.toggle('busy', busy);

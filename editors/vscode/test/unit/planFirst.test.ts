@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { approveArguments, commentArguments, planReady } from '../../src/planFirstArgs';
+import { approveArguments, commentArguments, planActionCommand, planReady } from '../../src/planFirstArgs';
 
 test('a plan waits only after a run that ended plan_ready', () => {
   assert.equal(planReady({ state: 'idle', reason: 'plan_ready' }), true);
@@ -15,4 +15,17 @@ test('approvePlan and commentPlan arguments', () => {
   assert.deepEqual(commentArguments('file:///w', ' test first ', '2'), [{ workspace: 'file:///w', comments: [{ id: '2', text: 'test first' }] }]);
   assert.deepEqual(commentArguments('file:///w', 'shorter'), [{ workspace: 'file:///w', comments: [{ text: 'shorter' }] }]);
   assert.equal(commentArguments('file:///w', '  '), undefined);
+});
+
+test('the Conversation view plan buttons run the plan-first commands for the folder shown', () => {
+  assert.deepEqual(planActionCommand('file:///w', 'approve'), { command: 'stepwise.approvePlanNow', args: ['file:///w'] });
+  assert.deepEqual(planActionCommand('file:///w', 'approveFresh', 'ignored'), { command: 'stepwise.approvePlanFresh', args: ['file:///w'] });
+  assert.deepEqual(planActionCommand('file:///w', 'comment', '  test first '), { command: 'stepwise.commentOnPlan', args: ['file:///w', 'test first'] });
+  // No text: the command asks with an input box.
+  assert.deepEqual(planActionCommand('file:///w', 'comment', '   '), { command: 'stepwise.commentOnPlan', args: ['file:///w'] });
+  assert.deepEqual(planActionCommand('file:///w', 'comment', 42), { command: 'stepwise.commentOnPlan', args: ['file:///w'] });
+  // Nothing else, and nothing without a folder.
+  assert.equal(planActionCommand('file:///w', 'toggle'), undefined);
+  assert.equal(planActionCommand('file:///w', 'constructor'), undefined);
+  assert.equal(planActionCommand(undefined, 'approve'), undefined);
 });
