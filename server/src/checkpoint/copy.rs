@@ -6,7 +6,7 @@
 //! comes before the copy is complete does not use a partial copy: it stops the thread at the next folder
 //! and finishes the copy itself, at its own priority (`Scanner::sync`), since what the command will touch
 //! cannot be known before it runs, and a file changed before it was copied would be recorded with its
-//! new content as its old. Measured in README (Benchmarks, checkpoints).
+//! new content as its old. Measured in docs/benchmarks.md (checkpoints).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

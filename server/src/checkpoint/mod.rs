@@ -12,7 +12,7 @@
 //!   nor written, a file over the size limit is followed by its size and mtime and reported as not
 //!   restorable if a command changes it.
 //!
-//! Why this mechanism (numbers in README, `cargo bench -p stepwise-tests --bench checkpoints`): a round without a
+//! Why this mechanism (numbers in docs/benchmarks.md, `cargo bench -p stepwise-tests --bench checkpoints`): a round without a
 //! command costs only the conversation's new messages (no walk at all); a command costs what it changed: the paths
 //! the notifications named, each `lstat`ed and read if it differs. Notifications alone cannot keep what a file held
 //! before it changed, hence the copy; the copy alone needs a walk of the whole workspace per scan (what happens
