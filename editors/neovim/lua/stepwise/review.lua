@@ -298,6 +298,18 @@ function M.hunks_in(f, first, last)
   return out
 end
 
+--- The hunks of `rel` touching lines `range`, numbered as the server numbers them now (the buffer's text is
+--- the server's): fetched afresh, then given to `fn` (none on an error).
+local function hunks_on_lines(folder, rel, range, fn)
+  execute(folder, 'stepwise.changes', nil, function(err, result)
+    if err then
+      return
+    end
+    take_changes(folder, result)
+    fn(M.hunks_in(rf(folder.uri).files[rel], range[1], range[2]))
+  end)
+end
+
 --- `:[range]Stepwise review keep|undo [path]` (the current buffer's file when no path is given; with a
 --- range, only the hunks touching those lines, numbered as the server numbers them right now).
 ---@param folder stepwise.Folder
@@ -344,13 +356,7 @@ function M.act(folder, action, path, cb, range)
   if not range then
     return send(nil)
   end
-  -- the hunks as the server numbers them now (the buffer's text is the server's)
-  execute(folder, 'stepwise.changes', nil, function(err, result)
-    if err then
-      return
-    end
-    take_changes(folder, result)
-    local hunks = M.hunks_in(rf(folder.uri).files[rel], range[1], range[2])
+  hunks_on_lines(folder, rel, range, function(hunks)
     if #hunks == 0 then
       util.notify(string.format('no change of the agent to %s in lines %d-%d', action, range[1], range[2]), vim.log.levels.WARN)
       return
@@ -385,12 +391,7 @@ function M.comment(folder, text, range, cb)
   if not range then
     return send(nil)
   end
-  execute(folder, 'stepwise.changes', nil, function(err, result)
-    if err then
-      return
-    end
-    take_changes(folder, result)
-    local hunks = M.hunks_in(rf(folder.uri).files[rel], range[1], range[2])
+  hunks_on_lines(folder, rel, range, function(hunks)
     send(#hunks > 0 and hunks or nil)
   end)
 end
