@@ -1,15 +1,13 @@
 //! One workspace folder as the editor sees it: the engine's workspace (conversation, plan, runs) and
-//! what only an editor has: the folder's URI, its settings, the edit marks, and the agent's text that
-//! has not reached the disk yet.
+//! what only an editor has: the folder's URI, its settings and the edit marks. Text not on disk yet lives
+//! in `Shared::texts` (texts/).
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
-use dashmap::DashMap;
 use serde_json::Value;
 
-use super::reconcile::{follow, LineChange};
+use super::texts::{follow, LineChange};
 use crate::config::Overrides;
 use crate::locks;
 use crate::plan::{Plan, PlanState};
@@ -40,10 +38,6 @@ pub struct Folder {
     pub view: RwLock<View>,
     /// The `stepwise` section of `workspace/configuration` for this folder.
     pub settings: RwLock<Overrides>,
-    /// Text the agent wrote through the editor to files that are not open (not yet on disk).
-    pub overlay: DashMap<PathBuf, String>,
-    /// Documents the agent changed that may not be saved yet.
-    pub unsaved: Mutex<HashSet<PathBuf>>,
     /// The latest run's changes as last reviewed (review.rs), and the one refresh at a time.
     pub review: RwLock<super::review_state::ReviewState>,
     pub review_turn: tokio::sync::Mutex<()>,
@@ -57,8 +51,6 @@ impl Folder {
             ws,
             view: RwLock::new(View::default()),
             settings: RwLock::new(Overrides::default()),
-            overlay: DashMap::new(),
-            unsaved: Mutex::new(HashSet::new()),
             review: RwLock::default(),
             review_turn: tokio::sync::Mutex::new(()),
         }

@@ -1,5 +1,6 @@
 //! The sidecar's host: files are the editor's buffers, changes go out as `workspace/applyEdit`,
-//! shell commands are approved through the editor and see the agent's unsaved edits.
+//! shell commands are approved through the editor and see the agent's unsaved edits. What text is where
+//! (buffer, the agent's unsaved text, disk) is decided once, in texts/.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use super::folder::{EditMark, Folder};
 use super::notify::Outgoing;
 use super::positions::range_of;
 use super::shared::Shared;
+use super::texts::{AgentEdit, Text};
 use crate::host::disk::{io_error, read_disk, write_disk};
 use crate::host::{splice, Approval, ApprovalMode, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::locks;
@@ -34,24 +36,13 @@ pub struct EditorHost {
     pub approval_timeout: Duration,
 }
 
-/// A file's text as the agent should see it, and whether the editor has it open.
-struct Current {
-    text: String,
-    open: bool,
-    /// The version an edit can name: the open document's, once every earlier edit is reported.
-    version: Option<i32>,
-}
-
 impl EditorHost {
-    /// What the agent should see: the open buffer, else text it wrote that is not on disk yet, else disk.
-    async fn current_text(&self, path: &ResolvedPath) -> Result<Current, String> {
-        if let Some(doc) = self.shared.docs.get(&path.abs) {
-            return Ok(Current { text: doc.text, open: true, version: doc.settled.then_some(doc.version) });
+    /// What the agent should see: the editor's text (texts/ rule 1), else the disk.
+    async fn current_text(&self, path: &ResolvedPath) -> Result<Text, String> {
+        match self.shared.texts.read(&path.abs) {
+            Some(t) => Ok(t),
+            None => read_disk(path).await.map(|text| Text { text, open: None }),
         }
-        if let Some(t) = self.folder.overlay.get(&path.abs) {
-            return Ok(Current { text: t.clone(), open: false, version: None });
-        }
-        read_disk(path).await.map(|text| Current { text, open: false, version: None })
     }
 
     fn status(&self, state: ext::RunState) {
@@ -75,21 +66,23 @@ impl EditorHost {
     async fn replace(
         &self,
         path: &ResolvedPath,
-        current: Option<&Current>,
+        current: Option<&Text>,
         bytes: std::ops::Range<usize>,
         new: &str,
         ctx: &EditContext,
     ) -> Result<(), String> {
         let create = current.is_none();
-        let (text, version) = current.map(|c| (c.text.as_str(), c.version)).unwrap_or(("", None));
+        let open = current.and_then(|c| c.open.as_ref());
+        let text = current.map_or("", |c| c.text.as_str());
+        let version = open.and_then(|o| o.version);
         let updated = splice(text, bytes.clone(), new);
         let caps = self.shared.caps();
         if !caps.apply_edit || (create && !(caps.create_files && caps.document_changes)) {
             write_disk(path, &updated).await?;
-            self.folder.overlay.remove(&path.abs);
+            self.shared.texts.on_disk(&path.abs);
             return Ok(());
         }
-        let enc = self.shared.docs.encoding();
+        let enc = self.shared.texts.encoding();
         let uri = self.uri_for(&path.abs).ok_or_else(|| format!("cannot name {} as a URI", path.given))?;
         let range = range_of(text, bytes.clone(), enc);
         let edit = TextEdit { range, new_text: new.to_string() };
@@ -120,12 +113,14 @@ impl EditorHost {
         let applied = Applied {
             shared: self.shared.clone(),
             folder: self.folder.clone(),
-            path: path.abs.clone(),
-            open: current.is_some_and(|c| c.open),
-            at: bytes.start,
-            old: text[bytes].to_string(),
-            new: new.to_string(),
-            updated,
+            edit: AgentEdit {
+                path: path.abs.clone(),
+                made_for: open.map(|o| o.opened),
+                at: bytes.start,
+                old: text[bytes].to_string(),
+                new: new.to_string(),
+                after: updated,
+            },
             lines: (range.start.line, range.start.line + new.matches('\n').count() as u32),
             step: ctx.step.clone().unwrap_or_else(|| ctx.tool.to_string()),
         };
@@ -133,34 +128,33 @@ impl EditorHost {
         tokio::spawn(applied.send(ws_edit, label, timeout))
             .await
             .map_err(|e| format!("internal error: the edit task failed: {e}"))??;
-        if current.is_some_and(|c| c.open) {
+        if open.is_some() {
             // The editor reports its new text with didChange; the next edit waits (bounded) for that, so
             // it can name the version it applies to. Reads do not need it: the server's copy has the edit.
-            self.shared.docs.wait_settled(&path.abs, Duration::from_secs(2)).await;
+            self.shared.texts.wait_settled(&path.abs, Duration::from_secs(2)).await;
         }
         Ok(())
     }
 
     /// The URI the editor knows a file by: an open document's own, else one made from the path.
     fn uri_for(&self, path: &Path) -> Option<Uri> {
-        match self.shared.docs.get(path) {
-            Some(doc) => Some(doc.uri),
-            None => Uri::from_file_path(path),
-        }
+        self.shared.texts.uri_of(path).or_else(|| Uri::from_file_path(path))
     }
 
     /// Before a command runs on disk, the agent's unsaved edits are saved (by the editor if it can).
     async fn flush_unsaved(&self) -> Result<(), String> {
-        // Copied, not taken: a path leaves the set only once it is saved, so a cancel or a failure while
-        // saving loses nothing.
-        let paths: Vec<PathBuf> = locks::lock(&self.folder.unsaved).iter().cloned().collect();
-        if paths.is_empty() {
+        // Marked, not taken: a path stops being unsaved only once it is saved (texts/ rule 6), so a
+        // cancel or a failure while saving loses nothing.
+        let unsaved = self.shared.texts.unsaved_beneath(&self.folder.root);
+        if unsaved.is_empty() {
             return Ok(());
         }
-        let mut remaining = paths.clone();
+        let mut remaining = unsaved.clone();
         if self.shared.caps().save_documents {
-            let named: Vec<(PathBuf, String)> =
-                paths.iter().filter_map(|p| Some((p.clone(), self.uri_for(p)?.as_str().to_string()))).collect();
+            let named: Vec<(PathBuf, String)> = unsaved
+                .iter()
+                .filter_map(|u| Some((u.path.clone(), self.uri_for(&u.path)?.as_str().to_string())))
+                .collect();
             let uris: Vec<&str> = named.iter().map(|(_, u)| u.as_str()).collect();
             self.shared.notifier.flush().await;
             let answer = tokio::time::timeout(
@@ -176,26 +170,23 @@ impl EditorHost {
                         .and_then(|s| s.as_array())
                         .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_string)).collect())
                         .unwrap_or_default();
-                    remaining.retain(|p| !named.iter().any(|(np, u)| np == p && saved.contains(u)));
+                    remaining.retain(|r| !named.iter().any(|(np, u)| *np == r.path && saved.contains(u)));
                 }
                 Ok(Err(e)) => tracing::warn!("stepwise/saveDocuments failed: {}", e.message),
                 Err(_) => tracing::warn!("stepwise/saveDocuments not answered in time"),
             }
         }
+        for u in unsaved.iter().filter(|u| !remaining.contains(u)) {
+            self.shared.texts.saved(u);
+        }
         // Whatever the editor did not save, the server writes itself: the command must see the agent's work.
         // The text written has every edit the editor applied, reported or not.
-        for p in &remaining {
-            let text = self.shared.docs.text(p).or_else(|| self.folder.overlay.get(p).map(|t| t.clone()));
-            if let Some(text) = text {
-                let rp = crate::host::resolve(&self.folder.root, &p.to_string_lossy())?;
+        for r in &remaining {
+            if let Some((text, now)) = self.shared.texts.to_write(&r.path) {
+                let rp = crate::host::resolve(&self.folder.root, &r.path.to_string_lossy())?;
                 write_disk(&rp, &text).await?;
+                self.shared.texts.saved(&now);
             }
-            locks::lock(&self.folder.unsaved).remove(p);
-            self.folder.overlay.remove(p);
-        }
-        for p in paths.iter().filter(|p| !remaining.contains(p)) {
-            locks::lock(&self.folder.unsaved).remove(p);
-            self.folder.overlay.remove(p);
         }
         Ok(())
     }
@@ -205,14 +196,7 @@ impl EditorHost {
 struct Applied {
     shared: Arc<Shared>,
     folder: Arc<Folder>,
-    path: PathBuf,
-    /// The document is open in the editor (else the text is kept until the editor opens or saves it).
-    open: bool,
-    at: usize,
-    old: String,
-    new: String,
-    /// The whole text after the edit.
-    updated: String,
+    edit: AgentEdit,
     /// Lines the new text occupies, for the edit's lens.
     lines: (u32, u32),
     step: String,
@@ -239,15 +223,11 @@ impl Applied {
             }
             Ok(Ok(_)) => {}
         }
-        if self.open {
-            self.shared.docs.applied(&self.path, self.at, &self.old, &self.new);
-        } else {
-            self.folder.overlay.insert(self.path.clone(), self.updated);
-        }
-        locks::lock(&self.folder.unsaved).insert(self.path.clone());
+        let path = self.edit.path.clone();
+        self.shared.texts.applied(self.edit);
         let mut view = locks::write(&self.folder.view);
-        view.marks.retain(|m| !(m.path == self.path && m.start == self.lines.0));
-        view.marks.push(EditMark { path: self.path, start: self.lines.0, end: self.lines.1, step: self.step });
+        view.marks.retain(|m| !(m.path == path && m.start == self.lines.0));
+        view.marks.push(EditMark { path, start: self.lines.0, end: self.lines.1, step: self.step });
         drop(view);
         self.shared.notifier.send(Outgoing::RefreshLenses);
         Ok(())
@@ -264,14 +244,11 @@ impl Host for EditorHost {
     }
 
     async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
-        // The buffer (or the agent's unsaved text) when there is one, else streamed from disk.
-        if let Some(doc) = self.shared.docs.get(&path.abs) {
-            return Ok(crate::host::preview::read_with_limit(&doc.text, limit));
+        // The editor's text when it has one (texts/ rule 1), else streamed from disk.
+        match self.shared.texts.read(&path.abs) {
+            Some(t) => Ok(crate::host::preview::read_with_limit(&t.text, limit)),
+            None => crate::host::disk::preview_disk(path, limit).await,
         }
-        if let Some(t) = self.folder.overlay.get(&path.abs) {
-            return Ok(crate::host::preview::read_with_limit(&t, limit));
-        }
-        crate::host::disk::preview_disk(path, limit).await
     }
 
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {

@@ -3,7 +3,6 @@
 
 mod caps;
 mod commands;
-mod documents;
 mod events;
 pub mod ext;
 mod folder;
@@ -14,7 +13,6 @@ mod notify;
 mod positions;
 mod progress;
 mod put_back;
-mod reconcile;
 mod review;
 mod review_state;
 mod rewind;
@@ -22,6 +20,7 @@ mod run;
 mod server;
 mod settings;
 mod shared;
+mod texts;
 
 pub use ext::COMMANDS;
 pub use positions::{offset_of, position_of, Encoding};

@@ -12,15 +12,11 @@ use super::shared::Shared;
 use crate::checkpoint::{apply_on_disk, RewindPlan};
 use crate::host::ApprovalMode;
 use crate::host::{resolve, EditContext, FileChange, Host};
-use crate::locks;
 
-/// A path's text where the editor has one (an open document, or the agent's text not saved yet).
+/// A path's text (relative to the folder) where the editor has one (texts/ rule 1, without the disk).
 pub fn in_editor(shared: &Arc<Shared>, folder: &Arc<Folder>) -> impl Fn(&Path) -> Option<String> + Send + 'static {
-    let (shared, folder) = (shared.clone(), folder.clone());
-    move |rel: &Path| {
-        let abs = folder.root.join(rel);
-        shared.docs.text(&abs).or_else(|| folder.overlay.get(&abs).map(|t| t.clone()))
-    }
+    let (shared, root) = (shared.clone(), folder.root.clone());
+    move |rel: &Path| shared.texts.read(&root.join(rel)).map(|t| t.text)
 }
 
 /// Puts the plan's files back: open documents (and the agent's text not on disk yet) through
@@ -62,9 +58,7 @@ pub async fn put_back(
         .map_err(|e| format!("internal error: putting files back failed: {e}"))?;
     // What the agent wrote through the editor and is not on disk yet is replaced by what is now there.
     for p in &applied.done {
-        let abs = folder.root.join(p);
-        folder.overlay.remove(&abs);
-        locks::lock(&folder.unsaved).remove(&abs);
+        shared.texts.on_disk(&folder.root.join(p));
     }
     done.extend(applied.done);
     failed.extend(applied.failed);

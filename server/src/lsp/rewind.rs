@@ -2,14 +2,14 @@
 //! on disk yet, go back through `workspace/applyEdit` (the editor can undo the rewind); everything else is
 //! put back on disk beneath the workspace. Refused while a run goes on.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use super::events::announce_plan;
 use super::folder::Folder;
-use super::put_back::put_back;
+use super::put_back::{in_editor, put_back};
 use super::shared::Shared;
 use crate::checkpoint::Restore;
 use crate::locks;
@@ -17,10 +17,7 @@ use crate::locks;
 /// Rewinds `folder` to checkpoint `id`; the contract's answer (`files`, `conversation`, `conflicts`),
 /// plus what could not be put back and why.
 pub async fn rewind(shared: &Arc<Shared>, folder: Arc<Folder>, id: &str, restore: Restore) -> Result<Value, String> {
-    let in_editor = |rel: &Path| {
-        let abs = folder.root.join(rel);
-        shared.docs.text(&abs).or_else(|| folder.overlay.get(&abs).map(|t| t.clone()))
-    };
+    let in_editor = in_editor(shared, &folder);
     // Held to the end: a run started meanwhile would find the files put back under it.
     let slot = folder.ws.rewind_slot()?;
     let plan = folder.ws.plan_rewind(&slot, id, restore, in_editor)?;

@@ -80,7 +80,7 @@ impl LanguageServer for Backend {
         // Before the folders are added: they load their saved sessions from the state directory.
         self.shared.initialize(Caps::of(c), options.and_then(init_state_dir));
         let enc = Encoding::negotiate(c.general.as_ref().and_then(|g| g.position_encodings.as_deref()));
-        self.shared.docs.set_encoding(enc);
+        self.shared.texts.set_encoding(enc);
         if let Some(v) = options {
             *locks::write(&self.shared.init_settings) = self.shared.settings_from(v);
         }
@@ -116,22 +116,16 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let d = params.text_document;
-        if let Some(path) = self.shared.docs.path_of(&d.uri) {
-            // The buffer is now the truth for this file.
-            if let Some(f) = self.shared.folder_of(&path) {
-                f.overlay.remove(&path);
-            }
-        }
-        self.shared.docs.open(d.uri, d.text, d.version);
+        self.shared.texts.open(d.uri, d.text, d.version);
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         // Applied before any await, so changes keep the order in which they arrived.
         let doc = params.text_document;
-        match self.shared.docs.change(&doc.uri, doc.version, params.content_changes) {
+        match self.shared.texts.change(&doc.uri, doc.version, params.content_changes) {
             Ok((path, done)) => {
                 if let Some(f) = self.shared.folder_of(&path) {
-                    if f.follow_changes(&path, done.foreign.as_deref(), || self.shared.docs.line_count(&path)) {
+                    if f.follow_changes(&path, done.foreign.as_deref(), || self.shared.texts.line_count(&path)) {
                         self.shared.notifier.send(Outgoing::RefreshLenses);
                     }
                 }
@@ -141,10 +135,9 @@ impl LanguageServer for Backend {
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
-        if let Some(path) = self.shared.docs.path_of(&params.text_document.uri) {
+        if let Some(path) = self.shared.texts.path_of(&params.text_document.uri) {
+            self.shared.texts.on_disk(&path);
             if let Some(f) = self.shared.folder_of(&path) {
-                locks::lock(&f.unsaved).remove(&path);
-                f.overlay.remove(&path);
                 f.ws.note_user_save(&path);
                 let shared = self.shared.clone();
                 tokio::spawn(async move { super::review::refresh(&shared, &f).await });
@@ -153,7 +146,7 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        self.shared.docs.close(&params.text_document.uri);
+        self.shared.texts.close(&params.text_document.uri);
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
@@ -173,10 +166,10 @@ impl LanguageServer for Backend {
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        let Some(path) = self.shared.docs.path_of(&params.text_document.uri) else { return Ok(None) };
+        let Some(path) = self.shared.texts.path_of(&params.text_document.uri) else { return Ok(None) };
         let Some(folder) = self.shared.folder_of(&path) else { return Ok(None) };
         let plan = folder.ws.plan_board().read(|s| (!s.plan.is_empty()).then(|| lens_title(&s.plan)));
-        let text = self.shared.docs.text(&path).unwrap_or_default();
+        let text = self.shared.texts.read(&path).map(|t| t.text).unwrap_or_default();
         let mut lenses = super::review::lenses(&folder, &path, &text);
         let Some(mut title) = plan else { return Ok(Some(lenses)) };
         let hunks = super::review::pending_hunks(&folder);

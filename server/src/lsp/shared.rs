@@ -1,4 +1,4 @@
-//! The sidecar's shared state: the client, the folders, the documents, and what the client can do.
+//! The sidecar's shared state: the client, the folders, the editor's texts, and what the client can do.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,9 +11,9 @@ use tower_lsp_server::ls_types::{MessageType, Uri};
 use tower_lsp_server::Client;
 
 use super::caps::Caps;
-use super::documents::{normalize, Documents};
 use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
+use super::texts::{normalize, Texts};
 use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
@@ -23,7 +23,8 @@ use crate::workspace::Workspace;
 pub struct Shared {
     pub client: Client,
     pub notifier: Notifier,
-    pub docs: Documents,
+    /// Every text not on disk yet: open documents, the agent's unsaved text (texts/).
+    pub texts: Texts,
     pub folders: DashMap<String, Arc<Folder>>,
     /// Folder URIs in the order the client gave them ("the first folder").
     order: RwLock<Vec<String>>,
@@ -51,7 +52,7 @@ impl Shared {
         Shared {
             client,
             notifier,
-            docs: Documents::default(),
+            texts: Texts::default(),
             folders: DashMap::new(),
             order: RwLock::new(Vec::new()),
             caps: OnceLock::new(),

@@ -8,7 +8,7 @@
 
 use tower_lsp_server::ls_types::TextDocumentContentChangeEvent;
 
-use super::positions::{offset_of, Encoding};
+use crate::lsp::positions::{offset_of, Encoding};
 
 /// One applied edit: where it replaced what, and the whole text after it.
 #[derive(Debug, Clone)]
