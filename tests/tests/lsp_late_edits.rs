@@ -153,3 +153,40 @@ async fn lsp_an_edit_answered_after_a_cancel_is_still_recorded() {
     assert_eq!(saves[0].params["uris"], json!([uri]));
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_an_edit_answered_after_its_file_was_opened_is_read_and_saved() {
+    let (dir, state) = folder_and_state("opened-meanwhile");
+    std::fs::write(dir.path().join("notes.txt"), START).unwrap();
+    let mock = MockModel::start(vec![
+        edit("beta", "BETA"),
+        Step::tool("read_file", json!({"path": "notes.txt"})),
+        Step::tool("bash", json!({"command": "cat notes.txt"})),
+        Step::text("checked"),
+    ])
+    .await;
+    // An editor that opens the file to apply the edit (VS Code does), reports the opening with the text
+    // from disk, and never reports the edit itself.
+    let ed = editor(ClientPreset::Neovim, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .report_edits(Report::Never)
+        .policy("workspace/applyEdit", Policy::Queue)
+        .ignore(&TRANSCRIPT)
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "shout").await;
+    let (id, params) = ed.await_request("workspace/applyEdit", T).await;
+    let uri = ed.open(dir.path().join("notes.txt"), START);
+    // A round trip after didOpen: the server has the opening before the answer (an answer is not
+    // ordered with notifications).
+    ed.code_lens(&uri).await;
+    ed.accept_edit(&id, &params);
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    let results = log.results();
+    assert_eq!(results[1].1, "alpha\nBETA\ngamma", "the read has the edit the opened document took");
+    assert_eq!(results[2].1, "alpha\nBETA\ngamma", "the command saw it on disk");
+    assert_eq!(ed.text(&uri).unwrap(), "alpha\nBETA\ngamma\n", "applied once in the editor");
+    ed.finish().await;
+}
