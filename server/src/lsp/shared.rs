@@ -175,6 +175,7 @@ impl Shared {
             f.ws.flush();
         }
         locks::write(&self.order).retain(|u| u != uri.as_str());
+        self.texts.keep_only(|p| self.folder_of(p).is_some());
     }
 
     /// Cancels every run, gives them a bounded moment to reach their checkpoint, and writes every

@@ -20,6 +20,8 @@
 //!    text by rule 1, unless it is no longer unsaved (a save by the user meanwhile stands).
 //! 7. **On disk**: the user saved the document, or the server wrote the file itself (a client without
 //!    applyEdit, a rewind or undo on disk): the path is not unsaved any more and its overlay goes.
+//! 8. **A folder removed**: the overlays and unsaved marks of paths no folder holds any more go (no run can
+//!    use them; the editor keeps its buffers, which stay open documents here).
 
 mod buffer;
 pub mod reconcile;
@@ -306,6 +308,13 @@ impl Texts {
     /// Rule 7: the disk has the path's text now (`didSave`, or the server wrote it).
     pub fn on_disk(&self, path: &Path) {
         locks::lock(&self.state).forget(path);
+    }
+
+    /// Rule 8: keeps overlays and unsaved marks only of the paths `held` says a folder still holds.
+    pub fn keep_only(&self, held: impl Fn(&Path) -> bool) {
+        let mut s = locks::lock(&self.state);
+        s.overlay.retain(|p, _| held(p));
+        s.unsaved.retain(|p, _| held(p));
     }
 
     /// Waits until every edit applied to `path` has been reported (or it is closed), or `timeout` passes.

@@ -247,6 +247,23 @@ fn rule_7_the_server_writing_the_disk_drops_the_overlay_and_the_mark() {
     assert!(unsaved(&texts).is_empty());
 }
 
+#[test]
+fn rule_8_a_folder_removed_takes_its_agent_text_and_leaves_the_buffers() {
+    let texts = Texts::default();
+    let (open, uri) = file("open.txt");
+    let (closed, _) = file("closed.txt");
+    let other = Path::new("/stepwise-texts-test/other/b.txt").to_path_buf();
+    texts.open(uri, "a".into(), 1);
+    texts.applied(edit(&texts, &open, "a", "a", "A"));
+    texts.applied(edit(&texts, &closed, "c", "c", "C"));
+    texts.applied(edit(&texts, &other, "b", "b", "B"));
+    texts.keep_only(|p| p.starts_with("/stepwise-texts-test/other"));
+    assert_eq!(text(&texts, &closed), None);
+    assert!(unsaved(&texts).is_empty());
+    assert_eq!(text(&texts, &open).as_deref(), Some("A"), "the editor's buffer stays");
+    assert_eq!(texts.unsaved_beneath(Path::new("/stepwise-texts-test/other")).len(), 1);
+}
+
 #[tokio::test]
 async fn an_edit_is_settled_once_the_editor_reports_it() {
     let texts = std::sync::Arc::new(Texts::default());
