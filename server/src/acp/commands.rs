@@ -150,8 +150,7 @@ async fn compact(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket) -> 
         }
     };
     let state = Arc::new(RunState::default());
-    let sink =
-        AcpEvents { session: session.clone(), conn: conn.clone(), state, sandbox: crate::host::SandboxSettings::OFF };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
     let outcome = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,

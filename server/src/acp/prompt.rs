@@ -72,7 +72,7 @@ pub(crate) async fn run(
     }
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
-    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state, sandbox: cfg.sandbox };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
     cfg.mcp.set = Some(session.mcp.get(&session.ws, &session.id, conn, cfg.mcp.timeout));
     cfg.mode = session.mode();
     let mut prompt = prompt;
