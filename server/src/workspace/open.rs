@@ -231,3 +231,53 @@ fn remember_trust(file: &ConfigFile, report: &Report) {
         report(&format!("could not remember the trust in {}: {e}", file.path.display()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn open_and_resume_continue_what_was_saved_for_this_folder_only() {
+        let dir = std::env::temp_dir().join(format!("stepwise-open-{}", std::process::id()));
+        let (root, other) = (dir.join("project"), dir.join("other"));
+        for d in [&root, &other, &dir.join("state")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let root = root.canonicalize().unwrap();
+        let file = dir.join("state/s.json");
+
+        // Nothing saved: a new session; there is nothing to resume.
+        let (ws, unreadable) = Workspace::open(root.clone(), Some(file.clone()), true);
+        assert!(unreadable.is_none() && ws.messages().await.is_empty());
+        assert!(matches!(Workspace::resume(root.clone(), file.clone()), Err(Unopened::Missing)));
+        drop(ws);
+
+        // Saved for this folder: continued, checkpoints on; another folder is refused, naming this one.
+        let mut session = Session::default();
+        session.push_prompt("hello");
+        store::write_atomic(&file, &store::encode(&root, &session).unwrap()).unwrap();
+        let ws = Workspace::resume(root.clone(), file.clone()).unwrap();
+        assert_eq!(ws.messages().await, session.messages);
+        assert!(ws.checkpoint_store().is_some());
+        drop(ws);
+        let (ws, _) = Workspace::open(root.clone(), Some(file.clone()), false);
+        assert_eq!(ws.messages().await, session.messages);
+        assert!(ws.checkpoint_store().is_none(), "asked for none");
+        drop(ws);
+        match Workspace::resume(other.canonicalize().unwrap(), file.clone()) {
+            Err(Unopened::OtherFolder(folder)) => assert_eq!(folder, root),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+
+        // Unreadable: set aside, said, and a new session begun (resume refuses it).
+        std::fs::write(&file, "{not a session").unwrap();
+        let (ws, unreadable) = Workspace::open(root.clone(), Some(file.clone()), true);
+        let moved = unreadable.and_then(|u| u.moved_to).expect("set aside");
+        assert!(moved.exists() && ws.messages().await.is_empty());
+        std::fs::write(&file, "{not a session").unwrap();
+        assert!(matches!(Workspace::resume(root, file), Err(Unopened::Unreadable(_))));
+        drop(ws);
+        // A checkpoint copy may still be writing beside the file; what is left is in the temp folder.
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
