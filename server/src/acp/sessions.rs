@@ -17,7 +17,7 @@ pub(crate) struct AcpSession {
     pub id: String,
     /// The engine's workspace: the conversation, plan, run and approvals of this session.
     pub ws: Arc<Workspace>,
-    /// The session's MCP servers (acp/mcp.rs).
+    /// The MCP servers the client passed (acp/mcp.rs), for the workspace to start at the first prompt.
     pub mcp: super::mcp::SessionMcp,
     /// `default` or `plan` (acp/modes.rs); starts as `STEPWISE_PLAN_FIRST` says.
     mode: Mutex<Mode>,
