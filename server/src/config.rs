@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::AgentConfig;
-use crate::llm::{Llm, ProviderConfig, ProviderKind};
+use crate::llm::{ProviderConfig, ProviderKind};
 use crate::plan::PlanningStyle;
 
 /// Environment variables, with `.env` values filling in what the real environment lacks; remembers
@@ -194,21 +194,14 @@ impl ProviderVars {
     }
 }
 
-/// The model endpoint, or the reason it cannot be used (reported before any request is made).
 /// Where `.env` files are read, first wins: the workspace, then the current directory.
 pub fn dotenv_dirs(workspace: &Path) -> [PathBuf; 2] {
     let cwd = std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf());
     [workspace.to_path_buf(), cwd]
 }
 
-/// The loop's settings and the model endpoint, or the first reason they cannot be used (reported before
-/// any request is made); with no window configured, an OpenAI-compatible server is asked for its own.
-pub async fn agent_and_model(env: &Env, o: &Overrides) -> Result<(AgentConfig, Llm), String> {
-    let cfg = agent(env, o)?;
-    let llm = Llm::new(provider(env, o)?)?;
-    Ok((cfg, llm.learn_window().await))
-}
-
+/// The model endpoint, or the reason it cannot be used (reported before any request is made; a run
+/// gets its model through `Workspace::prepare_run`).
 pub fn provider(env: &Env, o: &Overrides) -> Result<ProviderConfig, String> {
     let kind_name = o.provider.clone().or_else(|| env.get("STEPWISE_PROVIDER").map(str::to_string));
     let kind = match kind_name {

@@ -27,6 +27,8 @@ pub enum Event<'a> {
         input: &'a Value,
         /// The plan step in progress as the call starts.
         step: Option<&'a str>,
+        /// The call will ask the user before it runs (`tools::will_ask`: not allowed for the session yet).
+        asks: bool,
     },
     ToolFinished {
         id: &'a str,

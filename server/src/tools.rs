@@ -7,12 +7,16 @@ use serde_json::Value;
 mod bash;
 pub mod catalog;
 mod files;
+mod gate;
 
 use crate::host::output::truncate_chars;
-use crate::host::{resolve, Approvals, Ask, FileChange, Host, Sandbox, SandboxSettings};
+use crate::host::{resolve, Approvals, FileChange, Host, Sandbox, SandboxSettings};
 use crate::llm::ToolSpec;
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanBoard, PlanningStyle};
+use catalog::{Handler, Tool};
+pub use gate::will_ask;
+use gate::Gate;
 
 /// The result of one tool call, as the model will read it, and the file change it made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,66 +89,66 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
-    let mcp = cx.mcp.and_then(|m| m.find(name).map(|t| (m, t)));
-    let known = match catalog::find(name) {
-        Some(t) if t.kind == catalog::Kind::Think => cx.style.is_planning_tool(name),
-        Some(_) => !name.starts_with(crate::mcp::PREFIX) || mcp.is_some(),
-        None => false,
-    };
-    if !known {
+    let Some(tool) = gate::known(name, cx) else {
         return ToolOutput::failed(format!("Unknown tool: {name}"));
+    };
+    let gate = match gate::gate(tool, name, input, cx) {
+        Gate::Refused(out) => return out,
+        g => g,
+    };
+    if tool.handler == Handler::Mcp {
+        return mcp_call(name, input, &gate, cx).await;
     }
-    if let Some(why) = catalog::refusal(name, cx.mode) {
-        // Before anything else, approvals included: in plan mode nothing may change, even if allowed.
-        return ToolOutput::failed(why);
-    }
-    if !input.is_object() {
-        let shown = match input {
-            Value::String(raw) => truncate_chars(raw, 200).to_string(),
-            other => other.to_string(),
-        };
-        return ToolOutput::error(format!("{name}: arguments must be a JSON object, got: {shown}"));
-    }
-    if let Some((set, tool)) = mcp {
-        // Like a shell command: the server runs code of its own, with the arguments the model chose.
-        if !files::approve(cx, &Ask::Tool { server: &tool.server, tool: &tool.tool }).await {
-            return ToolOutput::error(format!("MCP tool {} of {} denied by the user", tool.tool, tool.server));
-        }
-        let answer = set.call(tool, input).await;
-        return ToolOutput { text: answer.text, is_error: answer.is_error, change: None };
-    }
-    match run(name, input, cx).await {
+    match run(tool, gate, input, cx).await {
         Ok(out) => out,
         Err(msg) => ToolOutput::error(msg),
     }
 }
 
-async fn run<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<ToolOutput, String> {
-    match name {
-        "bash" => bash::run(cx, str_arg(input, name, "command")?).await,
-        "write_file" => {
+async fn mcp_call<H: Host>(name: &str, input: &Value, gate: &Gate<'_>, cx: &ToolContext<'_, H>) -> ToolOutput {
+    let Some((set, tool)) = cx.mcp.and_then(|m| m.find(name).map(|t| (m, t))) else {
+        return ToolOutput::failed(format!("Unknown tool: {name}"));
+    };
+    if let Err(denied) = gate::clear(cx, gate).await {
+        return ToolOutput::error(denied);
+    }
+    let answer = set.call(tool, input).await;
+    ToolOutput { text: answer.text, is_error: answer.is_error, change: None }
+}
+
+async fn run<H: Host>(
+    tool: &Tool,
+    gate: Gate<'_>,
+    input: &Value,
+    cx: &mut ToolContext<'_, H>,
+) -> Result<ToolOutput, String> {
+    let name = tool.name;
+    match tool.handler {
+        Handler::Shell => bash::run(cx, str_arg(input, name, "command")?, gate).await,
+        Handler::WriteFile => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
             let content = str_arg(input, name, "content")?;
-            let change = files::write(cx, &path, content).await?;
+            let change = files::write(cx, &gate, &path, content).await?;
             Ok(ToolOutput {
                 change: Some(change),
                 ..ToolOutput::ok(format!("Wrote {} bytes", content.chars().count()))
             })
         }
-        "edit_file" => {
+        Handler::EditFile => {
             let given = str_arg(input, name, "path")?;
             let path = resolve(cx.host.root(), given)?;
             let (old, new) = (str_arg(input, name, "old_text")?, str_arg(input, name, "new_text")?);
-            let change = files::edit(cx, &path, old, new).await?;
+            let change = files::edit(cx, &gate, &path, old, new).await?;
             Ok(ToolOutput { change: Some(change), ..ToolOutput::ok(format!("Edited {given}")) })
         }
-        _ => run_text(name, input, cx).await.map(ToolOutput::ok),
+        _ => run_text(tool, input, cx).await.map(ToolOutput::ok),
     }
 }
 
-async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
-    match name {
-        "read_file" => {
+async fn run_text<H: Host>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
+    let name = tool.name;
+    match tool.handler {
+        Handler::ReadFile => {
             let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
             let limit = match input.get("limit") {
                 None | Some(Value::Null) => None,
@@ -157,15 +161,15 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
             };
             cx.host.read_preview(&path, limit).await
         }
-        "todo" => {
+        Handler::Todo => {
             let items = input.get("items").ok_or("todo: missing required argument 'items'")?;
             cx.plan.model_change(true, |p| p.update(items))
         }
-        "create_todos" => {
+        Handler::CreateTodos => {
             let items = input.get("items").ok_or("create_todos: missing required argument 'items'")?;
             cx.plan.model_change(false, |p| p.create(items))
         }
-        "update_todo" => {
+        Handler::UpdateTodo => {
             let id = match input.get("id") {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Number(n)) => n.to_string(),
@@ -174,21 +178,21 @@ async fn run_text<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H
             let status = str_arg(input, name, "status")?;
             cx.plan.model_change(false, |p| p.set_status(&id, status))
         }
-        other => Err(format!("Unknown tool: {other}")),
+        Handler::Shell | Handler::WriteFile | Handler::EditFile | Handler::Mcp => Err(format!("Unknown tool: {name}")),
     }
 }
 
 /// One line describing a call, for transcripts: the command, the path, the size of a plan.
 pub fn summary(name: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str).map(|s| s.to_string());
-    let s = match name {
-        "bash" => field("command"),
-        "read_file" | "write_file" | "edit_file" => field("path"),
-        "todo" | "create_todos" => Some(match input.get("items") {
+    let s = match catalog::find(name).map(|t| t.handler) {
+        Some(Handler::Shell) => field("command"),
+        Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
+        Some(Handler::Todo | Handler::CreateTodos) => Some(match input.get("items") {
             Some(Value::Array(a)) => format!("{} items", a.len()),
             _ => "items".to_string(),
         }),
-        "update_todo" => Some(format!(
+        Some(Handler::UpdateTodo) => Some(format!(
             "#{} -> {}",
             input
                 .get("id")

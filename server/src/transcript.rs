@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::llm::{Block, Message, Role};
+use crate::tools::catalog::Handler;
 
 /// A tool's output in an entry is cut to this many characters (a view shows it on demand; the model's
 /// whole result stays in the session).
@@ -152,8 +153,8 @@ struct Steps {
 impl Steps {
     fn planning_call(&mut self, name: &str, input: &Value) {
         let id_of = |v: &Value| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
-        match name {
-            "todo" | "create_todos" => {
+        match crate::tools::catalog::find(name).map(|t| t.handler) {
+            Some(Handler::Todo | Handler::CreateTodos) => {
                 let Some(items) = input.get("items").and_then(Value::as_array) else { return };
                 self.texts.clear();
                 self.current = None;
@@ -167,7 +168,7 @@ impl Steps {
                     }
                 }
             }
-            "update_todo" => {
+            Some(Handler::UpdateTodo) => {
                 let status = input.get("status").and_then(Value::as_str);
                 let text = input.get("id").and_then(|id| self.texts.get(&id_of(id))).cloned();
                 match status {

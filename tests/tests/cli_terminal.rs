@@ -247,3 +247,59 @@ async fn without_a_sandbox_it_says_so_once_and_asks_per_command() {
     let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// A `.env` file's base URL for an API key set elsewhere is asked about on the terminal (the engine's
+/// set-up asks, the terminal answers); without a terminal the run refuses and says how to approve it,
+/// and once approved it is remembered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dotenv_endpoint_for_a_key_from_elsewhere_is_asked_about_on_the_terminal() {
+    let mock = MockModel::start(vec![Step::text("asked first"), Step::text("remembered")]).await;
+    let (ws, state) = (TempDir::new("pty-endpoint"), TempDir::new("pty-endpoint-state"));
+    ws.write(".env", &format!("ANTHROPIC_BASE_URL={}\n", mock.url()));
+    let stepwise = |args: &[&str]| {
+        let mut cmd = Command::new(stepwise_binary(false));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("MODEL_ID", "m")
+            .env("NO_COLOR", "1")
+            .env("STEPWISE_SANDBOX", "off")
+            .env("STEPWISE_STATE_DIR", state.path())
+            .args(args)
+            .arg("--workspace")
+            .arg(ws.path());
+        cmd
+    };
+    let headless = |task: &str| stepwise(&["run"]).arg(task).stdin(Stdio::null()).output().unwrap();
+
+    // No terminal to ask on: refused before any request, saying how to approve it.
+    let refused = headless("one");
+    let err = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("approve the endpoint once with `stepwise run` on a terminal"), "{err}");
+    assert!(mock.requests().is_empty());
+
+    // On a terminal: asked, approved, used.
+    let (mut pty, end) = Pty::open(T);
+    let mut child = stepwise(&["chat"])
+        .stdin(Stdio::from(end.try_clone().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(end.try_clone().unwrap()))
+        .spawn()
+        .unwrap();
+    drop(end);
+    let asked = pty.expect("Allow this endpoint? [y/N]: ");
+    assert!(asked.contains(&format!("sends your API key (ANTHROPIC_API_KEY) to {}", mock.url())), "{asked}");
+    pty.type_line("y");
+    pty.type_line("two");
+    pty.expect("[end_turn");
+    pty.type_line("q");
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(mock.requests().len(), 1);
+
+    // Remembered: a run without a terminal now goes ahead.
+    let ran = headless("three");
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(mock.requests().len(), 2);
+}

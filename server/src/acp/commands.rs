@@ -12,11 +12,11 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Error, ErrorCode};
 
+use super::asker::SessionAsker;
 use super::events::{self, AcpEvents, RunState};
 use super::sessions::AcpSession;
 use super::Conn;
-use crate::config::{self, Env, Overrides};
-use crate::workspace::RunTicket;
+use crate::workspace::{Prepared, RunRequest, RunTicket};
 
 /// One command as the client lists it.
 pub(crate) struct SlashCommand {
@@ -136,22 +136,22 @@ fn rewind(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket, args: &str
 /// `/compact`: the conversation summarised now (`agent::compact`), reported as the loop reports it.
 async fn compact(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket) -> Result<PromptResponse, Error> {
     let cancel = &ticket.cancel;
-    let (env, overrides) = (Env::for_workspace(session.root()), Overrides::default());
+    let req = RunRequest { compaction: true, ..Default::default() };
+    let asker = SessionAsker { conn: conn.clone(), session_id: session.id.clone() };
     let configured = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
-        c = config::agent_and_model(&env, &overrides) => c,
+        c = session.ws.prepare_run(req, &asker) => c,
     };
     let llm = match configured {
-        Ok((_, llm)) => llm,
+        Ok(Prepared { llm, .. }) => llm,
         Err(e) => {
             say(conn, session, format!("stepwise: {e}"));
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
     let state = Arc::new(RunState::default());
-    let sink =
-        AcpEvents { session: session.clone(), conn: conn.clone(), state, sandbox: crate::host::SandboxSettings::OFF };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
     let outcome = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,

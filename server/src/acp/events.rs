@@ -66,9 +66,6 @@ pub(crate) fn text_block(text: impl Into<String>) -> ContentChunk {
 }
 
 pub(crate) struct AcpEvents {
-    /// The run's `sandbox` settings: a shell command the sandbox holds runs without a question, so it is
-    /// not announced as waiting for permission.
-    pub sandbox: crate::host::SandboxSettings,
     pub session: Arc<AcpSession>,
     pub conn: Conn,
     pub state: Arc<RunState>,
@@ -85,15 +82,12 @@ impl EventSink for AcpEvents {
         match event {
             Event::Thinking { .. } | Event::RunFinished { .. } | Event::Checkpoint { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
-            Event::ToolStarted { id, name, input, .. } => {
+            Event::ToolStarted { id, name, input, asks, .. } => {
                 *lock(&self.state.current) = Some(id.to_string());
                 lock(&self.state.started).insert(id.to_string());
                 *lock(&self.state.terminal) = None;
                 let mut call = tool_calls::started(id, name, input, self.session.root());
-                // A call plan mode refuses is never asked about (tools/catalog.rs).
-                let refused = crate::tools::catalog::refusal(name, self.session.mode()).is_some();
-                let sandbox = crate::tools::catalog::sandbox_for(self.session.mode(), self.sandbox);
-                let asks = !refused && tool_calls::asks_first(name, input, self.session.root(), sandbox.confines());
+                // A call that asks first waits for its permission as `pending` (the engine decides).
                 *lock(&self.state.pending) = asks;
                 if asks {
                     call = call.status(ToolCallStatus::Pending);

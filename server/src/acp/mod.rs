@@ -6,6 +6,7 @@
 //! Handlers run inside its dispatch loop, so anything that waits on the client (a prompt's run asks for
 //! permissions and files) is spawned on the connection and answers its request when done.
 
+mod asker;
 mod commands;
 mod events;
 mod host;

@@ -7,15 +7,15 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Error, ErrorCode};
 
+use super::asker::SessionAsker;
 use super::events::{self, AcpEvents, RunState};
 use super::host::AcpHost;
 use super::modes;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
 use crate::agent::FinishReason;
-use crate::config::{self, Env, Overrides};
 use crate::plan::{Mode, PlanComment};
-use crate::workspace::RunTicket;
+use crate::workspace::{Prepared, RunRequest, RunTicket};
 
 /// The prompt as the model reads it: text as given, a linked file by its URI, an embedded one inline.
 pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
@@ -54,27 +54,23 @@ pub(crate) async fn run(
     let say =
         |text: String| events::send(conn, &session.id, SessionUpdate::AgentMessageChunk(events::text_block(text)));
     // The environment and `.env` files of the session's folder, as the command line reads them.
-    let (env, overrides) = (Env::for_workspace(session.root()), Overrides::default());
+    let req = RunRequest { mode: Some(session.mode()), client_mcp: session.mcp.servers(), ..Default::default() };
+    let asker = SessionAsker { conn: conn.clone(), session_id: session.id.clone() };
     let configured = tokio::select! {
         biased;
         _ = ticket.cancel.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
-        c = config::agent_and_model(&env, &overrides) => c,
+        c = session.ws.prepare_run(req, &asker) => c,
     };
-    let (mut cfg, llm) = match configured {
+    let Prepared { cfg, llm } = match configured {
         Ok(c) => c,
         Err(e) => {
             say(format!("stepwise: {e}"));
             return Err(Error::new(ErrorCode::INTERNAL_ERROR, e));
         }
     };
-    if let Some(warning) = session.ws.sandbox().unavailable_once(cfg.sandbox) {
-        say(format!("stepwise: {warning}\n\n"));
-    }
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
-    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state, sandbox: cfg.sandbox };
-    cfg.mcp.set = Some(session.mcp.get(&session.ws, &session.id, conn, cfg.mcp.timeout));
-    cfg.mode = session.mode();
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
     let mut prompt = prompt;
     if cfg.mode == Mode::Plan && session.ws.awaiting_approval().is_some() {
         // A plan waits: what the user says now is a comment on it, one more planning round.

@@ -10,27 +10,22 @@ use agent_client_protocol::{Error, ErrorCode};
 
 use crate::locks::lock;
 use crate::plan::Mode;
-use crate::session::Session;
 use crate::store;
-use crate::workspace::Workspace;
+use crate::workspace::{Unopened, Unreadable, Workspace};
 
 pub(crate) struct AcpSession {
     pub id: String,
     /// The engine's workspace: the conversation, plan, run and approvals of this session.
     pub ws: Arc<Workspace>,
-    /// The session's MCP servers (acp/mcp.rs).
+    /// The MCP servers the client passed (acp/mcp.rs), for the workspace to start at the first prompt.
     pub mcp: super::mcp::SessionMcp,
     /// `default` or `plan` (acp/modes.rs); starts as `STEPWISE_PLAN_FIRST` says.
     mode: Mutex<Mode>,
 }
 
 impl AcpSession {
-    fn new(id: String, root: PathBuf, session: Session, file: Option<PathBuf>) -> AcpSession {
-        let checkpoints = file.as_ref().map(|f| f.with_extension("checkpoints"));
-        let ws = Workspace::new(root, session, file);
-        ws.enable_checkpoints(checkpoints.as_deref());
-        let env = crate::config::Env::for_workspace(ws.root());
-        let mode = crate::config::agent(&env, &Default::default()).map(|c| c.mode).unwrap_or_default();
+    fn new(id: String, ws: Arc<Workspace>) -> AcpSession {
+        let mode = ws.configured_mode();
         AcpSession { id, ws, mcp: Default::default(), mode: Mutex::new(mode) }
     }
 
@@ -71,7 +66,9 @@ impl Sessions {
 
     pub fn create(&self, root: PathBuf) -> Arc<AcpSession> {
         let id = new_id();
-        let session = Arc::new(AcpSession::new(id.clone(), root, Session::default(), self.file(&id)));
+        // A new id: nothing is saved under it yet.
+        let (ws, _) = Workspace::open(root, self.file(&id), true);
+        let session = Arc::new(AcpSession::new(id.clone(), ws));
         lock(&self.live).insert(id, session.clone());
         session
     }
@@ -90,15 +87,11 @@ impl Sessions {
         let Some(file) = self.file(id) else {
             return Err(super::unknown_session(id));
         };
-        let session = match store::load_with_folder(&file) {
-            (store::Loaded::Restored(session), folder) => {
-                if let Some(folder) = folder.filter(|f| f != root) {
-                    return Err(wrong_folder(id, &folder));
-                }
-                session
-            }
-            (store::Loaded::None, _) => return Err(super::unknown_session(id)),
-            (store::Loaded::Corrupt { moved_to, error }, _) => {
+        let ws = match Workspace::resume(root.to_path_buf(), file) {
+            Ok(ws) => ws,
+            Err(Unopened::Missing) => return Err(super::unknown_session(id)),
+            Err(Unopened::OtherFolder(folder)) => return Err(wrong_folder(id, &folder)),
+            Err(Unopened::Unreadable(Unreadable { error, moved_to })) => {
                 let moved = moved_to.map(|p| format!("; moved to {}", p.display())).unwrap_or_default();
                 return Err(Error::new(
                     ErrorCode::INTERNAL_ERROR,
@@ -106,7 +99,7 @@ impl Sessions {
                 ));
             }
         };
-        let loaded = Arc::new(AcpSession::new(id.to_string(), root.to_path_buf(), session, Some(file)));
+        let loaded = Arc::new(AcpSession::new(id.to_string(), ws));
         lock(&self.live).insert(id.to_string(), loaded.clone());
         Ok(loaded)
     }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::host::FileChange;
 use crate::plan::{Plan as StepPlan, Status};
-use crate::tools::catalog::{self, Asks, Kind};
+use crate::tools::catalog::{self, Kind};
 
 /// Diffs are the whole file before and after; past this size only the text result is sent.
 const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;
@@ -58,24 +58,6 @@ pub(crate) fn started(id: &str, name: &str, input: &Value, root: &Path) -> ToolC
         .status(ToolCallStatus::InProgress)
         .locations(locations(name, input, root))
         .raw_input(input.clone())
-}
-
-/// Whether a call asks the user before it runs (a shell command, a write to a protected file): such a
-/// call is announced `pending` and moves to `in_progress` once allowed.
-pub(crate) fn asks_first(name: &str, input: &Value, root: &Path, sandboxed: bool) -> bool {
-    let arg = |key: &str| input.get(key).and_then(Value::as_str);
-    match catalog::find(name).map(|t| (t.kind, t.asks)) {
-        Some((_, Asks::Never)) | None => false,
-        // A blocked command is refused, never asked about.
-        // A command the sandbox holds runs unasked (it asks only if the sandbox stops it).
-        Some((Kind::Execute, Asks::Always)) => {
-            !sandboxed && arg("command").is_some_and(|c| crate::host::is_dangerous(c).is_none())
-        }
-        Some((_, Asks::Always)) => true,
-        Some((_, Asks::ProtectedPath)) => arg("path")
-            .and_then(|p| crate::host::resolve(root, p).ok())
-            .is_some_and(|p| crate::host::protected(&p.rel).is_some()),
-    }
 }
 
 pub(crate) fn status(is_error: bool) -> ToolCallStatus {
@@ -139,21 +121,6 @@ mod tests {
         assert_eq!(kind("todo"), ToolKind::Think);
         assert_eq!(kind("bash"), ToolKind::Execute);
         assert_eq!(kind("nope"), ToolKind::Other);
-    }
-
-    #[test]
-    fn commands_and_protected_writes_ask_first() {
-        let dir = std::env::temp_dir().canonicalize().unwrap();
-        let root = dir.as_path();
-        let git = root.join(".git/config").display().to_string();
-        assert!(asks_first("bash", &json!({"command": "ls"}), root, false));
-        assert!(!asks_first("bash", &json!({"command": "ls"}), root, true), "the sandbox holds it, unasked");
-        assert!(!asks_first("bash", &json!({"command": "sudo ls"}), root, false), "blocked, never asked");
-        assert!(asks_first("write_file", &json!({"path": ".env"}), root, true));
-        assert!(asks_first("edit_file", &json!({"path": git}), root, false));
-        assert!(!asks_first("write_file", &json!({"path": "src/a.rs"}), root, false));
-        assert!(!asks_first("read_file", &json!({"path": ".env"}), root, false));
-        assert!(asks_first("mcp__fs__write", &json!({}), root, true), "an MCP tool asks, as the engine does");
     }
 
     #[test]

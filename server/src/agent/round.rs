@@ -169,7 +169,7 @@ impl Turn {
             let out = match stop {
                 Some(reason) => ToolOutput::failed(answer::skipped(reason)),
                 None => {
-                    let planning = r.cfg.planning.is_planning_tool(name);
+                    let planning = catalog::is_planning_in(name, r.cfg.planning);
                     used_plan |= planning;
                     let (out, halt) = self.call(r, id, name, input, planning).await;
                     stop = halt;
@@ -199,7 +199,6 @@ impl Turn {
             return (ToolOutput::failed(text), Some(FinishReason::LoopDetected));
         }
         let step = r.shared.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
-        r.events.emit(Event::ToolStarted { id, name, input, step: step.as_deref() });
         let mut cx = ToolContext {
             host: r.host,
             plan: r.shared.plan,
@@ -212,6 +211,8 @@ impl Turn {
             mcp: self.mcp.as_deref(),
             mode: r.cfg.mode,
         };
+        let asks = tools::will_ask(name, input, &cx);
+        r.events.emit(Event::ToolStarted { id, name, input, step: step.as_deref(), asks });
         let out = tokio::select! {
             biased;
             _ = r.cancel.cancelled() => None,

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use super::{exit_code, Terminal};
-use crate::agent::{AgentConfig, Session};
+use crate::agent::AgentConfig;
 use crate::host::DiskHost;
 use crate::host::Host;
 use crate::llm::{Llm, Replay};
@@ -46,7 +46,7 @@ pub async fn run() -> i32 {
     println!("workspace: {} (a scratch copy, removed afterwards)", dir.display());
     println!("task: {TASK}\n");
     let _ = std::io::stdout().flush();
-    let ws = Workspace::new(host.root().to_path_buf(), Session::default(), None);
+    let (ws, _) = Workspace::open(host.root().to_path_buf(), None, false);
     let cfg = AgentConfig::default();
     let outcome = match ws.begin() {
         Ok(ticket) => ws.prompt(&ticket, TASK, &llm, &host, &term, &cfg).await,

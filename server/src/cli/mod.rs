@@ -1,10 +1,10 @@
 //! The command line: `run`, `chat`, `demo` and `lsp`.
 
+mod asker;
 mod checkpoints;
 mod demo;
 pub mod doctor;
 mod input;
-mod mcp;
 mod plan_edit;
 mod plan_first;
 mod render;
@@ -17,12 +17,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{self, FinishReason, RunOutcome, Session};
-use crate::config::{self, Env, Overrides};
+use crate::agent::{self, FinishReason, RunOutcome};
 use crate::host::Host;
 use crate::host::{Approval, Ask, DiskHost};
-use crate::llm::{Llm, Replay};
-use crate::workspace::Workspace;
+use crate::llm::Llm;
+use crate::workspace::{Prepared, RunRequest, Workspace};
 use input::Input;
 
 pub use render::Terminal;
@@ -55,53 +54,21 @@ pub(crate) struct Setup {
     term: Terminal,
 }
 
-async fn setup(opts: &Options, input: &Input) -> Result<Setup, String> {
-    let ws = &opts.workspace;
-    if !ws.is_dir() {
-        return Err(format!("workspace {} is not a folder", ws.display()));
+/// The workspace (checkpoints kept for this process when asked for: chat has `/rewind`), and what its
+/// runs need, prepared once.
+async fn setup(opts: &Options, input: &Input, checkpoints: bool) -> Result<(Arc<Workspace>, Setup), String> {
+    let dir = &opts.workspace;
+    if !dir.is_dir() {
+        return Err(format!("workspace {} is not a folder", dir.display()));
     }
-    let env = Env::for_workspace(ws);
-    let overrides = Overrides::default();
-    let mut cfg = config::agent(&env, &overrides)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if opts.replay.is_none() && interactive {
-        ask_about_foreign_endpoint(&env, &overrides, input).await;
-    }
-    let llm = match &opts.replay {
-        Some(path) => Llm::replay(Replay::load(path)?),
-        None => {
-            let p = config::provider(&env, &overrides)?;
-            Llm::new(p)?.learn_window().await
-        }
-    };
-    let llm = match &opts.record {
-        Some(path) => llm.record_to(path.clone()).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
-        None => llm,
-    };
     let approver = if opts.yes { None } else { Some(terminal_approver(interactive, input.clone())) };
-    let host = DiskHost::new(ws, approver).map_err(|e| format!("workspace {}: {e}", ws.display()))?;
-    let term = Terminal::new();
-    mcp::start(ws, &mut cfg, interactive, input).await;
-    Ok(Setup { llm, host, cfg, term })
-}
-
-/// Asks on the terminal before each shell command; without a terminal, refuses (use `--yes`).
-/// A base URL from a `.env` file that would receive a key from elsewhere: ask once on the terminal
-/// (`--yes` does not cover it: it is about where the key goes, not what the agent does).
-async fn ask_about_foreign_endpoint(env: &Env, overrides: &Overrides, input: &Input) {
-    let Some(f) = config::foreign_endpoint(env, overrides) else { return };
-    if crate::trust::is_trusted(&f.file, &f.url) {
-        return;
-    }
-    let warning = format!("{} in {} sends your API key ({}) to {}.", f.var, f.file.display(), f.key_var, f.url);
-    anstream::eprint!("{}\nAllow this endpoint? [y/N]: ", bold(&warning));
-    let _ = std::io::stderr().flush();
-    let answer = input.next_line().await.unwrap_or_default();
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        if let Err(e) = crate::trust::remember(&f.file, &f.url) {
-            eprintln!("stepwise: could not remember the approval: {e}");
-        }
-    }
+    let host = DiskHost::new(dir, approver).map_err(|e| format!("workspace {}: {e}", dir.display()))?;
+    let (ws, _) = Workspace::open(host.root().to_path_buf(), None, checkpoints);
+    let asker = asker::TerminalAsker { interactive, input: input.clone() };
+    let req = RunRequest { replay: opts.replay.as_deref(), record: opts.record.as_deref(), ..Default::default() };
+    let Prepared { cfg, llm } = ws.prepare_run(req, &asker).await?;
+    Ok((ws, Setup { llm, host, cfg, term: Terminal::new() }))
 }
 
 /// Bold (anstream drops it where colour is not wanted).
@@ -109,6 +76,7 @@ fn bold(text: &str) -> String {
     format!("\x1b[1m{text}\x1b[0m")
 }
 
+/// Asks on the terminal before each shell command; without a terminal, refuses (use `--yes`).
 fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Approver {
     Arc::new(move |ask: &Ask<'_>| {
         let (refused, question) = match ask {
@@ -190,9 +158,6 @@ async fn run_ticket(
     prompt: &str,
     cfg: &agent::AgentConfig,
 ) -> RunOutcome {
-    if let Some(warning) = ws.sandbox().unavailable_once(cfg.sandbox) {
-        eprintln!("stepwise: {warning}");
-    }
     let watcher = cancel_on_ctrl_c(ticket.cancel.clone());
     let outcome = ws.prompt(ticket, prompt, &s.llm, &s.host, &s.term, cfg).await;
     watcher.abort();
@@ -206,14 +171,13 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
         return 2;
     }
     let input = Input::stdin();
-    let s = match setup(&opts, &input).await {
+    let (ws, s) = match setup(&opts, &input, false).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("stepwise: {e}");
             return 1;
         }
     };
-    let ws = Workspace::new(s.host.root().to_path_buf(), Session::default(), None);
     if opts.plan_first || s.cfg.mode == crate::plan::Mode::Plan {
         return exit_code(plan_first::run(&ws, &s, &task, &input).await.reason);
     }
@@ -223,7 +187,7 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
 /// `stepwise chat`; returns the exit code.
 pub async fn chat(opts: Options) -> i32 {
     let input = Input::stdin();
-    let mut s = match setup(&opts, &input).await {
+    let (ws, mut s) = match setup(&opts, &input, true).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("stepwise: {e}");
@@ -232,8 +196,6 @@ pub async fn chat(opts: Options) -> i32 {
     };
     let tty = std::io::stdin().is_terminal();
     let prompt = "\x1b[36mstepwise >> \x1b[0m";
-    let ws = Workspace::new(s.host.root().to_path_buf(), Session::default(), None);
-    ws.enable_checkpoints(None);
     loop {
         // Listening before the prompt shows, so a Ctrl-C right after it is not missed; made anew each
         // time, so one that cancelled the task before does not count here.

@@ -33,7 +33,7 @@ impl EventSink for EditorEvents {
             Event::AssistantText { text } => {
                 Outgoing::AssistantText(ext::value(ext::AssistantText { workspace: ws, run_id: run, text }))
             }
-            Event::ToolStarted { id, name, input, step } => Outgoing::ToolCall(ext::value(ext::ToolCall {
+            Event::ToolStarted { id, name, input, step, .. } => Outgoing::ToolCall(ext::value(ext::ToolCall {
                 workspace: ws,
                 run_id: run,
                 id,

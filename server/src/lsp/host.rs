@@ -19,6 +19,7 @@ use super::notify::Outgoing;
 use super::positions::range_of;
 use super::shared::Shared;
 use super::texts::{AgentEdit, Text};
+use crate::config::Overrides;
 use crate::host::disk::{io_error, read_disk, write_disk};
 use crate::host::{splice, Approval, ApprovalMode, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::locks;
@@ -37,6 +38,19 @@ pub struct EditorHost {
 }
 
 impl EditorHost {
+    /// The host of a run in `folder` with the folder's settings: its approval, how long the editor may
+    /// take to answer a request and the user a question.
+    pub fn for_run(shared: &Arc<Shared>, folder: &Arc<Folder>, run_id: String, settings: &Overrides) -> EditorHost {
+        EditorHost {
+            shared: shared.clone(),
+            folder: folder.clone(),
+            run_id,
+            approval: settings.approval.unwrap_or(ApprovalMode::Ask),
+            request_timeout: Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1)),
+            approval_timeout: Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1)),
+        }
+    }
+
     /// What the agent should see: the editor's text (texts/ rule 1), else the disk.
     async fn current_text(&self, path: &ResolvedPath) -> Result<Text, String> {
         match self.shared.texts.read(&path.abs) {

@@ -1,6 +1,7 @@
 //! The LSP sidecar: one agent session per workspace folder, its plan shown in the editor.
 //! Custom methods are documented in docs/protocol.md.
 
+mod asker;
 mod caps;
 mod commands;
 mod events;
@@ -8,7 +9,6 @@ pub mod ext;
 mod folder;
 mod frames;
 mod host;
-mod mcp;
 mod notify;
 mod positions;
 mod progress;

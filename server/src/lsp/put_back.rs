@@ -29,13 +29,12 @@ pub async fn put_back(
 ) -> Result<(Vec<PathBuf>, Vec<(PathBuf, String)>), String> {
     let in_editor = in_editor(shared, folder);
     let settings = shared.settings_for(folder);
+    let run_id = if plan.checkpoint.is_empty() { "undo".into() } else { format!("rewind-{}", plan.checkpoint) };
+    // Putting files back asks nothing: it writes only what the checkpoint holds.
     let host = EditorHost {
-        shared: shared.clone(),
-        folder: folder.clone(),
-        run_id: if plan.checkpoint.is_empty() { "undo".into() } else { format!("rewind-{}", plan.checkpoint) },
         approval: ApprovalMode::Deny,
-        request_timeout: Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1)),
         approval_timeout: Duration::from_secs(1),
+        ..EditorHost::for_run(shared, folder, run_id, &settings)
     };
     let tool = if plan.checkpoint.is_empty() { "undo" } else { "rewind" };
     let ctx = EditContext { tool, step: Some(why.to_string()), call_id: String::new() };

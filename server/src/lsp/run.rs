@@ -6,6 +6,7 @@ use std::time::Duration;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgressBegin};
 
+use super::asker::FolderAsker;
 use super::events::EditorEvents;
 use super::ext;
 use super::folder::Folder;
@@ -14,11 +15,9 @@ use super::notify::Outgoing;
 use super::progress::Progress;
 use super::shared::Shared;
 use crate::agent::FinishReason;
-use crate::config::{self, Env};
-use crate::host::ApprovalMode;
 use crate::locks;
 use crate::plan::Mode;
-use crate::workspace::{guarded, RunTicket};
+use crate::workspace::{guarded, Prepared, RunRequest, RunTicket};
 
 /// What a run does: a prompt for the agent (in the mode asked for, else the settings'), or compacting
 /// the conversation on demand.
@@ -68,28 +67,22 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     n.send(Outgoing::Status(ext::value(ext::Status::new(&folder.uri, &run_id, ext::RunState::Running))));
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
-    let env = Env::for_workspace(&folder.root);
     drop(shared.config_pending.read().await);
     let settings = shared.settings_for(&folder);
-    let (reason, error, kind) = match config::agent_and_model(&env, &settings).await {
+    let req = RunRequest {
+        overrides: settings.clone(),
+        mode: match job {
+            Job::Prompt(_, mode) => mode,
+            Job::Compact => None,
+        },
+        compaction: matches!(job, Job::Compact),
+        ..Default::default()
+    };
+    let asker = FolderAsker { shared: shared.clone(), uri: folder.uri.clone() };
+    let (reason, error, kind) = match folder.ws.prepare_run(req, &asker).await {
         Err(msg) => (FinishReason::Error, Some(msg), Some(ext::ErrorKind::Setup)),
-        Ok((mut cfg, llm)) => {
-            // `approval: deny` promises that no shell command runs; a sandboxed one would run unasked.
-            if settings.approval == Some(ApprovalMode::Deny) {
-                cfg.sandbox.mode = crate::host::SandboxMode::Off;
-            }
-            if let Some(warning) = folder.ws.sandbox().unavailable_once(cfg.sandbox) {
-                n.send(Outgoing::Message(MessageType::WARNING, format!("stepwise: {warning}")));
-            }
-            cfg.mcp.set = Some(super::mcp::get(&shared, &folder, &settings, cfg.mcp.timeout));
-            let host = EditorHost {
-                shared: shared.clone(),
-                folder: folder.clone(),
-                run_id: run_id.clone(),
-                approval: settings.approval.unwrap_or(ApprovalMode::Ask),
-                request_timeout: Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1)),
-                approval_timeout: Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1)),
-            };
+        Ok(Prepared { cfg, llm }) => {
+            let host = EditorHost::for_run(&shared, &folder, run_id.clone(), &settings);
             let events = EditorEvents {
                 shared: shared.clone(),
                 notifier: n.clone(),
@@ -98,9 +91,6 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
                 progress: progress.clone(),
             };
             locks::write(&folder.view).marks.clear();
-            if let Job::Prompt(_, Some(mode)) = job {
-                cfg.mode = mode;
-            }
             let outcome = match job {
                 Job::Prompt(..) => folder.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
                 Job::Compact => folder.ws.compact(&ticket, &llm, &events).await,

@@ -14,11 +14,10 @@ use super::caps::Caps;
 use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
 use super::texts::{normalize, Texts};
-use crate::agent::Session;
 use crate::config::Overrides;
 use crate::locks;
 use crate::store as state;
-use crate::workspace::Workspace;
+use crate::workspace::{Unreadable, Workspace};
 
 pub struct Shared {
     pub client: Client,
@@ -144,23 +143,17 @@ impl Shared {
             }
         };
         let file = self.state_dir().map(|d| state::file_for(d, &root));
-        let session = match file.as_deref().map(state::load) {
-            Some(state::Loaded::Restored(s)) => s,
-            Some(state::Loaded::Corrupt { moved_to, error }) => {
-                let where_ = moved_to
-                    .map(|p| format!("it was moved to {}", p.display()))
-                    .unwrap_or_else(|| "it could not be moved aside".into());
-                self.tell(Outgoing::Message(
-                    MessageType::WARNING,
-                    format!("stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.", root.display()),
-                ));
-                Session::default()
-            }
-            _ => Session::default(),
-        };
-        let checkpoints = file.as_ref().map(|f| f.with_extension("checkpoints"));
-        let folder = Arc::new(Folder::new(key.clone(), Workspace::new(root, session, file)));
-        folder.ws.enable_checkpoints(checkpoints.as_deref());
+        let (ws, unreadable) = Workspace::open(root, file, true);
+        if let Some(Unreadable { error, moved_to }) = unreadable {
+            let where_ = moved_to
+                .map(|p| format!("it was moved to {}", p.display()))
+                .unwrap_or_else(|| "it could not be moved aside".into());
+            self.tell(Outgoing::Message(
+                MessageType::WARNING,
+                format!("stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.", ws.root().display()),
+            ));
+        }
+        let folder = Arc::new(Folder::new(key.clone(), ws));
         self.folders.insert(key.clone(), folder.clone());
         let mut order = locks::write(&self.order);
         if !order.contains(&key) {

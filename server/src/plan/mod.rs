@@ -72,13 +72,6 @@ impl PlanningStyle {
             _ => None,
         }
     }
-
-    pub fn is_planning_tool(self, name: &str) -> bool {
-        match self {
-            PlanningStyle::Todo => name == "todo",
-            PlanningStyle::Tasks => name == "create_todos" || name == "update_todo",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,32 +1,24 @@
 //! The `bash` tool: in the sandbox without a question where it can start (`host/sandbox.rs`), else
-//! asked for as before; a command the sandbox stopped runs again outside it only with the user's leave.
+//! asked for as before (`gate.rs` decides which); a command the sandbox stopped runs again outside it
+//! only with the user's leave.
 
 use crate::host::sandbox::{self, Escalation};
-use crate::host::{is_dangerous, Ask, Host, SandboxMode};
+use crate::host::{Ask, Host};
 
-use super::{files, ToolContext, ToolOutput};
+use super::gate::{self, Gate};
+use super::{ToolContext, ToolOutput};
 
-pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str) -> Result<ToolOutput, String> {
-    if let Some(why) = is_dangerous(command) {
-        // The first line is the seed's text (editors and suites match it); the reason follows.
-        return Err(format!("Dangerous command blocked\n{why}"));
-    }
-    // Wanted but unable to start (said once, in the status and `stepwise doctor`): ask per command, as
-    // with the sandbox off, never run unconfined unasked; in read-only (plan mode) not at all, as no
-    // answer can make an unconfined command write nothing.
-    let policy = match cx.sandbox.policy(cx.host.root(), cx.sandbox_settings) {
-        Ok(p) => p,
-        Err(why) if cx.sandbox_settings.mode == SandboxMode::ReadOnly => {
-            return Err(format!("read-only: the sandbox cannot start here ({why}), and commands run only inside it"));
+pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: Gate<'_>) -> Result<ToolOutput, String> {
+    let policy = match gate {
+        Gate::Confined(policy) => policy,
+        Gate::Ask(_) => {
+            gate::clear(cx, &gate).await?;
+            let out = cx.host.run_command(command, cx.bash_timeout, None).await?;
+            return Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None });
         }
-        Err(_) => None,
-    };
-    let Some(policy) = policy else {
-        if !files::approve(cx, &Ask::Command(command)).await {
-            return Err("Command denied by the user".into());
-        }
-        let out = cx.host.run_command(command, cx.bash_timeout, None).await?;
-        return Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None });
+        Gate::Refused(out) => return Ok(out),
+        // Never unconfined without a question.
+        Gate::Open => return Err("internal error: a shell command without a gate".into()),
     };
     let out = cx.host.run_command(command, cx.bash_timeout, Some(&policy)).await?;
     if sandbox::stopped(&out.text, out.is_error).is_none() {
@@ -35,7 +27,7 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str) -> Resu
     // Read-only (plan mode) never writes, whatever the user would answer.
     let outcome = if !policy.write {
         Escalation::NotOffered
-    } else if files::approve(cx, &Ask::Unsandboxed(command)).await {
+    } else if gate::approve(cx, &Ask::Unsandboxed(command)).await {
         Escalation::Approved
     } else {
         Escalation::Declined

@@ -22,6 +22,21 @@ pub enum Kind {
     Other,
 }
 
+/// What runs a call: `tools.rs` dispatches on it, and views that show a call's arguments read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    Shell,
+    ReadFile,
+    WriteFile,
+    EditFile,
+    /// The `todo` style's one tool: the whole list, rewritten.
+    Todo,
+    CreateTodos,
+    UpdateTodo,
+    /// A tool of an MCP server.
+    Mcp,
+}
+
 /// When a call asks the user before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asks {
@@ -39,6 +54,7 @@ pub struct Tool {
     /// The verb a view shows before the call's summary (`Run ls`, `Edit a.rs`).
     pub title: &'static str,
     pub kind: Kind,
+    pub handler: Handler,
     /// Changes no file and runs nothing: offered in plan mode.
     pub read_only: bool,
     pub asks: Asks,
@@ -48,96 +64,110 @@ pub struct Tool {
     schema: fn() -> Value,
 }
 
+pub const BASH: Tool = Tool {
+    name: "bash",
+    title: "Run",
+    kind: Kind::Execute,
+    handler: Handler::Shell,
+    read_only: false,
+    asks: Asks::Always,
+    style: None,
+    description: "Run a shell command.",
+    schema: || json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+};
+
+pub const READ_FILE: Tool = Tool {
+    name: "read_file",
+    title: "Read",
+    kind: Kind::Read,
+    handler: Handler::ReadFile,
+    read_only: true,
+    asks: Asks::Never,
+    style: None,
+    description: "Read file contents.",
+    schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
+};
+
+pub const WRITE_FILE: Tool = Tool {
+    name: "write_file",
+    title: "Write",
+    kind: Kind::Edit,
+    handler: Handler::WriteFile,
+    read_only: false,
+    asks: Asks::ProtectedPath,
+    style: None,
+    description: "Write content to file.",
+    schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+};
+
+pub const EDIT_FILE: Tool = Tool {
+    name: "edit_file",
+    title: "Edit",
+    kind: Kind::Edit,
+    handler: Handler::EditFile,
+    read_only: false,
+    asks: Asks::ProtectedPath,
+    style: None,
+    description: "Replace exact text in file.",
+    schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
+};
+
+pub const TODO: Tool = Tool {
+    name: "todo",
+    title: "Update plan",
+    kind: Kind::Think,
+    handler: Handler::Todo,
+    read_only: true,
+    asks: Asks::Never,
+    style: Some(PlanningStyle::Todo),
+    description: "Update task list. Track progress on multi-step tasks.",
+    schema: || {
+        json!({"type": "object", "properties": {"items": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "text": {"type": "string"},
+                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                "activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}
+            },
+            "required": ["id", "text", "status"]}}}, "required": ["items"]})
+    },
+};
+
+pub const CREATE_TODOS: Tool = Tool {
+    name: "create_todos",
+    title: "Update plan",
+    kind: Kind::Think,
+    handler: Handler::CreateTodos,
+    read_only: true,
+    asks: Asks::Never,
+    style: Some(PlanningStyle::Tasks),
+    description:
+        "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
+    schema: || json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
+};
+
+pub const UPDATE_TODO: Tool = Tool {
+    name: "update_todo",
+    title: "Update plan",
+    kind: Kind::Think,
+    handler: Handler::UpdateTodo,
+    read_only: true,
+    asks: Asks::Never,
+    style: Some(PlanningStyle::Tasks),
+    description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
+    schema: || json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
+};
+
 /// The built-in tools, in the order the model is offered them.
-pub const BUILTIN: [Tool; 7] = [
-    Tool {
-        name: "bash",
-        title: "Run",
-        kind: Kind::Execute,
-        read_only: false,
-        asks: Asks::Always,
-        style: None,
-        description: "Run a shell command.",
-        schema: || json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
-    },
-    Tool {
-        name: "read_file",
-        title: "Read",
-        kind: Kind::Read,
-        read_only: true,
-        asks: Asks::Never,
-        style: None,
-        description: "Read file contents.",
-        schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
-    },
-    Tool {
-        name: "write_file",
-        title: "Write",
-        kind: Kind::Edit,
-        read_only: false,
-        asks: Asks::ProtectedPath,
-        style: None,
-        description: "Write content to file.",
-        schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
-    },
-    Tool {
-        name: "edit_file",
-        title: "Edit",
-        kind: Kind::Edit,
-        read_only: false,
-        asks: Asks::ProtectedPath,
-        style: None,
-        description: "Replace exact text in file.",
-        schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
-    },
-    Tool {
-        name: "todo",
-        title: "Update plan",
-        kind: Kind::Think,
-        read_only: true,
-        asks: Asks::Never,
-        style: Some(PlanningStyle::Todo),
-        description: "Update task list. Track progress on multi-step tasks.",
-        schema: || {
-            json!({"type": "object", "properties": {"items": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "text": {"type": "string"},
-                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                    "activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}
-                },
-                "required": ["id", "text", "status"]}}}, "required": ["items"]})
-        },
-    },
-    Tool {
-        name: "create_todos",
-        title: "Update plan",
-        kind: Kind::Think,
-        read_only: true,
-        asks: Asks::Never,
-        style: Some(PlanningStyle::Tasks),
-        description:
-            "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
-        schema: || json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
-    },
-    Tool {
-        name: "update_todo",
-        title: "Update plan",
-        kind: Kind::Think,
-        read_only: true,
-        asks: Asks::Never,
-        style: Some(PlanningStyle::Tasks),
-        description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
-        schema: || json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
-    },
-];
+pub const BUILTIN: [Tool; 7] = [BASH, READ_FILE, WRITE_FILE, EDIT_FILE, TODO, CREATE_TODOS, UPDATE_TODO];
 
 /// An MCP tool as the catalog describes it: the server's code runs, with the model's arguments.
 const MCP: Tool = Tool {
     name: "mcp",
     title: "",
     kind: Kind::Other,
+    handler: Handler::Mcp,
     read_only: false,
     asks: Asks::Always,
     style: None,
@@ -163,6 +193,11 @@ pub fn title(name: &str) -> &str {
 
 pub fn is_planning(name: &str) -> bool {
     find(name).is_some_and(|t| t.kind == Kind::Think)
+}
+
+/// A planning tool of `style` (a run in the other style does not know it).
+pub fn is_planning_in(name: &str, style: PlanningStyle) -> bool {
+    find(name).is_some_and(|t| t.kind == Kind::Think && t.style.is_none_or(|s| s == style))
 }
 
 /// Whether a read-only OS sandbox can run shell commands here: plan mode offers `bash` only then. The
@@ -291,6 +326,9 @@ mod tests {
         assert_eq!(find("write_file").map(|t| t.asks), Some(Asks::ProtectedPath));
         assert_eq!(find("mcp__a__b").map(|t| (t.kind, t.asks)), Some((Kind::Other, Asks::Always)));
         assert!(is_planning("create_todos") && !is_planning("read_file"));
+        assert!(is_planning_in("todo", PlanningStyle::Todo) && !is_planning_in("todo", PlanningStyle::Tasks));
+        assert!(is_planning_in("update_todo", PlanningStyle::Tasks) && !is_planning_in("bash", PlanningStyle::Tasks));
+        assert_eq!(find("edit_file").map(|t| t.handler), Some(Handler::EditFile));
         assert!(find("nope").is_none());
     }
 }

@@ -1,8 +1,11 @@
 //! `write_file` and `edit_file`, once for every host: the engine reads the current text through the
-//! host, computes the change, asks for protected paths, and hands the change to the host to apply.
+//! host, computes the change, asks for protected paths (`gate.rs`), and hands the change to the host to
+//! apply.
 
-use crate::host::{find_first, not_found, protected, Ask, EditContext, FileChange, Host, ResolvedPath};
+use crate::host::{find_first, not_found, EditContext, FileChange, Host, ResolvedPath};
 
+use super::catalog::{EDIT_FILE, WRITE_FILE};
+use super::gate::{self, Gate};
 use super::ToolContext;
 
 /// The file's text, or `None` when there is no such file yet.
@@ -21,45 +24,27 @@ fn context<H: Host>(cx: &ToolContext<'_, H>, tool: &'static str) -> EditContext 
 
 pub(super) async fn write<H: Host>(
     cx: &ToolContext<'_, H>,
+    gate: &Gate<'_>,
     path: &ResolvedPath,
     content: &str,
 ) -> Result<FileChange, String> {
-    approve_write(cx, path).await?;
+    gate::clear(cx, gate).await?;
     let change = FileChange::whole(path, existing(cx.host, path).await?, content);
-    cx.host.apply_change(path, &change, &context(cx, "write_file")).await?;
+    cx.host.apply_change(path, &change, &context(cx, WRITE_FILE.name)).await?;
     Ok(change)
 }
 
 pub(super) async fn edit<H: Host>(
     cx: &ToolContext<'_, H>,
+    gate: &Gate<'_>,
     path: &ResolvedPath,
     old: &str,
     new: &str,
 ) -> Result<FileChange, String> {
-    approve_write(cx, path).await?;
+    gate::clear(cx, gate).await?;
     let text = cx.host.read_file(path).await?;
     let range = find_first(&text, old).ok_or_else(|| not_found(path))?;
     let change = FileChange::splice(path, text, range, new);
-    cx.host.apply_change(path, &change, &context(cx, "edit_file")).await?;
+    cx.host.apply_change(path, &change, &context(cx, EDIT_FILE.name)).await?;
     Ok(change)
-}
-
-/// Asks the user unless this session already allowed this kind of thing; remembers "for the session".
-pub(super) async fn approve<H: Host>(cx: &ToolContext<'_, H>, ask: &Ask<'_>) -> bool {
-    if cx.approvals.covers(ask) {
-        return true;
-    }
-    let answer = cx.host.approve(ask, cx.call_id).await;
-    cx.approvals.record(ask, answer);
-    answer.allowed()
-}
-
-/// Writes to files that can run code or redirect credentials need the same approval as commands.
-async fn approve_write<H: Host>(cx: &ToolContext<'_, H>, path: &ResolvedPath) -> Result<(), String> {
-    let rel = path.abs.strip_prefix(cx.host.root()).unwrap_or(&path.abs);
-    let Some(why) = protected(rel) else { return Ok(()) };
-    match approve(cx, &Ask::Write { path: &path.given, why }).await {
-        true => Ok(()),
-        false => Err(format!("Write to {} denied by the user ({why})", path.given)),
-    }
 }

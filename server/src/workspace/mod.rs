@@ -8,6 +8,7 @@
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
 mod checkpoints;
+mod open;
 mod plan_first;
 mod review;
 mod run;
@@ -26,6 +27,7 @@ use crate::session::Session;
 use crate::steering::Inbox;
 use crate::store::Saver;
 
+pub use open::{Asker, Prepared, RunRequest, Trust, Unopened, Unreadable};
 pub use review::undo_plan;
 pub use run::{guarded, RunTicket};
 
@@ -51,9 +53,8 @@ pub struct Workspace {
     checkpoints: std::sync::OnceLock<std::sync::Mutex<crate::checkpoint::Checkpoints>>,
     /// The store's note of the user's saves, reachable without its lock.
     user_saves: std::sync::OnceLock<crate::checkpoint::UserSaves>,
-    /// Started by the adapter at the first run (it knows the settings and how to ask about trust);
-    /// they stop when the workspace goes.
-    mcp: std::sync::OnceLock<Arc<crate::mcp::McpSet>>,
+    /// Started at the first run's preparation (`open.rs`); they stop when the workspace goes.
+    mcp: tokio::sync::OnceCell<Arc<crate::mcp::McpSet>>,
     /// Plan first: the task whose plan waits for the user's approval (`plan_first.rs`).
     awaiting: std::sync::Mutex<Option<String>>,
 }
@@ -84,7 +85,7 @@ impl Workspace {
             saver,
             checkpoints: std::sync::OnceLock::new(),
             user_saves: std::sync::OnceLock::new(),
-            mcp: std::sync::OnceLock::new(),
+            mcp: tokio::sync::OnceCell::new(),
             awaiting: std::sync::Mutex::new(None),
             root,
         })
@@ -111,11 +112,6 @@ impl Workspace {
     /// Wakes on every plan change, the model's and the user's.
     pub fn subscribe_plan(&self) -> watch::Receiver<PlanState> {
         self.plan.subscribe()
-    }
-
-    /// The session's MCP servers, started by `start` the first time they are asked for.
-    pub fn mcp(&self, start: impl FnOnce() -> Arc<crate::mcp::McpSet>) -> Arc<crate::mcp::McpSet> {
-        self.mcp.get_or_init(start).clone()
     }
 
     pub fn approvals(&self) -> &Approvals {

@@ -102,7 +102,9 @@ impl Workspace {
         events: &E,
         cfg: &AgentConfig,
     ) -> RunOutcome {
-        // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guarded`).
+        // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guarded`). Not
+        // `cfg(test)`: lsp_honesty and acp_errors drive the debug `stepwise` binary, built without it. The
+        // release binary, the one that ships, has no such prompt.
         #[cfg(debug_assertions)]
         if prompt == "__stepwise_test_panic__" {
             panic!("test panic requested");
