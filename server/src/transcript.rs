@@ -24,7 +24,7 @@ pub struct Origin {
     pub checkpoint: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Kind {
     User,
@@ -35,7 +35,7 @@ pub enum Kind {
     PlanEdit,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
     pub kind: Kind,
@@ -47,7 +47,7 @@ pub struct Entry {
     pub tool: Option<ToolEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolEntry {
     pub id: String,

@@ -113,7 +113,7 @@ pub struct Meta {
 }
 
 /// A checkpoint as `stepwise.checkpoints` lists it (serialises to the contract's shape).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Info {
     pub id: String,
@@ -128,7 +128,8 @@ pub struct Info {
     pub files: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Restore {
     #[default]
     Both,

@@ -59,8 +59,7 @@ fn start(shared: &Arc<Shared>, folder: &Folder, settings: &Overrides, timeout: c
         let (ready, shared, uri) = (set.when_ready(), shared.clone(), folder.uri.clone());
         tokio::spawn(async move {
             if let Some(tools) = ready.await {
-                let servers = ext::Mcp { workspace: &uri, servers: &tools.servers };
-                shared.notifier.send(Outgoing::Mcp(ext::value(servers)));
+                shared.notifier.send(Outgoing::Mcp(ext::Mcp::of(&uri, &tools.servers)));
             }
         });
     }

@@ -184,7 +184,7 @@ impl LanguageServer for Backend {
             title.push_str(&format!(" · {hunks} {} to review", if hunks == 1 { "hunk" } else { "hunks" }));
         }
         let view = locks::read(&folder.view);
-        let args = Some(vec![json!({"workspace": folder.uri})]);
+        let args = Some(vec![json!(super::ext::WorkspaceArgs { workspace: Some(folder.uri.clone()) })]);
         let lens = |line: u32, title: String| CodeLens {
             range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
             command: Some(Command { title, command: "stepwise.plan".into(), arguments: args.clone() }),
