@@ -26,6 +26,7 @@ pub struct Origin {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "EntryKind")]
 pub enum Kind {
     User,
     Assistant,

@@ -115,6 +115,7 @@ pub struct Meta {
 /// A checkpoint as `stepwise.checkpoints` lists it (serialises to the contract's shape).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "CheckpointInfo")]
 pub struct Info {
     pub id: String,
     pub run_id: String,

@@ -18,6 +18,7 @@ pub const MAX_ITEMS: usize = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "PlanStatus")]
 pub enum Status {
     Pending,
     InProgress,

@@ -8,6 +8,7 @@ use crate::session::FinishReason;
 
 /// `stepwise/plan` (also the answer to `stepwise.plan`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "PlanParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub workspace: String,
@@ -35,6 +36,7 @@ impl Plan {
 
 /// `stepwise/reminder`: the model was nagged to update its plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ReminderParams")]
 pub struct Reminder {
     pub workspace: String,
     pub text: String,
@@ -62,6 +64,7 @@ pub enum ErrorKind {
 
 /// `stepwise/status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "StatusParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     pub workspace: String,
@@ -100,6 +103,7 @@ impl Status {
 
 /// `stepwise/assistantText`: a piece of the model's text as it streams.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "AssistantTextParams")]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantText {
     pub workspace: String,
@@ -117,6 +121,7 @@ pub enum Phase {
 /// `stepwise/toolCall`: around every tool call. `step` is the plan step in progress when it ran (the
 /// edits it makes carry the same step in their label).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ToolCallParams")]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
     pub workspace: String,
@@ -135,6 +140,7 @@ pub struct ToolCall {
 
 /// `stepwise/usage`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "UsageParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub workspace: String,
@@ -153,6 +159,7 @@ pub struct Usage {
 
 /// `stepwise/compacted`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "CompactedParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Compacted {
     pub workspace: String,
@@ -165,6 +172,7 @@ pub struct Compacted {
 
 /// `stepwise/checkpoint`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "CheckpointParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Checkpoint {
     pub workspace: String,
@@ -177,6 +185,7 @@ pub struct Checkpoint {
 
 /// `stepwise/mcp`: how the folder's MCP servers started (failed ones with why).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "McpParams")]
 pub struct Mcp {
     pub workspace: String,
     pub servers: Vec<McpServer>,
@@ -214,6 +223,7 @@ impl Mcp {
 
 /// `stepwise/review`: the files with unreviewed changes and how many unreviewed hunks each has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ReviewParams")]
 pub struct Review {
     pub workspace: String,
     pub pending: Vec<Pending>,
