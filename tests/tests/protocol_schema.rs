@@ -80,12 +80,9 @@ fn the_typescript_of_a_schema_reads_as_written() {
         }
     });
     let ts = typescript(&s);
-    assert!(
-        ts.contains("/** A note. */\nexport interface N {\n  a: string;\n  b?: number | null;\n  c: E[];\n}"),
-        "{ts}"
-    );
+    assert!(ts.contains("/** A note. */\nexport interface N {\n  a: string;\n  b?: number;\n  c: E[];\n}"), "{ts}");
     assert!(ts.contains("export type E = 'one' | 'two';"), "{ts}");
-    assert!(ts.contains("export interface A {\n  m?: E | null;\n}"), "{ts}");
+    assert!(ts.contains("export interface A {\n  m?: E;\n}"), "{ts}");
     assert!(ts.contains("  'x/n': N;"), "{ts}");
     assert!(ts.contains("  'x.c': { arguments: A; result: null };"), "{ts}");
 }
@@ -158,12 +155,36 @@ fn object(v: &Value, indent: &str) -> String {
     let mut out = String::from("{\n");
     for (name, p) in v["properties"].as_object().into_iter().flatten() {
         doc(&mut out, p, &inner);
-        let optional = if required.contains(&name.as_str()) { "" } else { "?" };
-        let _ = writeln!(out, "{inner}{name}{optional}: {};", ty(p, &inner));
+        // An optional field is left out when absent (the server never sends it as null; nor need an editor).
+        let (optional, p) = match required.contains(&name.as_str()) {
+            true => ("", p.clone()),
+            false => ("?", without_null(p)),
+        };
+        let _ = writeln!(out, "{inner}{name}{optional}: {};", ty(&p, &inner));
     }
     out.push_str(indent);
     out.push('}');
     out
+}
+
+/// `v` without its `null` alternative (`["string", "null"]`, `anyOf: [X, {"type": "null"}]`).
+fn without_null(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(Value::Array(types)) = v.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            v["type"] = types[0].clone();
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alts)) = v.get_mut(key) {
+            alts.retain(|a| a.get("type").and_then(Value::as_str) != Some("null"));
+            if alts.len() == 1 {
+                return alts[0].clone();
+            }
+        }
+    }
+    v
 }
 
 fn ty(v: &Value, indent: &str) -> String {

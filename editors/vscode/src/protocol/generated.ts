@@ -4,10 +4,10 @@
 
 /** `stepwise.approvePlan`. */
 export interface ApprovePlanArgs {
-  workspace?: string | null;
-  baseRevision?: number | null;
+  workspace?: string;
+  baseRevision?: number;
   /** Start from the task and the approved plan only. */
-  clearContext?: boolean | null;
+  clearContext?: boolean;
 }
 
 /** `stepwise/assistantText`: a piece of the model's text as it streams. */
@@ -32,9 +32,9 @@ export interface Changes {
 
 /** `stepwise.changes`: which run (default: the latest that changed files), or since which checkpoint. */
 export interface ChangesArgs {
-  workspace?: string | null;
-  runId?: string | null;
-  checkpoint?: string | null;
+  workspace?: string;
+  runId?: string;
+  checkpoint?: string;
 }
 
 /** A checkpoint as `stepwise.checkpoints` lists it (serialises to the contract's shape). */
@@ -43,7 +43,7 @@ export interface CheckpointInfo {
   runId: string;
   round: number;
   prompt: string;
-  step?: string | null;
+  step?: string;
   /** UTC, RFC 3339. */
   time: string;
   /** Every path changed after the checkpoint (what a rewind to it puts back), relative, sorted. */
@@ -56,12 +56,12 @@ export interface CheckpointParams {
   id: string;
   runId: string;
   round: number;
-  step?: string | null;
+  step?: string;
 }
 
 /** `stepwise.commentPlan`: comments, each about an item (`id`) or the whole plan. */
 export interface CommentPlanArgs {
-  workspace?: string | null;
+  workspace?: string;
   comments: PlanComment[];
 }
 
@@ -71,7 +71,7 @@ export interface CompactedParams {
   runId: string;
   tokensBefore: number;
   tokensAfter: number;
-  summaryError?: string | null;
+  summaryError?: string;
 }
 
 /** `stepwise.conversation`: the saved conversation as a view shows it, oldest first. */
@@ -82,19 +82,19 @@ export interface Conversation {
 
 /** One item as an editor sends it; an item without `id` is new. */
 export interface EditItem {
-  id?: string | null;
+  id?: string;
   text: string;
   status?: string;
-  activeForm?: string | null;
+  activeForm?: string;
 }
 
 /** `stepwise.editPlan`: the whole list, or the same as text in the plan's render form. */
 export interface EditPlanArgs {
-  workspace?: string | null;
-  items?: EditItem[] | null;
-  text?: string | null;
+  workspace?: string;
+  items?: EditItem[];
+  text?: string;
   /** The revision the edit was made on; an older one than the plan's is refused. */
-  baseRevision?: number | null;
+  baseRevision?: number;
 }
 
 /** `stepwise.editPlan`: the plan as the edit left it. */
@@ -110,8 +110,8 @@ export interface Entry {
   kind: EntryKind;
   /** The run the entry belongs to; empty when no checkpoint tells (before the first one kept). */
   runId: string;
-  text?: string | null;
-  tool?: ToolEntry | null;
+  text?: string;
+  tool?: ToolEntry;
 }
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit';
@@ -165,7 +165,7 @@ export interface McpServer {
   state: string;
   /** How many of its tools the model is offered. */
   tools: number;
-  error?: string | null;
+  error?: string;
 }
 
 /** How a run may act. In `Plan` the tools offered change nothing (`tools::catalog` decides which). */
@@ -185,7 +185,7 @@ export type Phase = 'started' | 'finished';
 
 /** One comment on the plan: about one item, or about the whole plan. */
 export interface PlanComment {
-  id?: string | null;
+  id?: string;
   text: string;
 }
 
@@ -193,7 +193,7 @@ export interface PlanItem {
   id: string;
   text: string;
   status: PlanStatus;
-  activeForm?: string | null;
+  activeForm?: string;
 }
 
 /** `stepwise/plan` (also the answer to `stepwise.plan`). */
@@ -222,14 +222,14 @@ export type ReviewAction = 'keep' | 'undo' | 'comment';
 
 /** `stepwise.review`: the file (relative), what to do, which hunks (default: all). */
 export interface ReviewArgs {
-  workspace?: string | null;
+  workspace?: string;
   path: string;
   action: ReviewAction;
-  hunks?: number[] | null;
+  hunks?: number[];
   /** With `comment`: what to tell the agent. */
-  text?: string | null;
-  runId?: string | null;
-  checkpoint?: string | null;
+  text?: string;
+  runId?: string;
+  checkpoint?: string;
 }
 
 /** `stepwise/review`: the files with unreviewed changes and how many unreviewed hunks each has. */
@@ -250,11 +250,11 @@ export interface Reviewed {
 
 /** `stepwise.rewind`. */
 export interface RewindArgs {
-  workspace?: string | null;
+  workspace?: string;
   /** The checkpoint's id. */
   checkpoint: string;
   /** What to put back (default `both`). */
-  restore?: Restore | null;
+  restore?: Restore;
 }
 
 /** `stepwise.rewind`'s answer. */
@@ -274,9 +274,9 @@ export interface Rewound {
 /** `stepwise.run`. */
 export interface RunArgs {
   prompt: string;
-  workspace?: string | null;
+  workspace?: string;
   /** `plan` plans first (`default`: acts, whatever `planFirst` says). */
-  mode?: Mode | null;
+  mode?: Mode;
 }
 
 /** `stepwise.run`, `stepwise.commentPlan`, `stepwise.approvePlan`: the run goes on in the background. */
@@ -302,14 +302,14 @@ export interface StatusParams {
   state: RunState;
   runId: string;
   /** Why the run ended (with `idle`). */
-  reason?: FinishReason | null;
-  message?: string | null;
-  errorKind?: ErrorKind | null;
+  reason?: FinishReason;
+  message?: string;
+  errorKind?: ErrorKind;
 }
 
 /** `stepwise.steer`. */
 export interface SteerArgs {
-  workspace?: string | null;
+  workspace?: string;
   text: string;
 }
 
@@ -325,8 +325,8 @@ export interface ToolCallParams {
   phase: Phase;
   summary: string;
   /** With `finished`: the result, shortened. */
-  output?: string | null;
-  isError?: boolean | null;
+  output?: string;
+  isError?: boolean;
   step: string | null;
 }
 
@@ -359,7 +359,7 @@ export interface UsageParams {
 
 /** Commands that take only the folder (without it: the only folder, or the first). */
 export interface WorkspaceArgs {
-  workspace?: string | null;
+  workspace?: string;
 }
 
 /** Notifications from the server: method to params. */
