@@ -18,7 +18,11 @@ use crate::workspace::Steered;
 
 /// `C`'s result as the answer: typed here, JSON on the wire.
 fn answer<C: ExecuteCommand>(result: C::Result) -> Result<Option<Value>> {
-    serde_json::to_value(result).map(Some).map_err(|e| Error::invalid_params(format!("{}: {e}", C::COMMAND)))
+    serde_json::to_value(result).map(Some).map_err(|e| Error {
+        code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+        message: format!("{}: its result could not be written: {e}", C::COMMAND).into(),
+        data: None,
+    })
 }
 
 /// Runs a command; long work (a run, a compaction) goes to the background and the answer comes at once.
