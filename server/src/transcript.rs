@@ -25,8 +25,9 @@ pub struct Origin {
     pub checkpoint: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "EntryKind")]
 pub enum Kind {
     User,
     Assistant,
@@ -36,7 +37,7 @@ pub enum Kind {
     PlanEdit,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
     pub kind: Kind,
@@ -48,7 +49,7 @@ pub struct Entry {
     pub tool: Option<ToolEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolEntry {
     pub id: String,

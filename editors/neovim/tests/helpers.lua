@@ -410,4 +410,12 @@ function H.spec(tests)
   }
 end
 
+-- ---------------------------------------------------------------------------
+-- everything the server sends the plugin fits docs/protocol.schema.json (tests/schema.lua), checked
+-- after each test
+
+H.schema = require('schema')
+H.schema.install(H.root)
+table.insert(runner.after_test, H.schema.after_test)
+
 return H

@@ -12,6 +12,9 @@ M.out = out
 
 local current ---@type {name: string, deadline: number}?
 
+--- Functions run after every test (and its cleanup); one that errors fails the test.
+M.after_test = {}
+
 --- Milliseconds left for the running test.
 function M.remaining()
   if not current then
@@ -52,6 +55,14 @@ function M.run_file(path, result_file)
       if ok and not ok_clean then
         ok = false
         err = { message = 'cleanup failed: ' .. tostring(clean_err), trace = '' }
+      end
+      -- checks registered by the helpers (what the server sent fits its schema)
+      for _, check in ipairs(M.after_test) do
+        local ok_check, check_err = pcall(check)
+        if ok and not ok_check then
+          ok = false
+          err = { message = tostring(check_err), trace = '' }
+        end
       end
       if ok then
         passed = passed + 1

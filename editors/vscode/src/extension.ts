@@ -10,19 +10,19 @@
 // commands.ts, status.ts, transcript.ts, checkpoints.ts, rounds.ts, roundNodes.ts and conversation.ts.
 import * as vscode from 'vscode';
 
-import { Connection } from './client';
-import { EXTENSION_COMMANDS } from './commands';
-import { ConversationView } from './conversationView';
-import { Core, folderRefs } from './core';
-import { Runs } from './runs';
-import { PlanEditor } from './planEditor';
-import { Review } from './review';
-import { PlanFirst } from './planFirst';
-import { Rewind } from './rewind';
-import { RoundsView } from './roundsView';
-import { needsRestart } from './settings';
-import { Setup } from './setup';
-import { Ui } from './ui';
+import { Connection } from './connection/client';
+import { EXTENSION_COMMANDS } from './model/commands';
+import { ConversationView } from './views/conversationView';
+import { Core, folderRefs } from './setup/core';
+import { Runs } from './commands/runs';
+import { PlanEditor } from './commands/planEditor';
+import { Review } from './commands/review';
+import { PlanFirst } from './commands/planFirst';
+import { Rewind } from './commands/rewind';
+import { RoundsView } from './views/roundsView';
+import { needsRestart } from './setup/settings';
+import { Setup } from './setup/setup';
+import { Ui } from './views/ui';
 
 class Stepwise {
   private readonly core: Core;

@@ -113,8 +113,9 @@ pub struct Meta {
 }
 
 /// A checkpoint as `stepwise.checkpoints` lists it (serialises to the contract's shape).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "CheckpointInfo")]
 pub struct Info {
     pub id: String,
     pub run_id: String,
@@ -128,7 +129,8 @@ pub struct Info {
     pub files: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Restore {
     #[default]
     Both,

@@ -25,7 +25,7 @@ pub enum Scope {
     Since(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeStatus {
     Modified,
@@ -35,7 +35,7 @@ pub enum ChangeStatus {
 
 /// One hunk: a run of changed lines. Lines are 0-based, `end` exclusive; `start..end` in the text now,
 /// `beforeStart..beforeEnd` in `before` (an empty range is where lines were only added or removed).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Hunk {
     pub index: usize,
@@ -49,7 +49,7 @@ pub struct Hunk {
 }
 
 /// A changed file as `stepwise.changes` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FileChanges {
     /// Relative to the workspace, `/`-separated.

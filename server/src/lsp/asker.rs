@@ -50,8 +50,7 @@ impl Asker for FolderAsker {
         let (ready, shared, uri) = (set.when_ready(), self.shared.clone(), self.uri.clone());
         tokio::spawn(async move {
             if let Some(tools) = ready.await {
-                let servers = ext::Mcp { workspace: &uri, servers: &tools.servers };
-                shared.notifier.send(Outgoing::Mcp(ext::value(servers)));
+                shared.notifier.send(Outgoing::Mcp(ext::Mcp::of(&uri, &tools.servers)));
             }
         });
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tower_lsp_server::ls_types::{MessageType, WorkDoneProgressReport};
 
 use super::ext;
-use super::folder::{plan_payload, Folder};
+use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
 use super::progress::Progress;
 use super::shared::Shared;
@@ -26,37 +26,35 @@ pub struct EditorEvents {
 
 impl EventSink for EditorEvents {
     fn emit(&self, event: Event<'_>) {
-        let ws = &self.folder.uri;
-        let run = &self.run_id;
+        let ws = self.folder.uri.clone();
+        let run = self.run_id.clone();
         let out = match event {
             Event::Thinking { .. } => return,
             Event::AssistantText { text } => {
-                Outgoing::AssistantText(ext::value(ext::AssistantText { workspace: ws, run_id: run, text }))
+                Outgoing::AssistantText(ext::AssistantText { workspace: ws, run_id: run, text: text.into() })
             }
-            Event::ToolStarted { id, name, input, step, .. } => Outgoing::ToolCall(ext::value(ext::ToolCall {
+            Event::ToolStarted { id, name, input, step, .. } => Outgoing::ToolCall(ext::ToolCall {
                 workspace: ws,
                 run_id: run,
-                id,
-                name,
+                id: id.into(),
+                name: name.into(),
                 phase: ext::Phase::Started,
                 summary: tools::summary(name, input),
                 output: None,
                 is_error: None,
-                step,
-            })),
-            Event::ToolFinished { id, name, input, output, is_error, step, .. } => {
-                Outgoing::ToolCall(ext::value(ext::ToolCall {
-                    workspace: ws,
-                    run_id: run,
-                    id,
-                    name,
-                    phase: ext::Phase::Finished,
-                    summary: tools::summary(name, input),
-                    output: Some(crate::host::output::truncate_chars(output, SHORT_OUTPUT)),
-                    is_error: Some(is_error),
-                    step,
-                }))
-            }
+                step: step.map(str::to_string),
+            }),
+            Event::ToolFinished { id, name, input, output, is_error, step, .. } => Outgoing::ToolCall(ext::ToolCall {
+                workspace: ws,
+                run_id: run,
+                id: id.into(),
+                name: name.into(),
+                phase: ext::Phase::Finished,
+                summary: tools::summary(name, input),
+                output: Some(crate::host::output::truncate_chars(output, SHORT_OUTPUT).to_string()),
+                is_error: Some(is_error),
+                step: step.map(str::to_string),
+            }),
             Event::PlanChanged { state } => {
                 let plan = &state.plan;
                 let total = plan.items.len();
@@ -74,18 +72,16 @@ impl EventSink for EditorEvents {
             Event::Reminder { text } => {
                 let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
-                Outgoing::Reminder(ext::value(ext::Reminder { workspace: ws, text }))
+                Outgoing::Reminder(ext::Reminder { workspace: ws, text: text.into() })
             }
-            Event::Compacted { tokens_before, tokens_after, error } => {
-                Outgoing::Compacted(ext::value(ext::Compacted {
-                    workspace: ws,
-                    run_id: run,
-                    tokens_before,
-                    tokens_after,
-                    summary_error: error,
-                }))
-            }
-            Event::Usage { round, run: total, context_window } => Outgoing::Usage(ext::value(ext::Usage {
+            Event::Compacted { tokens_before, tokens_after, error } => Outgoing::Compacted(ext::Compacted {
+                workspace: ws,
+                run_id: run,
+                tokens_before,
+                tokens_after,
+                summary_error: error.map(str::to_string),
+            }),
+            Event::Usage { round, run: total, context_window } => Outgoing::Usage(ext::Usage {
                 workspace: ws,
                 run_id: run,
                 input_tokens: round.input_tokens,
@@ -96,14 +92,15 @@ impl EventSink for EditorEvents {
                 cache_write_tokens: round.cache_write_tokens,
                 context_tokens: round.input_tokens,
                 context_window,
-            })),
+            }),
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,
             Event::Checkpoint { id, run_id, round, step } => {
                 // The round before it may have changed files: what is left to review may have changed.
                 let (shared, folder) = (self.shared.clone(), self.folder.clone());
                 tokio::spawn(async move { super::review::refresh(&shared, &folder).await });
-                Outgoing::Checkpoint(ext::value(ext::Checkpoint { workspace: ws, id, run_id, round, step }))
+                let (id, run_id, step) = (id.into(), run_id.into(), step.map(str::to_string));
+                Outgoing::Checkpoint(ext::Checkpoint { workspace: ws, id, run_id, round, step })
             }
         };
         self.notifier.send(out);
@@ -112,7 +109,7 @@ impl EventSink for EditorEvents {
 
 /// A plan change, the model's or the user's: the notification, a log line for plain clients, lenses.
 pub fn announce_plan(notifier: &Notifier, folder: &Folder, state: &PlanState) {
-    notifier.send(Outgoing::Plan(plan_payload(&folder.uri, state)));
+    notifier.send(Outgoing::Plan(ext::Plan::of(&folder.uri, state)));
     notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&folder.name(), &state.plan)));
     notifier.send(Outgoing::RefreshLenses);
 }
@@ -136,7 +133,7 @@ fn one_line(text: &str) -> String {
 pub fn announce_restored(shared: &Arc<Shared>, folders: &[Arc<Folder>]) {
     let mut any = false;
     for f in folders.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
-        shared.notifier.send(Outgoing::Plan(f.plan_json()));
+        shared.notifier.send(Outgoing::Plan(f.plan()));
         any = true;
     }
     if any {

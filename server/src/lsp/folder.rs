@@ -5,12 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use serde_json::Value;
 
 use super::texts::{follow, LineChange};
 use crate::config::Overrides;
 use crate::locks;
-use crate::plan::{Plan, PlanState};
+use crate::plan::Plan;
 use crate::workspace::Workspace;
 
 /// Where this run edited a document, for the edit code lenses.
@@ -62,8 +61,8 @@ impl Folder {
     }
 
     /// The `stepwise/plan` payload (also the `stepwise.plan` command's result).
-    pub fn plan_json(&self) -> Value {
-        plan_payload(&self.uri, &self.ws.plan())
+    pub fn plan(&self) -> super::ext::Plan {
+        super::ext::Plan::of(&self.uri, &self.ws.plan())
     }
 
     /// Moves the edit marks of `path` with changes the user made (`None`: the whole text was replaced, so
@@ -95,10 +94,6 @@ impl Folder {
         });
         moved
     }
-}
-
-pub fn plan_payload(workspace: &str, state: &PlanState) -> Value {
-    super::ext::value(super::ext::Plan::of(workspace, state))
 }
 
 /// The line-0 lens title: progress and the step in hand.

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tower_lsp_server::ls_types::{
     request::ApplyWorkspaceEdit, ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
     DocumentChanges, MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, ResourceOp,
@@ -60,11 +59,7 @@ impl EditorHost {
     }
 
     fn status(&self, state: ext::RunState) {
-        self.shared.notifier.send(Outgoing::Status(ext::value(ext::Status::new(
-            &self.folder.uri,
-            &self.run_id,
-            state,
-        ))));
+        self.shared.notifier.send(Outgoing::Status(ext::Status::new(&self.folder.uri, &self.run_id, state)));
     }
 
     fn label(&self, ctx: &EditContext, path: &ResolvedPath) -> String {
@@ -169,21 +164,16 @@ impl EditorHost {
                 .iter()
                 .filter_map(|u| Some((u.path.clone(), self.uri_for(&u.path)?.as_str().to_string())))
                 .collect();
-            let uris: Vec<&str> = named.iter().map(|(_, u)| u.as_str()).collect();
+            let uris: Vec<String> = named.iter().map(|(_, u)| u.clone()).collect();
             self.shared.notifier.flush().await;
             let answer = tokio::time::timeout(
                 self.request_timeout,
-                self.shared.client.send_request::<SaveDocuments>(json!({ "uris": uris })),
+                self.shared.client.send_request::<SaveDocuments>(ext::SaveDocumentsParams { uris }),
             )
             .await;
             match answer {
                 Ok(Ok(None)) => remaining.clear(),
-                Ok(Ok(Some(v))) => {
-                    let saved: Vec<String> = v
-                        .get("saved")
-                        .and_then(|s| s.as_array())
-                        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_string)).collect())
-                        .unwrap_or_default();
+                Ok(Ok(Some(ext::SavedDocuments { saved }))) => {
                     remaining.retain(|r| !named.iter().any(|(np, u)| *np == r.path && saved.contains(u)));
                 }
                 Ok(Err(e)) => tracing::warn!("stepwise/saveDocuments failed: {}", e.message),

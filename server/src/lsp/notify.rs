@@ -1,6 +1,5 @@
 //! Everything the server tells the editor unprompted goes through one queue, so it arrives in order.
 
-use serde_json::Value;
 use tower_lsp_server::ls_types::{
     LogMessageParams, MessageType, ProgressParams, ProgressParamsValue, ProgressToken, ShowMessageParams,
     WorkDoneProgress,
@@ -8,21 +7,21 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::ext::{
-    AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
+    self, AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
     ReminderNotification, ReviewNotification, StatusNotification, ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {
-    Plan(Value),
-    Reminder(Value),
-    Compacted(Value),
-    Checkpoint(Value),
-    Mcp(Value),
-    Review(Value),
-    Status(Value),
-    AssistantText(Value),
-    ToolCall(Value),
-    Usage(Value),
+    Plan(ext::Plan),
+    Reminder(ext::Reminder),
+    Compacted(ext::Compacted),
+    Checkpoint(ext::Checkpoint),
+    Mcp(ext::Mcp),
+    Review(ext::Review),
+    Status(ext::Status),
+    AssistantText(ext::AssistantText),
+    ToolCall(ext::ToolCall),
+    Usage(ext::Usage),
     Progress(ProgressToken, WorkDoneProgress),
     Message(MessageType, String),
     /// `window/logMessage`: one line for clients without stepwise-specific code (eglot, Helix, Kakoune).
@@ -48,20 +47,17 @@ impl Queue {
         // Text joins the latest waiting text of the same run, unless something of that run (or anything
         // that orders the whole stream) waits after it: runs interleave, and each run's order is kept.
         if let Outgoing::AssistantText(new) = &out {
-            let key = (new.get("workspace"), new.get("runId"));
+            let same = |workspace: &str, run_id: &str| workspace == new.workspace && run_id == new.run_id;
             for item in self.items.iter_mut().rev() {
-                let same = |v: &Value| (v.get("workspace"), v.get("runId")) == key;
                 match item {
-                    Outgoing::AssistantText(last) if same(last) => {
-                        if let (Some(piece), Some(Value::String(text))) =
-                            (new.get("text").and_then(Value::as_str), last.get_mut("text"))
-                        {
-                            text.push_str(piece);
-                            return;
-                        }
-                        break;
+                    Outgoing::AssistantText(last) if same(&last.workspace, &last.run_id) => {
+                        last.text.push_str(&new.text);
+                        return;
                     }
-                    Outgoing::AssistantText(v) | Outgoing::ToolCall(v) | Outgoing::Usage(v) if !same(v) => {}
+                    Outgoing::AssistantText(ext::AssistantText { workspace, run_id, .. })
+                    | Outgoing::ToolCall(ext::ToolCall { workspace, run_id, .. })
+                    | Outgoing::Usage(ext::Usage { workspace, run_id, .. })
+                        if !same(workspace, run_id) => {}
                     _ => break,
                 }
             }
@@ -202,41 +198,59 @@ fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn queue() -> Queue {
         Queue { items: Default::default(), dropped: 0 }
+    }
+
+    fn text(run: &str, text: &str) -> Outgoing {
+        Outgoing::AssistantText(ext::AssistantText { workspace: "w".into(), run_id: run.into(), text: text.into() })
+    }
+
+    fn tool_call(run: &str, n: usize) -> Outgoing {
+        Outgoing::ToolCall(ext::ToolCall {
+            workspace: "w".into(),
+            run_id: run.into(),
+            id: n.to_string(),
+            name: "bash".into(),
+            phase: ext::Phase::Started,
+            summary: String::new(),
+            output: None,
+            is_error: None,
+            step: None,
+        })
     }
 
     #[test]
     fn streamed_text_merges_while_the_editor_is_slow() {
         let mut q = queue();
         for i in 0..100_000 {
-            q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "r", "text": format!("{} ", i % 10)})));
+            q.push(text("r", &format!("{} ", i % 10)));
         }
         assert_eq!(q.items.len(), 1);
         let Some(Outgoing::AssistantText(v)) = q.items.front() else { panic!() };
-        assert_eq!(v["text"].as_str().unwrap().len(), 200_000);
+        assert_eq!(v.text.len(), 200_000);
         // Another run's text is not merged into it, but runs streaming at once each keep one item.
         for _ in 0..3 {
-            q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "other", "text": "x"})));
-            q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "r", "text": "y"})));
+            q.push(text("other", "x"));
+            q.push(text("r", "y"));
         }
         assert_eq!(q.items.len(), 2);
         // A run's tool call keeps its place: text after it is not moved before it.
-        q.push(Outgoing::ToolCall(json!({"workspace": "w", "runId": "r"})));
-        q.push(Outgoing::AssistantText(json!({"workspace": "w", "runId": "r", "text": "after"})));
+        q.push(tool_call("r", 0));
+        q.push(text("r", "after"));
         assert_eq!(q.items.len(), 4);
-        assert!(matches!(&q.items[3], Outgoing::AssistantText(v) if v["text"] == "after"));
+        assert!(matches!(&q.items[3], Outgoing::AssistantText(v) if v.text == "after"));
     }
 
     #[test]
     fn plans_and_statuses_are_never_dropped() {
         let mut q = queue();
+        let state = crate::plan::PlanState::default();
         for i in 0..MAX_QUEUED * 2 {
-            q.push(Outgoing::ToolCall(json!({"n": i})));
-            q.push(Outgoing::Plan(json!({"n": i})));
-            q.push(Outgoing::Status(json!({"n": i})));
+            q.push(tool_call("r", i));
+            q.push(Outgoing::Plan(ext::Plan::of("w", &state)));
+            q.push(Outgoing::Status(ext::Status::new("w", "r", ext::RunState::Running)));
         }
         let plans = q.items.iter().filter(|o| matches!(o, Outgoing::Plan(_))).count();
         let statuses = q.items.iter().filter(|o| matches!(o, Outgoing::Status(_))).count();

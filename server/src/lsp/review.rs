@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tower_lsp_server::ls_types::{CodeLens, Command, Position, Range};
 
-use super::ext::{self, PathReason, Pending, Reviewed};
+use super::ext::{self, PathReason, Pending, ReviewAction, ReviewArgs, Reviewed};
 use super::folder::Folder;
 use super::notify::Outgoing;
 use super::put_back::{in_editor, put_back};
@@ -30,17 +29,17 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Sen
 }
 
 /// `stepwise.conversation`.
-pub async fn conversation(folder: Arc<Folder>) -> Result<Value, String> {
+pub async fn conversation(folder: Arc<Folder>) -> Result<ext::Conversation, String> {
     let f = folder.clone();
     let entries = blocking(move || Ok(f.ws.conversation_entries())).await?;
-    Ok(ext::value(ext::Conversation { workspace: &folder.uri, entries: &entries }))
+    Ok(ext::Conversation { workspace: folder.uri.clone(), entries })
 }
 
 /// `stepwise.changes`.
-pub async fn changes(shared: &Arc<Shared>, folder: Arc<Folder>, scope: Scope) -> Result<Value, String> {
+pub async fn changes(shared: &Arc<Shared>, folder: Arc<Folder>, scope: Scope) -> Result<ext::Changes, String> {
     let (f, current) = (folder.clone(), in_editor(shared, &folder));
     let (run_id, files) = blocking(move || f.ws.changes(&scope, current)).await?;
-    Ok(ext::value(ext::Changes { workspace: &folder.uri, run_id: run_id.as_deref(), files: &files }))
+    Ok(ext::Changes { workspace: folder.uri.clone(), run_id, files })
 }
 
 /// `stepwise.review` `keep`.
@@ -50,11 +49,11 @@ pub async fn keep(
     scope: Scope,
     path: String,
     hunks: Option<Vec<usize>>,
-) -> Result<Value, String> {
+) -> Result<Reviewed, String> {
     let (f, current) = (folder.clone(), in_editor(shared, &folder));
     blocking(move || f.ws.keep(&scope, &path, hunks.as_deref(), current)).await?;
     refresh(shared, &folder).await;
-    Ok(ext::value(Reviewed::default()))
+    Ok(Reviewed::default())
 }
 
 /// `stepwise.review` `undo`: refused while a run goes on.
@@ -64,7 +63,7 @@ pub async fn undo(
     scope: Scope,
     path: String,
     hunks: Option<Vec<usize>>,
-) -> Result<Value, String> {
+) -> Result<Reviewed, String> {
     let slot = folder.ws.rewind_slot()?;
     let current = in_editor(shared, &folder);
     let planned = folder.ws.plan_undo(&slot, &scope, &path, hunks.as_deref(), current)?;
@@ -86,7 +85,7 @@ pub async fn undo(
     }
     drop(slot);
     refresh(shared, &folder).await;
-    Ok(ext::value(out))
+    Ok(out)
 }
 
 /// `stepwise.review` `comment`: the steer that tells the agent, naming the file and the hunks' lines
@@ -147,7 +146,7 @@ pub async fn refresh(shared: &Arc<Shared>, folder: &Arc<Folder>) {
         changed
     };
     if changed {
-        shared.notifier.send(Outgoing::Review(ext::value(ext::Review { workspace: &folder.uri, pending: &pending })));
+        shared.notifier.send(Outgoing::Review(ext::Review { workspace: folder.uri.clone(), pending }));
     }
     shared.notifier.send(Outgoing::RefreshLenses);
 }
@@ -168,21 +167,30 @@ pub fn lenses(folder: &Folder, path: &Path, text: &str) -> Vec<CodeLens> {
     let mut out = Vec::new();
     for h in file.hunks.iter().filter(|h| !h.reviewed) {
         let line = u32::try_from(h.start.min(last)).unwrap_or(u32::MAX);
-        for (title, action) in [("Keep", "keep"), ("Undo", "undo")] {
+        for (title, action) in [("Keep", ReviewAction::Keep), ("Undo", ReviewAction::Undo)] {
             out.push(lens(line, title, folder, &key, action, h));
         }
     }
     out
 }
 
-fn lens(line: u32, title: &str, folder: &Folder, path: &str, action: &str, h: &Hunk) -> CodeLens {
-    let arg = ext::LensReview { workspace: &folder.uri, path, action, hunks: [h.index] };
+fn lens(line: u32, title: &str, folder: &Folder, path: &str, action: ReviewAction, h: &Hunk) -> CodeLens {
+    // `stepwise.review`'s own argument, naming the one hunk.
+    let arg = ReviewArgs {
+        workspace: Some(folder.uri.clone()),
+        path: path.to_string(),
+        action,
+        hunks: Some(vec![h.index]),
+        text: None,
+        run_id: None,
+        checkpoint: None,
+    };
     CodeLens {
         range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
         command: Some(Command {
             title: title.into(),
             command: "stepwise.review".into(),
-            arguments: Some(vec![ext::value(arg)]),
+            arguments: serde_json::to_value(arg).ok().map(|a| vec![a]),
         }),
         data: None,
     }

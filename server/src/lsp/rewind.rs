@@ -5,9 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-
 use super::events::announce_plan;
+use super::ext::{PathReason, Rewound};
 use super::folder::Folder;
 use super::put_back::{in_editor, put_back};
 use super::shared::Shared;
@@ -16,7 +15,7 @@ use crate::locks;
 
 /// Rewinds `folder` to checkpoint `id`; the contract's answer (`files`, `conversation`, `conflicts`),
 /// plus what could not be put back and why.
-pub async fn rewind(shared: &Arc<Shared>, folder: Arc<Folder>, id: &str, restore: Restore) -> Result<Value, String> {
+pub async fn rewind(shared: &Arc<Shared>, folder: Arc<Folder>, id: &str, restore: Restore) -> Result<Rewound, String> {
     let in_editor = in_editor(shared, &folder);
     // Held to the end: a run started meanwhile would find the files put back under it.
     let slot = folder.ws.rewind_slot()?;
@@ -31,14 +30,16 @@ pub async fn rewind(shared: &Arc<Shared>, folder: Arc<Folder>, id: &str, restore
     }
     let paths = |v: &[PathBuf]| v.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
     let why = |v: &[(PathBuf, String)]| {
-        v.iter().map(|(p, why)| json!({"path": p.to_string_lossy(), "reason": why})).collect::<Vec<_>>()
+        let reason =
+            |(p, why): &(PathBuf, String)| PathReason { path: p.to_string_lossy().into(), reason: why.clone() };
+        v.iter().map(reason).collect::<Vec<_>>()
     };
     super::review::refresh(shared, &folder).await;
-    Ok(json!({
-        "files": paths(&done),
-        "conversation": plan.session.is_some(),
-        "conflicts": paths(&plan.conflicts),
-        "unrestorable": why(&plan.unrestorable),
-        "failed": why(&failed),
-    }))
+    Ok(Rewound {
+        files: paths(&done),
+        conversation: plan.session.is_some(),
+        conflicts: paths(&plan.conflicts),
+        unrestorable: why(&plan.unrestorable),
+        failed: why(&failed),
+    })
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
@@ -177,7 +177,10 @@ impl LanguageServer for Backend {
             title.push_str(&format!(" · {hunks} {} to review", if hunks == 1 { "hunk" } else { "hunks" }));
         }
         let view = locks::read(&folder.view);
-        let args = Some(vec![json!({"workspace": folder.uri})]);
+        // `stepwise.plan`'s own argument.
+        let args = serde_json::to_value(super::ext::WorkspaceArgs { workspace: Some(folder.uri.clone()) })
+            .ok()
+            .map(|a| vec![a]);
         let lens = |line: u32, title: String| CodeLens {
             range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
             command: Some(Command { title, command: "stepwise.plan".into(), arguments: args.clone() }),

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use super::{EditItem, Plan};
 
 /// Who made the latest change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum By {
     #[default]

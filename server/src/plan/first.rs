@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::Plan;
 
 /// How a run may act. In `Plan` the tools offered change nothing (`tools::catalog` decides which).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     #[default]
@@ -38,7 +38,7 @@ Only read-only tools are available now; nothing you do may change a file or run 
 Read what you need, write the plan with the planning tool (every step pending), then end your turn.";
 
 /// One comment on the plan: about one item, or about the whole plan.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanComment {
     #[serde(default)]
     pub id: Option<String>,

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::{Plan, Status};
 
 /// One item as an editor sends it; an item without `id` is new.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct EditItem {
     #[serde(default)]
     pub id: Option<String>,

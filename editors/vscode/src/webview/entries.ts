@@ -1,7 +1,7 @@
 // Draws one conversation entry: a user turn (with "Rewind to here"), the model's text (markdown, drawn when
 // it comes near the screen, so a long conversation opens fast), a tool call's card (its command or path,
 // the step it served, the output collapsed, an error state, the approval's buttons), or a small note.
-import type { Entry } from '../conversation';
+import type { Entry } from '../model/conversation';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
 

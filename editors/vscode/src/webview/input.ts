@@ -1,6 +1,6 @@
 // The input: a textarea where Enter sends and Shift+Enter starts a new line, Up (on the first line) recalls
 // earlier prompts, `@` offers the folder's files (their path goes in), `/` at the start the slash commands.
-import { SLASH_COMMANDS } from '../conversation';
+import { SLASH_COMMANDS } from '../model/conversation';
 import { el } from './dom';
 
 export interface InputActions {

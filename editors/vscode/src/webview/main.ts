@@ -2,9 +2,9 @@
 // entry at a time) and sends back what the user does. Drawing is incremental: a streamed chunk redraws only its
 // entry, once per frame; the model's markdown is drawn when an entry comes near the screen, so a session of
 // hundreds of rounds opens and scrolls smoothly.
-import type { Entry } from '../conversation';
-import type { FolderRef, PlanParams } from '../plan';
-import type { StatusParams, UsageParams } from '../status';
+import type { Entry } from '../model/conversation';
+import type { FolderRef, PlanParams } from '../model/plan';
+import type { StatusParams, UsageParams } from '../model/status';
 import { el } from './dom';
 import { drawEntry, drawMarkdown, type EntryActions } from './entries';
 import { Input } from './input';

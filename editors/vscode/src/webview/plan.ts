@@ -1,6 +1,6 @@
 // The plan pinned above the conversation: each item with its state, and the plan view's edits (mark done,
 // in progress or pending, edit, add after, move, delete, rewind to it), done by the extension's commands.
-import type { PlanItem, PlanParams } from '../plan';
+import type { PlanItem, PlanParams } from '../model/plan';
 import { el } from './dom';
 
 const MARK: Record<string, string> = { completed: '●', in_progress: '◐', failed: '✗', pending: '○' };

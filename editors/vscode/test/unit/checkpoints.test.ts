@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { checkpointForStep, checkpointItem, rewindQuestion, rewindSummary, type Checkpoint } from '../../src/checkpoints';
+import { checkpointForStep, checkpointItem, rewindQuestion, rewindSummary, type Checkpoint } from '../../src/model/checkpoints';
 
 const cps: Checkpoint[] = [
   { id: 'c1', runId: 'r1', round: 1, prompt: 'Add a farewell', time: '2026-11-24T05:00:00Z', files: ['greet.js'] },

@@ -9,7 +9,7 @@ import {
   validateApiKey,
   validatePrompt,
   workspaceArguments,
-} from '../../src/commands';
+} from '../../src/model/commands';
 
 const A = { uri: 'file:///work/a', name: 'a' };
 const AB = { uri: 'file:///work/a/b', name: 'b' };

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { ConversationLog, entriesOf, parseInput } from '../../src/conversation';
+import { ConversationLog, entriesOf, parseInput } from '../../src/model/conversation';
 
 test('streamed chunks join one assistant entry; a tool call starts and finishes in one card', () => {
   const log = new ConversationLog();

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { Folders, isBusy } from '../../src/folders';
+import { Folders, isBusy } from '../../src/model/folders';
 
 const WS = 'file:///w/demo';
 const WS2 = 'file:///w/other';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { hunks } from '../../src/hunks';
+import { hunks } from '../../src/model/hunks';
 
 test('no change, no hunk', () => {
   assert.deepEqual(hunks('a\nb\n', 'a\nb\n'), []);

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { failureLine, mcpNodes, mcpServers, mcpStatus } from '../../src/mcp';
-import { Folders } from '../../src/folders';
-import { statusBarModel } from '../../src/status';
+import { failureLine, mcpNodes, mcpServers, mcpStatus } from '../../src/model/mcp';
+import { Folders } from '../../src/model/folders';
+import { statusBarModel } from '../../src/model/status';
 
 const WS = 'file:///w/demo';
 const SERVERS = mcpServers({

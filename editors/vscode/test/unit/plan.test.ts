@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { Folders } from '../../src/folders';
-import { buildTree, itemNode, normalizeStatus, planCounts, planSummary, planTitle, statusIcon, type PlanParams } from '../../src/plan';
+import { Folders } from '../../src/model/folders';
+import { buildTree, itemNode, normalizeStatus, planCounts, planSummary, planTitle, statusIcon, type PlanParams } from '../../src/model/plan';
 
 const WS = 'file:///work/demo';
 const WS2 = 'file:///work/other';

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { documentPlanText, editErrorMessage, editItems, editPlanArguments, renderPlan } from '../../src/planEdit';
-import { steerArguments, validateSteer } from '../../src/commands';
-import type { PlanItem } from '../../src/plan';
+import { documentPlanText, editErrorMessage, editItems, editPlanArguments, renderPlan } from '../../src/model/planEdit';
+import { steerArguments, validateSteer } from '../../src/model/commands';
+import type { PlanItem } from '../../src/model/plan';
 
 const WS = 'file:///w/demo';
 const items: PlanItem[] = [
@@ -51,7 +51,8 @@ test('marking an item in progress puts the one in progress back to pending; done
   assert.deepEqual(editItems(items, '1', 'pending')?.map((i) => i.status), ['pending', 'in_progress', 'pending']);
   assert.equal(editItems(items, '3', 'pending'), undefined, 'already pending');
   // Statuses the server sent in other spellings are normalized.
-  assert.deepEqual(editItems([{ id: 1, text: 'a', status: 'done' }], 1, 'pending'), [{ id: 1, text: 'a', status: 'pending' }]);
+  // Ids go back as strings, as the server takes them.
+  assert.deepEqual(editItems([{ id: 1, text: 'a', status: 'done' }], 1, 'pending'), [{ id: '1', text: 'a', status: 'pending' }]);
 });
 
 test('the render form is the todo tool result', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { approveArguments, commentArguments, planActionCommand, planReady } from '../../src/planFirstArgs';
+import { approveArguments, commentArguments, planActionCommand, planReady } from '../../src/model/planFirstArgs';
 
 test('a plan waits only after a run that ended plan_ready', () => {
   assert.equal(planReady({ state: 'idle', reason: 'plan_ready' }), true);

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { MAX_ITEMS, RoundLog } from '../../src/rounds';
-import { roundTree, runNodes } from '../../src/roundNodes';
-import { restoreFor } from '../../src/checkpoints';
+import { MAX_ITEMS, RoundLog } from '../../src/model/rounds';
+import { roundTree, runNodes } from '../../src/model/roundNodes';
+import { restoreFor } from '../../src/model/checkpoints';
 
 const WS = 'file:///w/demo';
 

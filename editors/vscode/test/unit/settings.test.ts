@@ -19,7 +19,7 @@ import {
   sessionFile,
   stateDir,
   type DoctorReport,
-} from '../../src/settings';
+} from '../../src/setup/settings';
 
 test('settings become initializationOptions; unset and extension-only keys are left out', () => {
   const opts = initializationOptions({

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { cacheShare, compactedLine, contextPercent, formatTokens, isSetupError, statusBarModel, totalTokens, usageText } from '../../src/status';
-import { TranscriptWriter, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/transcript';
-import type { PlanParams } from '../../src/plan';
+import { cacheShare, compactedLine, contextPercent, formatTokens, isSetupError, statusBarModel, totalTokens, usageText } from '../../src/model/status';
+import { TranscriptWriter, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/model/transcript';
+import type { PlanParams } from '../../src/model/plan';
 
 const WS = 'file:///work/demo';
 const plan: PlanParams = {

@@ -2,6 +2,8 @@
 // notifications, kept in order. One model for the extension (which keeps each folder's, so a view opened
 // later starts where the run is) and the webview (which draws what changed). Pure logic: no `vscode`, no DOM.
 
+import type * as wire from '../protocol/generated';
+
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'note';
 
 export interface ToolInfo {
@@ -33,17 +35,13 @@ export interface Entry {
   approval?: Approval;
 }
 
-/** The params of `stepwise/toolCall`. */
-export interface ToolEvent {
-  runId?: string;
-  id?: string;
-  name?: string;
-  phase?: string;
+/** `stepwise/toolCall` as the view reads it: `wire.ToolCallParams`, any part possibly missing (the view draws
+ * what it gets), the phase any string. */
+export type ToolEvent = Partial<Omit<wire.ToolCallParams, 'phase' | 'summary' | 'output'>> & {
+  phase?: wire.Phase | string;
   summary?: string | null;
   output?: string | null;
-  isError?: boolean;
-  step?: string | null;
-}
+};
 
 /** What the view is sent besides entries: a folder's plan, run state and usage. */
 export type Event =

@@ -1,12 +1,12 @@
 // The commands that start, cancel and reset a folder's runs.
 import * as vscode from 'vscode';
 
-import type { Connection } from './client';
-import { SERVER_COMMANDS, runArguments, steerArguments, validatePrompt, validateSteer, workspaceArguments } from './commands';
-import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from './core';
-import type { FolderRef } from './plan';
-import type { Setup } from './setup';
-import type { Ui } from './ui';
+import type { Connection } from '../connection/client';
+import { SERVER_COMMANDS, runArguments, steerArguments, validatePrompt, validateSteer, workspaceArguments } from '../model/commands';
+import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from '../setup/core';
+import type { FolderRef } from '../model/plan';
+import type { Setup } from '../setup/setup';
+import type { Ui } from '../views/ui';
 
 export class Runs {
   constructor(

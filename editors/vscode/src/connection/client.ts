@@ -17,13 +17,16 @@ import {
   type StaticFeature,
 } from 'vscode-languageclient/node';
 
-import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from './commands';
-import { Core, errorText, folderRefs, readSettings } from './core';
+import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from '../model/commands';
+import { Core, errorText, folderRefs, readSettings } from '../setup/core';
 import { Events } from './events';
-import type { PlanParams } from './plan';
-import { effectiveProvider, initializationOptions, secretKeyName, serverEnv, serverSettings } from './settings';
-import { foldersWithSession, type Setup } from './setup';
-import type { Ui } from './ui';
+import type { PlanParams } from '../model/plan';
+import { effectiveProvider, initializationOptions, secretKeyName, serverEnv, serverSettings } from '../setup/settings';
+import { foldersWithSession, type Setup } from '../setup/setup';
+import type { Requests } from '../protocol/generated';
+import type { Display } from '../setup/core';
+
+type SaveDocuments = Requests['stepwise/saveDocuments'];
 
 /** Declares `experimental.stepwise.saveDocuments` so the server asks us to save documents before shell commands. */
 class SaveDocumentsCapability implements StaticFeature {
@@ -49,7 +52,7 @@ export class Connection {
 
   constructor(
     private readonly core: Core,
-    private readonly ui: Ui,
+    private readonly ui: Display,
     private readonly setup: Setup,
   ) {
     this.events = new Events(core, ui, setup, () => this.refreshLenses());
@@ -165,7 +168,7 @@ export class Connection {
             : vscode.window.showInformationMessage;
       return (await show(String(params?.message ?? ''), ...actions)) ?? null;
     });
-    client.onRequest('stepwise/saveDocuments', (params: { uris?: string[] }) => this.saveDocuments(params));
+    client.onRequest('stepwise/saveDocuments', (params: SaveDocuments['params']) => this.saveDocuments(params));
     this.events.listen(client);
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped && core.client === client) core.folders.serverStopped();
@@ -266,7 +269,7 @@ export class Connection {
     }, delay);
   }
 
-  private async saveDocuments(params: { uris?: string[] }): Promise<{ saved: string[] }> {
+  private async saveDocuments(params: Partial<SaveDocuments['params']>): Promise<NonNullable<SaveDocuments['result']>> {
     const saved: string[] = [];
     for (const uri of params?.uris ?? []) {
       let normalized = uri;

@@ -1,18 +1,13 @@
 // Lines of the live transcript (output channel "Stepwise"). Pure logic: no `vscode` import.
+import type * as wire from '../protocol/generated';
 import type { UsageParams } from './status';
 import { formatTokens } from './status';
 import { planSummary, type PlanParams } from './plan';
 
-export interface ToolCallParams {
-  workspace: string;
-  runId?: string;
-  id?: string;
-  name: string;
-  phase: 'started' | 'finished' | string;
-  summary?: string;
-  output?: string;
-  isError?: boolean;
-}
+/** `stepwise/toolCall` as the transcript reads it: `wire.ToolCallParams`, only its workspace, name and phase
+ * needed. */
+export type ToolCallParams = Pick<wire.ToolCallParams, 'workspace' | 'name'> &
+  Partial<Omit<wire.ToolCallParams, 'phase'>> & { phase: wire.Phase | string };
 
 const MAX_OUTPUT_LINES = 8;
 

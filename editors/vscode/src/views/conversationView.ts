@@ -5,13 +5,13 @@
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 
-import type { Connection } from './client';
-import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, steerArguments, workspaceArguments } from './commands';
-import { ConversationLog, entriesOf, parseInput, type Approval, type Entry, type Event } from './conversation';
-import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from './core';
-import type { Checkpoint } from './checkpoints';
-import { planActionCommand, planReady } from './planFirstArgs';
-import type { Setup } from './setup';
+import type { Connection } from '../connection/client';
+import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, steerArguments, workspaceArguments } from '../model/commands';
+import { ConversationLog, entriesOf, parseInput, type Approval, type Entry, type Event } from '../model/conversation';
+import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from '../setup/core';
+import type { Checkpoint } from '../model/checkpoints';
+import { planActionCommand, planReady } from '../model/planFirstArgs';
+import type { Setup } from '../setup/setup';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
 

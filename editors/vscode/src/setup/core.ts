@@ -3,11 +3,12 @@
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
 
-import { chooseFolder, executeCommandParams } from './commands';
-import { Folders } from './folders';
-import type { FolderRef } from './plan';
+import type { Commands } from '../protocol/generated';
+import { chooseFolder, executeCommandParams } from '../model/commands';
+import { Folders } from '../model/folders';
+import type { FolderRef } from '../model/plan';
 import { SERVER_KEYS } from './settings';
-import { TranscriptWriter } from './transcript';
+import { TranscriptWriter } from '../model/transcript';
 
 export const PLAN_VIEW = 'stepwise.planView';
 
@@ -55,6 +56,14 @@ export async function pickFolder(candidates?: FolderRef[], placeHolder = 'Which 
   return pick?.folder;
 }
 
+/** What is redrawn after a change of state (the plan view and the status bar): views/ui.ts is one. Lower layers
+ * (the connection, its notifications, set-up) name only this, so imports go one way: views on top of them. */
+export interface Display {
+  update(): void;
+  updateStatusBar(): void;
+  readonly view: { readonly visible: boolean };
+}
+
 export class Core {
   readonly folders = new Folders();
   readonly transcript = vscode.window.createOutputChannel('Stepwise');
@@ -72,7 +81,9 @@ export class Core {
 
   constructor(readonly context: vscode.ExtensionContext) {}
 
-  execute(client: LanguageClient, command: string, args: unknown[]): Promise<unknown> {
+  /** Runs one of the server's commands: its argument and result typed as the server's schema says
+   * (`protocol/generated.ts`). The result is `null` from a server that answers nothing. */
+  execute<C extends keyof Commands>(client: LanguageClient, command: C, args: [Commands[C]['arguments']]): Promise<Commands[C]['result'] | null> {
     return client.sendRequest(ExecuteCommandRequest.type, executeCommandParams(command, args));
   }
 

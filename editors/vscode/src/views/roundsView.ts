@@ -4,11 +4,11 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 
-import type { Checkpoint } from './checkpoints';
-import type { Connection } from './client';
-import { SERVER_COMMANDS, workspaceArguments } from './commands';
-import { Core, folderRefs } from './core';
-import { roundTree, type RoundNode } from './roundNodes';
+import type { Checkpoint } from '../model/checkpoints';
+import type { Connection } from '../connection/client';
+import { SERVER_COMMANDS, workspaceArguments } from '../model/commands';
+import { Core, folderRefs } from '../setup/core';
+import { roundTree, type RoundNode } from '../model/roundNodes';
 import { NodeTree } from './tree';
 
 export const ROUNDS_VIEW = 'stepwise.roundsView';

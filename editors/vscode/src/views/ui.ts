@@ -1,11 +1,11 @@
 // What the window shows of the folders' records: the plan view (a tree) and the status-bar item.
 import * as vscode from 'vscode';
 
-import { EXTENSION_COMMANDS, folderForUri } from './commands';
-import { Core, PLAN_VIEW, folderName, folderRefs } from './core';
-import type { PlanNode } from './plan';
+import { EXTENSION_COMMANDS, folderForUri } from '../model/commands';
+import { Core, PLAN_VIEW, folderName, folderRefs } from '../setup/core';
+import type { PlanNode } from '../model/plan';
 import { NodeTree } from './tree';
-import { statusBarModel } from './status';
+import { statusBarModel } from '../model/status';
 
 export class Ui {
   private readonly statusItem = vscode.window.createStatusBarItem('stepwise.status', vscode.StatusBarAlignment.Left, 10);

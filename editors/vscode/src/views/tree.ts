@@ -1,6 +1,6 @@
 // One tree data provider for the Plan and Transcript views: nodes (treeNode.ts) drawn as tree items.
 import * as vscode from 'vscode';
-import type { TreeNode } from './treeNode';
+import type { TreeNode } from '../model/treeNode';
 
 export class NodeTree<T extends TreeNode<string, T>> implements vscode.TreeDataProvider<T> {
   private readonly changed = new vscode.EventEmitter<T | undefined | void>();

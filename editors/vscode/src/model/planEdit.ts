@@ -1,26 +1,18 @@
 // The user's edits of a plan, as the item list `stepwise.editPlan` replaces the plan with, and the plan's
 // render form (the text the model reads, which the plan document shows). Pure logic: no `vscode` import.
+import type * as wire from '../protocol/generated';
 import { normalizeStatus, planCounts, type PlanItem, type PlanParams } from './plan';
 
 /** An item as `stepwise.editPlan` takes it: no `id` makes it a new item. */
-export interface EditItem {
-  id?: string | number;
-  text: string;
-  status: string;
-  activeForm?: string;
-}
+export type EditItem = wire.EditItem & { status: string };
 
-export interface EditPlanArgs {
-  workspace?: string;
-  items?: EditItem[];
-  text?: string;
-  baseRevision?: number;
-}
+export type EditPlanArgs = wire.EditPlanArgs;
 
 export type EditKind = 'text' | 'addAfter' | 'delete' | 'up' | 'down' | 'pending' | 'in_progress' | 'completed';
 
 function asEditItem(i: PlanItem): EditItem {
-  const out: EditItem = { id: i.id, text: String(i.text ?? ''), status: normalizeStatus(i.status) };
+  // The server takes ids as strings (older servers sent numbers).
+  const out: EditItem = { id: String(i.id), text: String(i.text ?? ''), status: normalizeStatus(i.status) };
   if (i.activeForm) out.activeForm = String(i.activeForm);
   return out;
 }

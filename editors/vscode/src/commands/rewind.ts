@@ -2,6 +2,7 @@
 // Here" on plan items and on the Transcript view's entries; each asks first, listing the files that go back,
 // and offers files only or the conversation only. Open documents are put back through workspace edits, so
 // Undo brings the agent's work back.
+import type { RewindArgs } from '../protocol/generated';
 import * as vscode from 'vscode';
 
 import {
@@ -13,12 +14,12 @@ import {
   rewindSummary,
   type Checkpoint,
   type RewindResult,
-} from './checkpoints';
-import type { Connection } from './client';
-import { REWIND_COMMANDS, SERVER_COMMANDS, workspaceArguments } from './commands';
-import { Core, folderName, pickFolder, showError } from './core';
-import type { PlanNode } from './plan';
-import type { RoundNode } from './roundNodes';
+} from '../model/checkpoints';
+import type { Connection } from '../connection/client';
+import { REWIND_COMMANDS, SERVER_COMMANDS, workspaceArguments } from '../model/commands';
+import { Core, folderName, pickFolder, showError } from '../setup/core';
+import type { PlanNode } from '../model/plan';
+import type { RoundNode } from '../model/roundNodes';
 
 export class Rewind {
   constructor(
@@ -98,8 +99,8 @@ export class Rewind {
     const client = await this.connection.ensureClient(true);
     if (!client) return;
     try {
-      const args = [{ workspace, checkpoint: c.id, ...(restore === 'both' ? {} : { restore }) }];
-      const result = (await this.core.execute(client, SERVER_COMMANDS.rewind, args)) as RewindResult | null;
+      const args: [RewindArgs] = [{ workspace, checkpoint: c.id, ...(restore === 'both' ? {} : { restore }) }];
+      const result: RewindResult | null = await this.core.execute(client, SERVER_COMMANDS.rewind, args);
       this.rewound(workspace);
       const summary = rewindSummary(result);
       this.core.writer.line(`⟲ ${summary.replace(/^stepwise: /, '')}`);

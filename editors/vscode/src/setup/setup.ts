@@ -21,8 +21,8 @@ import {
   type DoctorReport,
   type ServerCommand,
 } from './settings';
-import { validateApiKey } from './commands';
-import type { Ui } from './ui';
+import { validateApiKey } from '../model/commands';
+import type { Display } from './core';
 
 function isFile(p: string): boolean {
   try {
@@ -52,7 +52,7 @@ export class Setup {
 
   constructor(
     private readonly core: Core,
-    private readonly ui: Ui,
+    private readonly ui: Display,
     /** Restarts a server that runs (or failed to start) so it reads a changed key. */
     private readonly restart: (why: string) => void,
   ) {}

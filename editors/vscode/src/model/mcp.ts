@@ -1,24 +1,14 @@
 // A folder's MCP servers as `stepwise/mcp` reports them, and how the window shows the ones that failed: a
 // warning in the status bar (each with its error in the tooltip) and a warning row in the plan view.
 // Pure logic: no `vscode` import.
+import type * as wire from '../protocol/generated';
 import type { PlanNode } from './plan';
 
-/** One server of `stepwise/mcp`. */
-export interface McpServer {
-  name: string;
-  /** Where it was configured: `user`, `workspace`, `settings` or `client`. */
-  origin?: string;
-  state: 'running' | 'failed' | string;
-  /** How many of its tools the model is offered. */
-  tools?: number;
-  error?: string;
-}
+/** One server of `stepwise/mcp` as read: `wire.McpServer`, its origin and tool count possibly missing. */
+export type McpServer = Pick<wire.McpServer, 'name' | 'state'> & Partial<wire.McpServer>;
 
-/** The params of `stepwise/mcp`. */
-export interface McpParams {
-  workspace: string;
-  servers: McpServer[];
-}
+/** `stepwise/mcp` as read. */
+export type McpParams = Omit<wire.McpParams, 'servers'> & { servers: McpServer[] };
 
 /** The servers of a payload that can be shown; anything malformed is left out. */
 export function mcpServers(p: McpParams | undefined): McpServer[] {

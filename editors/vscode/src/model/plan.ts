@@ -2,26 +2,23 @@
 // Pure logic (no `vscode` import) so it can be unit-tested with node's test runner.
 import type { IconSpec, TreeNode } from './treeNode';
 
-export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+import type * as wire from '../protocol/generated';
 
-export interface PlanItem {
-  id: string | number;
-  text: string;
-  status: PlanStatus | string;
-  activeForm?: string;
-}
+export type PlanStatus = wire.PlanStatus;
 
-/** The params of `stepwise/plan` (and the result of the `stepwise.plan` command). */
-export interface PlanParams {
-  workspace: string;
+/** An item as read: the server's (`wire.PlanItem`), with an id or status of another shape tolerated (a payload
+ * from an older server or a hand-made one; the logic below normalizes them). */
+export type PlanItem = Omit<wire.PlanItem, 'id' | 'status'> & { id: string | number; status: PlanStatus | string };
+
+/** `stepwise/plan` (and the result of `stepwise.plan`) as read: `wire.PlanParams`, with what servers before plan
+ * editing leave out optional. */
+export type PlanParams = Omit<wire.PlanParams, 'items' | 'completed' | 'total' | 'revision' | 'by'> & {
   items: PlanItem[];
   completed?: number;
   total?: number;
-  /** Raised by every change of the plan (servers before plan editing send none). */
   revision?: number;
-  /** Who changed the plan last. */
-  by?: 'model' | 'user' | string;
-}
+  by?: wire.By | string;
+};
 
 export interface FolderRef {
   /** The folder's URI, as sent to the server (`Uri.toString()`). */

@@ -7,11 +7,13 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 
-import type { Connection } from './client';
-import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from './core';
-import { hunks as diffHunks } from './hunks';
-import { NodeTree } from './tree';
-import type { TreeNode } from './treeNode';
+import type { Connection } from '../connection/client';
+import type * as wire from '../protocol/generated';
+import { onNotification } from '../protocol/notifications';
+import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from '../setup/core';
+import { hunks as diffHunks } from '../model/hunks';
+import { NodeTree } from '../views/tree';
+import type { TreeNode } from '../model/treeNode';
 
 export const BEFORE_SCHEME = 'stepwise-before';
 export const CHANGES_VIEW = 'stepwise.changesView';
@@ -25,27 +27,10 @@ export const REVIEW_COMMANDS = {
 /** Diff editors opened at once by Review Changes; the Changes view lists the rest. */
 const MAX_DIFFS = 10;
 
-interface ServerHunk {
-  index: number;
-  start: number;
-  end: number;
-  reviewed: boolean;
-}
+/** A file of `stepwise.changes` as read: `wire.FileChanges`, its hunks possibly missing (older servers). */
+export type ChangedFile = Omit<wire.FileChanges, 'hunks'> & { hunks?: wire.Hunk[] };
 
-export interface ChangedFile {
-  path: string;
-  status: 'modified' | 'created' | 'deleted' | string;
-  before: string | null;
-  after: string | null;
-  steps: string[];
-  reviewed: boolean;
-  hunks?: ServerHunk[];
-}
-
-interface Changes {
-  runId?: string | null;
-  files: ChangedFile[];
-}
+type Changes = Partial<Omit<wire.Changes, 'files'>> & { files: ChangedFile[] };
 
 export interface ChangeNode extends TreeNode<'step' | 'file', ChangeNode> {
   path?: string;
@@ -101,7 +86,7 @@ export class Review implements vscode.TextDocumentContentProvider {
   }
 
   private listen(client: LanguageClient): void {
-    client.onNotification('stepwise/review', (p: { workspace?: string }) => {
+    onNotification(client, 'stepwise/review', (p) => {
       if (p?.workspace) this.refreshSoon(p.workspace);
     });
     // The folders' changes as the new server has them.
@@ -230,7 +215,7 @@ export class Review implements vscode.TextDocumentContentProvider {
     if (!client) return;
     try {
       if (f) {
-        const args = { workspace, path, action: 'comment', text: hunk >= 0 ? text.trim() : `line ${line + 1}: ${text.trim()}`, ...(hunk >= 0 ? { hunks: [hunk] } : {}) };
+        const args: wire.ReviewArgs = { workspace, path, action: 'comment', text: hunk >= 0 ? text.trim() : `line ${line + 1}: ${text.trim()}`, ...(hunk >= 0 ? { hunks: [hunk] } : {}) };
         await this.core.execute(client, 'stepwise.review', [args]);
       } else {
         await this.core.execute(client, 'stepwise.steer', [{ workspace, text: `Comment on ${path} (line ${line + 1}): ${text.trim()}` }]);

@@ -1,35 +1,17 @@
 // Checkpoints and rewind: the server's checkpoint list as quick-pick entries, the one a plan item goes back to,
 // the confirmation and the outcome in words. Pure logic: no `vscode` import.
+import type * as wire from '../protocol/generated';
 
-/** One entry of `stepwise.checkpoints`. */
-export interface Checkpoint {
-  id: string;
-  runId?: string;
-  round?: number;
-  prompt?: string;
-  step?: string;
-  time?: string;
-  /** What changed after the checkpoint (relative paths). */
-  files?: string[];
-}
+/** One entry of `stepwise.checkpoints` as read: `wire.CheckpointInfo`, all but its id possibly missing. */
+export type Checkpoint = Pick<wire.CheckpointInfo, 'id'> & Partial<Omit<wire.CheckpointInfo, 'id'>>;
 
-/** The result of `stepwise.rewind`. */
-export interface RewindResult {
-  files?: string[];
-  conversation?: boolean;
-  conflicts?: string[];
-}
+/** The result of `stepwise.rewind` as read: `wire.Rewound`, each part possibly missing (older servers). */
+export type RewindResult = Partial<wire.Rewound>;
 
-export type Restore = 'both' | 'files' | 'conversation';
+export type Restore = wire.Restore;
 
-/** The params of `stepwise/checkpoint`. */
-export interface CheckpointParams {
-  workspace: string;
-  id: string;
-  runId?: string;
-  round?: number;
-  step?: string;
-}
+/** `stepwise/checkpoint` as read: `wire.CheckpointParams`, its run and round possibly missing. */
+export type CheckpointParams = Pick<wire.CheckpointParams, 'workspace' | 'id'> & Partial<wire.CheckpointParams>;
 
 function files(c: Checkpoint): string[] {
   return Array.isArray(c.files) ? c.files.map(String) : [];

@@ -3,10 +3,10 @@
 // and on the plan view's title (context key `stepwise.planReady`), and a comment per item from its menu.
 import * as vscode from 'vscode';
 
-import type { Connection } from './client';
-import { Core, errorText, folderName, pickFolder } from './core';
-import type { PlanNode } from './plan';
-import { approveArguments, commentArguments, PLAN_FIRST_COMMANDS, PLAN_FIRST_SERVER, planReady } from './planFirstArgs';
+import type { Connection } from '../connection/client';
+import { Core, errorText, folderName, pickFolder } from '../setup/core';
+import type { PlanNode } from '../model/plan';
+import { approveArguments, commentArguments, PLAN_FIRST_COMMANDS, PLAN_FIRST_SERVER, planReady } from '../model/planFirstArgs';
 
 const APPROVE = 'Approve';
 const APPROVE_FRESH = 'Approve with Fresh Context';

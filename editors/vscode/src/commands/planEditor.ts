@@ -4,11 +4,11 @@
 // shown and changes nothing.
 import * as vscode from 'vscode';
 
-import type { Connection } from './client';
-import { PLAN_COMMANDS, SERVER_COMMANDS } from './commands';
-import { Core, errorText, folderName, pickFolder } from './core';
-import type { PlanNode, PlanParams } from './plan';
-import { documentPlanText, editErrorMessage, editItems, editPlanArguments, renderPlan, type EditItem, type EditKind } from './planEdit';
+import type { Connection } from '../connection/client';
+import { PLAN_COMMANDS, SERVER_COMMANDS } from '../model/commands';
+import { Core, errorText, folderName, pickFolder } from '../setup/core';
+import type { PlanNode, PlanParams } from '../model/plan';
+import { documentPlanText, editErrorMessage, editItems, editPlanArguments, renderPlan, type EditItem, type EditKind } from '../model/planEdit';
 
 export const PLAN_SCHEME = 'stepwise-plan';
 

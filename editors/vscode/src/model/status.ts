@@ -3,18 +3,18 @@ import { planCounts, planSummary, type PlanParams } from './plan';
 import { EXTENSION_COMMANDS } from './commands';
 import { mcpStatus, type McpServer } from './mcp';
 
-export type RunStateName = 'running' | 'waiting' | 'idle';
+import type * as wire from '../protocol/generated';
 
-/** The params of `stepwise/status`. */
-export interface StatusParams {
-  workspace: string;
+export type RunStateName = wire.RunState;
+
+/** `stepwise/status` as read: `wire.StatusParams`, with a run id, state or reason of another shape tolerated. */
+export type StatusParams = Omit<wire.StatusParams, 'state' | 'runId' | 'reason' | 'errorKind'> & {
   state: RunStateName | string;
   runId?: string;
-  reason?: string;
-  message?: string;
+  reason?: wire.FinishReason | string;
   /** What failed, for `error`: `setup` (the fix is in the settings), `model`, `internal`. */
-  errorKind?: 'setup' | 'model' | 'internal' | string;
-}
+  errorKind?: wire.ErrorKind | string;
+};
 
 /** Whether a failed run needs the settings fixed: the server says so; older servers only give the text. */
 export function isSetupError(p: Pick<StatusParams, 'message' | 'errorKind'>): boolean {
@@ -22,29 +22,11 @@ export function isSetupError(p: Pick<StatusParams, 'message' | 'errorKind'>): bo
   return /model|api[ _-]?key|unauthori[sz]ed|401|403|base ?url|not configured/i.test(p.message ?? '');
 }
 
-/** The params of `stepwise/usage`. */
-export interface UsageParams {
-  workspace: string;
-  runId?: string;
-  inputTokens?: number;
-  outputTokens?: number;
-  runInputTokens?: number;
-  runOutputTokens?: number;
-  cacheReadTokens?: number;
-  cacheWriteTokens?: number;
-  /** The latest prompt's size, and the model's context window. */
-  contextTokens?: number;
-  contextWindow?: number;
-}
+/** `stepwise/usage` as read: `wire.UsageParams`, each count possibly missing (older servers). */
+export type UsageParams = Pick<wire.UsageParams, 'workspace'> & Partial<Omit<wire.UsageParams, 'workspace'>>;
 
-/** The params of `stepwise/compacted`. */
-export interface CompactedParams {
-  workspace: string;
-  runId?: string;
-  tokensBefore?: number;
-  tokensAfter?: number;
-  summaryError?: string;
-}
+/** `stepwise/compacted` as read: `wire.CompactedParams`, the counts possibly missing. */
+export type CompactedParams = Pick<wire.CompactedParams, 'workspace'> & Partial<Omit<wire.CompactedParams, 'workspace'>>;
 
 /** The share of the context window the latest prompt used, in percent. */
 export function contextPercent(u: UsageParams | undefined): number | undefined {

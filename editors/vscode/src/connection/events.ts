@@ -2,16 +2,15 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 
-import { Core, folderName } from './core';
-import type { CheckpointParams } from './checkpoints';
-import type { Event as ConversationEvent } from './conversation';
-import { failedServers, failureLine, mcpServers, type McpParams } from './mcp';
-import type { PlanParams } from './plan';
-import type { RoundLog } from './rounds';
-import type { Setup } from './setup';
-import { compactedLine, isSetupError, type CompactedParams, type StatusParams, type UsageParams } from './status';
-import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine, type ToolCallParams } from './transcript';
-import type { Ui } from './ui';
+import { onNotification } from '../protocol/notifications';
+import type { Event as ConversationEvent } from '../model/conversation';
+import { failedServers, failureLine, mcpServers } from '../model/mcp';
+import type { PlanParams } from '../model/plan';
+import type { RoundLog } from '../model/rounds';
+import { compactedLine, isSetupError, type StatusParams } from '../model/status';
+import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine } from '../model/transcript';
+import { Core, folderName, type Display } from '../setup/core';
+import type { Setup } from '../setup/setup';
 
 export class Events {
   /** The folder the transcript's last lines are about. */
@@ -28,7 +27,7 @@ export class Events {
 
   constructor(
     private readonly core: Core,
-    private readonly ui: Ui,
+    private readonly ui: Display,
     private readonly setup: Setup,
     /** Asks VS Code to fetch the code lenses again. */
     private readonly refreshLenses: () => void,
@@ -37,26 +36,26 @@ export class Events {
   /** Registers a handler for every notification of `client`. */
   listen(client: LanguageClient): void {
     const { writer } = this.core;
-    client.onNotification('stepwise/plan', (p: PlanParams) => this.onPlan(p));
-    client.onNotification('stepwise/status', (p: StatusParams) => this.onStatus(p));
-    client.onNotification('stepwise/assistantText', (p: { workspace: string; runId?: string; text: string }) => {
+    onNotification(client, 'stepwise/plan', (p) => this.onPlan(p));
+    onNotification(client, 'stepwise/status', (p) => this.onStatus(p));
+    onNotification(client, 'stepwise/assistantText', (p) => {
       this.transcriptFolder(p.workspace);
       writer.text(p.text ?? '');
       this.rounds(p?.workspace, (log) => log.text(p));
       this.conversation(p?.workspace, { type: 'text', runId: p.runId, text: p.text ?? '' });
     });
-    client.onNotification('stepwise/toolCall', (p: ToolCallParams) => {
+    onNotification(client, 'stepwise/toolCall', (p) => {
       this.transcriptFolder(p.workspace);
       writer.lines(toolCallLines(p));
       this.rounds(p?.workspace, (log) => log.toolCall(p));
       this.conversation(p?.workspace, { type: 'tool', call: p });
     });
-    client.onNotification('stepwise/reminder', (p: { workspace: string; text: string }) => {
+    onNotification(client, 'stepwise/reminder', (p) => {
       this.transcriptFolder(p.workspace);
       writer.line(reminderLine(p.text ?? ''));
       this.conversation(p?.workspace, { type: 'note', kind: 'reminder', text: p.text ?? '' });
     });
-    client.onNotification('stepwise/compacted', (p: CompactedParams) => {
+    onNotification(client, 'stepwise/compacted', (p) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).compaction = p;
       this.transcriptFolder(p.workspace);
@@ -65,8 +64,8 @@ export class Events {
       this.ui.updateStatusBar();
     });
     // A checkpoint begins a round of the Transcript view; its files are asked for when the run ends.
-    client.onNotification('stepwise/checkpoint', (p: CheckpointParams) => this.rounds(p?.workspace, (log) => log.checkpoint(p)));
-    client.onNotification('stepwise/mcp', (p: McpParams) => {
+    onNotification(client, 'stepwise/checkpoint', (p) => this.rounds(p?.workspace, (log) => log.checkpoint(p)));
+    onNotification(client, 'stepwise/mcp', (p) => {
       if (!p?.workspace) return;
       const f = this.core.folders.ensure(p.workspace);
       f.mcp = mcpServers(p);
@@ -75,7 +74,7 @@ export class Events {
       for (const s of failed) writer.line(`⚠ ${failureLine(s)}`);
       this.ui.update();
     });
-    client.onNotification('stepwise/usage', (p: UsageParams) => {
+    onNotification(client, 'stepwise/usage', (p) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).usage = p;
       this.transcriptFolder(p.workspace);

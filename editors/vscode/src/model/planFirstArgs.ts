@@ -1,5 +1,6 @@
 // Plan first, the logic without `vscode`: the arguments of `stepwise.approvePlan` / `stepwise.commentPlan`
 // (docs/protocol.md "Plan first") and whether a status says a plan waits for approval.
+import type * as wire from '../protocol/generated';
 import type { StatusParams } from './status';
 
 export const PLAN_FIRST_COMMANDS = {
@@ -17,14 +18,14 @@ export function planReady(status: Pick<StatusParams, 'state' | 'reason'> | undef
   return status?.state === 'idle' && status.reason === 'plan_ready';
 }
 
-export function approveArguments(workspace: string, revision: number | undefined, clearContext: boolean): unknown[] {
-  const arg: Record<string, unknown> = { workspace, clearContext };
+export function approveArguments(workspace: string, revision: number | undefined, clearContext: boolean): [wire.ApprovePlanArgs] {
+  const arg: wire.ApprovePlanArgs = { workspace, clearContext };
   if (Number.isInteger(revision)) arg.baseRevision = revision;
   return [arg];
 }
 
 /** One comment, on an item (`id`) or the whole plan; `undefined` for an empty one. */
-export function commentArguments(workspace: string, text: string | undefined, id?: string): unknown[] | undefined {
+export function commentArguments(workspace: string, text: string | undefined, id?: string): [wire.CommentPlanArgs] | undefined {
   const t = (text ?? '').trim();
   if (!t) return undefined;
   return [{ workspace, comments: [id === undefined ? { text: t } : { id, text: t }] }];

@@ -1,0 +1,400 @@
+// Generated from docs/protocol.schema.json (the Rust types in server/src/lsp/ext) by
+// tests/tests/protocol_schema.rs: `UPDATE=1 cargo test -p stepwise-tests --test protocol_schema`.
+// Do not edit.
+
+/** `stepwise.approvePlan`. */
+export interface ApprovePlanArgs {
+  workspace?: string;
+  baseRevision?: number;
+  /** Start from the task and the approved plan only. */
+  clearContext?: boolean;
+}
+
+/** `stepwise/assistantText`: a piece of the model's text as it streams. */
+export interface AssistantTextParams {
+  workspace: string;
+  runId: string;
+  text: string;
+}
+
+/** Who made the latest change. */
+export type By = 'model' | 'user';
+
+export type ChangeStatus = 'modified' | 'created' | 'deleted';
+
+/** `stepwise.changes`: what the agent changed in a run, or since a checkpoint. */
+export interface Changes {
+  workspace: string;
+  /** The run the changes are of (the checkpoint's run, for `checkpoint`); `null` when there is none. */
+  runId: string | null;
+  files: FileChanges[];
+}
+
+/** `stepwise.changes`: which run (default: the latest that changed files), or since which checkpoint. */
+export interface ChangesArgs {
+  workspace?: string;
+  runId?: string;
+  checkpoint?: string;
+}
+
+/** A checkpoint as `stepwise.checkpoints` lists it (serialises to the contract's shape). */
+export interface CheckpointInfo {
+  id: string;
+  runId: string;
+  round: number;
+  prompt: string;
+  step?: string;
+  /** UTC, RFC 3339. */
+  time: string;
+  /** Every path changed after the checkpoint (what a rewind to it puts back), relative, sorted. */
+  files: string[];
+}
+
+/** `stepwise/checkpoint`. */
+export interface CheckpointParams {
+  workspace: string;
+  id: string;
+  runId: string;
+  round: number;
+  step?: string;
+}
+
+/** `stepwise.commentPlan`: comments, each about an item (`id`) or the whole plan. */
+export interface CommentPlanArgs {
+  workspace?: string;
+  comments: PlanComment[];
+}
+
+/** `stepwise/compacted`. */
+export interface CompactedParams {
+  workspace: string;
+  runId: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  summaryError?: string;
+}
+
+/** `stepwise.conversation`: the saved conversation as a view shows it, oldest first. */
+export interface Conversation {
+  workspace: string;
+  entries: Entry[];
+}
+
+/** One item as an editor sends it; an item without `id` is new. */
+export interface EditItem {
+  id?: string;
+  text: string;
+  status?: string;
+  activeForm?: string;
+}
+
+/** `stepwise.editPlan`: the whole list, or the same as text in the plan's render form. */
+export interface EditPlanArgs {
+  workspace?: string;
+  items?: EditItem[];
+  text?: string;
+  /** The revision the edit was made on; an older one than the plan's is refused. */
+  baseRevision?: number;
+}
+
+/** `stepwise.editPlan`: the plan as the edit left it. */
+export interface EditedPlan {
+  workspace: string;
+  items: PlanItem[];
+  completed: number;
+  total: number;
+  revision: number;
+}
+
+export interface Entry {
+  kind: EntryKind;
+  /** The run the entry belongs to; empty when no checkpoint tells (before the first one kept). */
+  runId: string;
+  text?: string;
+  tool?: ToolEntry;
+}
+
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit';
+
+/** Why a run ended in `error`, so an editor can offer the right next step without reading the text. */
+export type ErrorKind = 'setup' | 'model' | 'internal';
+
+/** A changed file as `stepwise.changes` lists it. */
+export interface FileChanges {
+  /** Relative to the workspace, `/`-separated. */
+  path: string;
+  status: ChangeStatus;
+  /** The text before the agent's first change (`null`: the file did not exist, or is not text). */
+  before: string | null;
+  /** The text now (`null`: the file is gone, or is not text). */
+  after: string | null;
+  /** The plan steps in progress in the rounds that changed it, first first. */
+  steps: string[];
+  /** Every hunk is reviewed. */
+  reviewed: boolean;
+  hunks: Hunk[];
+}
+
+export type FinishReason = 'end_turn' | 'cancelled' | 'error' | 'loop_detected' | 'max_rounds' | 'max_tokens' | 'plan_ready';
+
+/**
+ * One hunk: a run of changed lines. Lines are 0-based, `end` exclusive; `start..end` in the text now,
+ * `beforeStart..beforeEnd` in `before` (an empty range is where lines were only added or removed).
+ */
+export interface Hunk {
+  index: number;
+  start: number;
+  end: number;
+  beforeStart: number;
+  beforeEnd: number;
+  reviewed: boolean;
+}
+
+/** `stepwise/mcp`: how the folder's MCP servers started (failed ones with why). */
+export interface McpParams {
+  workspace: string;
+  servers: McpServer[];
+}
+
+/** One MCP server's start. */
+export interface McpServer {
+  name: string;
+  /** Where it was configured. */
+  origin: string;
+  /** `running` or `failed`. */
+  state: string;
+  /** How many of its tools the model is offered. */
+  tools: number;
+  error?: string;
+}
+
+/** How a run may act. In `Plan` the tools offered change nothing (`tools::catalog` decides which). */
+export type Mode = 'default' | 'plan';
+
+export interface PathReason {
+  path: string;
+  reason: string;
+}
+
+export interface Pending {
+  path: string;
+  hunks: number;
+}
+
+export type Phase = 'started' | 'finished';
+
+/** One comment on the plan: about one item, or about the whole plan. */
+export interface PlanComment {
+  id?: string;
+  text: string;
+}
+
+export interface PlanItem {
+  id: string;
+  text: string;
+  status: PlanStatus;
+  activeForm?: string;
+}
+
+/** `stepwise/plan` (also the answer to `stepwise.plan`). */
+export interface PlanParams {
+  workspace: string;
+  items: PlanItem[];
+  completed: number;
+  total: number;
+  /** Raised by every change. */
+  revision: number;
+  /** Who made the latest change. */
+  by: By;
+}
+
+export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+/** `stepwise/reminder`: the model was nagged to update its plan. */
+export interface ReminderParams {
+  workspace: string;
+  text: string;
+}
+
+export type Restore = 'both' | 'files' | 'conversation';
+
+export type ReviewAction = 'keep' | 'undo' | 'comment';
+
+/** `stepwise.review`: the file (relative), what to do, which hunks (default: all). */
+export interface ReviewArgs {
+  workspace?: string;
+  path: string;
+  action: ReviewAction;
+  hunks?: number[];
+  /** With `comment`: what to tell the agent. */
+  text?: string;
+  runId?: string;
+  checkpoint?: string;
+}
+
+/** `stepwise/review`: the files with unreviewed changes and how many unreviewed hunks each has. */
+export interface ReviewParams {
+  workspace: string;
+  pending: Pending[];
+}
+
+/** `stepwise.review`'s answer. */
+export interface Reviewed {
+  /** Paths whose listed hunks (or whole change) were put back as they were. */
+  undone: string[];
+  /** Paths someone else changed after the agent's last change: left alone. */
+  conflicts: string[];
+  /** Paths that could not be put back, with why. */
+  failed: PathReason[];
+}
+
+/** `stepwise.rewind`. */
+export interface RewindArgs {
+  workspace?: string;
+  /** The checkpoint's id. */
+  checkpoint: string;
+  /** What to put back (default `both`). */
+  restore?: Restore;
+}
+
+/** `stepwise.rewind`'s answer. */
+export interface Rewound {
+  /** Paths put back as they were at the checkpoint. */
+  files: string[];
+  /** The conversation and the plan went back too. */
+  conversation: boolean;
+  /** Paths someone else changed after the agent's last change: left alone. */
+  conflicts: string[];
+  /** Paths the checkpoint cannot put back, with why. */
+  unrestorable: PathReason[];
+  /** Paths that could not be put back, with why. */
+  failed: PathReason[];
+}
+
+/** `stepwise.run`. */
+export interface RunArgs {
+  prompt: string;
+  workspace?: string;
+  /** `plan` plans first (`default`: acts, whatever `planFirst` says). */
+  mode?: Mode;
+}
+
+/** `stepwise.run`, `stepwise.commentPlan`, `stepwise.approvePlan`: the run goes on in the background. */
+export interface RunStarted {
+  runId: string;
+}
+
+export type RunState = 'running' | 'waiting' | 'idle';
+
+/** `stepwise/saveDocuments`' params. */
+export interface SaveDocumentsParams {
+  uris: string[];
+}
+
+/** `stepwise/saveDocuments`' result (`null`: all saved). */
+export interface SavedDocuments {
+  saved?: string[];
+}
+
+/** `stepwise/status`. */
+export interface StatusParams {
+  workspace: string;
+  state: RunState;
+  runId: string;
+  /** Why the run ended (with `idle`). */
+  reason?: FinishReason;
+  message?: string;
+  errorKind?: ErrorKind;
+}
+
+/** `stepwise.steer`. */
+export interface SteerArgs {
+  workspace?: string;
+  text: string;
+}
+
+/**
+ * `stepwise/toolCall`: around every tool call. `step` is the plan step in progress when it ran (the
+ * edits it makes carry the same step in their label).
+ */
+export interface ToolCallParams {
+  workspace: string;
+  runId: string;
+  id: string;
+  name: string;
+  phase: Phase;
+  summary: string;
+  /** With `finished`: the result, shortened. */
+  output?: string;
+  isError?: boolean;
+  step: string | null;
+}
+
+export interface ToolEntry {
+  id: string;
+  name: string;
+  summary: string;
+  /** The result as the model read it (cut to `OUTPUT_CHARS`); empty while the call has no result. */
+  output: string;
+  isError: boolean;
+  /** The plan step in progress when the call was made. */
+  step: string | null;
+}
+
+/** `stepwise/usage`. */
+export interface UsageParams {
+  workspace: string;
+  runId: string;
+  /** The whole prompt, cached or not. */
+  inputTokens: number;
+  outputTokens: number;
+  runInputTokens: number;
+  runOutputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** The latest prompt's size. */
+  contextTokens: number;
+  contextWindow: number;
+}
+
+/** Commands that take only the folder (without it: the only folder, or the first). */
+export interface WorkspaceArgs {
+  workspace?: string;
+}
+
+/** Notifications from the server: method to params. */
+export interface Notifications {
+  'stepwise/plan': PlanParams;
+  'stepwise/reminder': ReminderParams;
+  'stepwise/status': StatusParams;
+  'stepwise/assistantText': AssistantTextParams;
+  'stepwise/toolCall': ToolCallParams;
+  'stepwise/usage': UsageParams;
+  'stepwise/compacted': CompactedParams;
+  'stepwise/checkpoint': CheckpointParams;
+  'stepwise/mcp': McpParams;
+  'stepwise/review': ReviewParams;
+}
+
+/** Requests from the server: method to params and result. */
+export interface Requests {
+  'stepwise/saveDocuments': { params: SaveDocumentsParams; result: SavedDocuments | null };
+}
+
+/** `workspace/executeCommand` commands: name to argument and result. */
+export interface Commands {
+  'stepwise.run': { arguments: RunArgs; result: RunStarted };
+  'stepwise.cancel': { arguments: WorkspaceArgs; result: null };
+  'stepwise.reset': { arguments: WorkspaceArgs; result: null };
+  'stepwise.plan': { arguments: WorkspaceArgs; result: PlanParams };
+  'stepwise.compact': { arguments: WorkspaceArgs; result: null };
+  'stepwise.editPlan': { arguments: EditPlanArgs; result: EditedPlan };
+  'stepwise.steer': { arguments: SteerArgs; result: null };
+  'stepwise.checkpoints': { arguments: WorkspaceArgs; result: CheckpointInfo[] };
+  'stepwise.rewind': { arguments: RewindArgs; result: Rewound };
+  'stepwise.conversation': { arguments: WorkspaceArgs; result: Conversation };
+  'stepwise.changes': { arguments: ChangesArgs; result: Changes };
+  'stepwise.review': { arguments: ReviewArgs; result: Reviewed };
+  'stepwise.commentPlan': { arguments: CommentPlanArgs; result: RunStarted };
+  'stepwise.approvePlan': { arguments: ApprovePlanArgs; result: RunStarted };
+}

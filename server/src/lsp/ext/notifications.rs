@@ -1,0 +1,236 @@
+//! The params of the `stepwise/*` notifications, as the server sends them (docs/protocol.md).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{By, PlanItem, PlanState};
+use crate::session::FinishReason;
+
+/// `stepwise/plan` (also the answer to `stepwise.plan`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "PlanParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub workspace: String,
+    pub items: Vec<PlanItem>,
+    pub completed: usize,
+    pub total: usize,
+    /// Raised by every change.
+    pub revision: u64,
+    /// Who made the latest change.
+    pub by: By,
+}
+
+impl Plan {
+    pub fn of(workspace: &str, state: &PlanState) -> Plan {
+        Plan {
+            workspace: workspace.to_string(),
+            items: state.plan.items.clone(),
+            completed: state.plan.completed(),
+            total: state.plan.items.len(),
+            revision: state.revision,
+            by: state.by,
+        }
+    }
+}
+
+/// `stepwise/reminder`: the model was nagged to update its plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ReminderParams")]
+pub struct Reminder {
+    pub workspace: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Running,
+    Waiting,
+    Idle,
+}
+
+/// Why a run ended in `error`, so an editor can offer the right next step without reading the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// The model is not configured (no key, no model, a bad setting): the fix is in the settings.
+    Setup,
+    /// The model's endpoint failed or answered what the loop cannot use.
+    Model,
+    /// stepwise itself failed (a panic).
+    Internal,
+}
+
+/// `stepwise/status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "StatusParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub workspace: String,
+    pub state: RunState,
+    pub run_id: String,
+    /// Why the run ended (with `idle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<FinishReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+}
+
+impl Status {
+    pub fn new(workspace: &str, run_id: &str, state: RunState) -> Status {
+        Status {
+            workspace: workspace.to_string(),
+            state,
+            run_id: run_id.to_string(),
+            reason: None,
+            message: None,
+            error_kind: None,
+        }
+    }
+
+    /// `idle`, ending a run.
+    pub fn idle(workspace: &str, run_id: &str, reason: FinishReason, message: Option<&str>) -> Status {
+        Status {
+            reason: Some(reason),
+            message: message.map(str::to_string),
+            ..Status::new(workspace, run_id, RunState::Idle)
+        }
+    }
+}
+
+/// `stepwise/assistantText`: a piece of the model's text as it streams.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "AssistantTextParams")]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantText {
+    pub workspace: String,
+    pub run_id: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Started,
+    Finished,
+}
+
+/// `stepwise/toolCall`: around every tool call. `step` is the plan step in progress when it ran (the
+/// edits it makes carry the same step in their label).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ToolCallParams")]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub workspace: String,
+    pub run_id: String,
+    pub id: String,
+    pub name: String,
+    pub phase: Phase,
+    pub summary: String,
+    /// With `finished`: the result, shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    pub step: Option<String>,
+}
+
+/// `stepwise/usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "UsageParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub workspace: String,
+    pub run_id: String,
+    /// The whole prompt, cached or not.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub run_input_tokens: u64,
+    pub run_output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// The latest prompt's size.
+    pub context_tokens: u64,
+    pub context_window: u64,
+}
+
+/// `stepwise/compacted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "CompactedParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Compacted {
+    pub workspace: String,
+    pub run_id: String,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_error: Option<String>,
+}
+
+/// `stepwise/checkpoint`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "CheckpointParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub workspace: String,
+    pub id: String,
+    pub run_id: String,
+    pub round: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+/// `stepwise/mcp`: how the folder's MCP servers started (failed ones with why).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "McpParams")]
+pub struct Mcp {
+    pub workspace: String,
+    pub servers: Vec<McpServer>,
+}
+
+/// One MCP server's start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServer {
+    pub name: String,
+    /// Where it was configured.
+    pub origin: String,
+    /// `running` or `failed`.
+    pub state: String,
+    /// How many of its tools the model is offered.
+    pub tools: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Mcp {
+    pub fn of(workspace: &str, servers: &[crate::mcp::ServerState]) -> Mcp {
+        let servers = servers
+            .iter()
+            .map(|s| McpServer {
+                name: s.name.clone(),
+                origin: s.origin.to_string(),
+                state: s.state.to_string(),
+                tools: s.tools,
+                error: s.error.clone(),
+            })
+            .collect();
+        Mcp { workspace: workspace.to_string(), servers }
+    }
+}
+
+/// `stepwise/review`: the files with unreviewed changes and how many unreviewed hunks each has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ReviewParams")]
+pub struct Review {
+    pub workspace: String,
+    pub pending: Vec<Pending>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Pending {
+    pub path: String,
+    pub hunks: usize,
+}

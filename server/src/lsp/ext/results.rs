@@ -1,0 +1,98 @@
+//! What the commands answer, and the server's own requests' params and results (docs/protocol.md).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{PlanItem, PlanState};
+
+/// `stepwise.run`, `stepwise.commentPlan`, `stepwise.approvePlan`: the run goes on in the background.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStarted {
+    pub run_id: String,
+}
+
+/// `stepwise.editPlan`: the plan as the edit left it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EditedPlan {
+    pub workspace: String,
+    pub items: Vec<PlanItem>,
+    pub completed: usize,
+    pub total: usize,
+    pub revision: u64,
+}
+
+impl EditedPlan {
+    pub fn of(workspace: &str, state: &PlanState) -> EditedPlan {
+        let p = super::Plan::of(workspace, state);
+        EditedPlan {
+            workspace: p.workspace,
+            items: p.items,
+            completed: p.completed,
+            total: p.total,
+            revision: p.revision,
+        }
+    }
+}
+
+/// `stepwise.conversation`: the saved conversation as a view shows it, oldest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Conversation {
+    pub workspace: String,
+    pub entries: Vec<crate::transcript::Entry>,
+}
+
+/// `stepwise.changes`: what the agent changed in a run, or since a checkpoint.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Changes {
+    pub workspace: String,
+    /// The run the changes are of (the checkpoint's run, for `checkpoint`); `null` when there is none.
+    pub run_id: Option<String>,
+    pub files: Vec<crate::checkpoint::FileChanges>,
+}
+
+/// `stepwise.rewind`'s answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rewound {
+    /// Paths put back as they were at the checkpoint.
+    pub files: Vec<String>,
+    /// The conversation and the plan went back too.
+    pub conversation: bool,
+    /// Paths someone else changed after the agent's last change: left alone.
+    pub conflicts: Vec<String>,
+    /// Paths the checkpoint cannot put back, with why.
+    pub unrestorable: Vec<PathReason>,
+    /// Paths that could not be put back, with why.
+    pub failed: Vec<PathReason>,
+}
+
+/// `stepwise.review`'s answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Reviewed {
+    /// Paths whose listed hunks (or whole change) were put back as they were.
+    pub undone: Vec<String>,
+    /// Paths someone else changed after the agent's last change: left alone.
+    pub conflicts: Vec<String>,
+    /// Paths that could not be put back, with why.
+    pub failed: Vec<PathReason>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PathReason {
+    pub path: String,
+    pub reason: String,
+}
+
+/// `stepwise/saveDocuments`' params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SaveDocumentsParams {
+    pub uris: Vec<String>,
+}
+
+/// `stepwise/saveDocuments`' result (`null`: all saved).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SavedDocuments {
+    #[serde(default)]
+    pub saved: Vec<String>,
+}

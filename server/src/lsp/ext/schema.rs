@@ -1,0 +1,52 @@
+//! The extension as one JSON Schema document (docs/protocol.schema.json): each notification's params,
+//! each request's params and result, each command's argument and result, with their shared definitions.
+//! What the server sends is described as it serialises it, what it reads as it deserialises it. A test in
+//! tests/tests/protocol_schema.rs keeps the committed file (and the TypeScript made from it) up to date.
+
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Map, Value};
+
+use super::{Command, SaveDocuments, SaveDocumentsParams};
+use tower_lsp_server::ls_types::request::Request;
+
+pub fn document() -> Result<Value, String> {
+    let settings = SchemaSettings::draft2020_12();
+    let mut sent = settings.clone().for_serialize().into_generator();
+    let mut read = settings.for_deserialize().into_generator();
+
+    let mut notifications = Map::new();
+    for (method, schema) in super::notification_schemas(&mut sent) {
+        notifications.insert(method.into(), schema.to_value());
+    }
+    let mut commands = Map::new();
+    for (name, args, result) in Command::schemas(&mut read, &mut sent) {
+        commands.insert(name.into(), json!({"arguments": args, "result": result}));
+    }
+    let save = json!({
+        "params": sent.subschema_for::<SaveDocumentsParams>(),
+        "result": read.subschema_for::<<SaveDocuments as Request>::Result>(),
+    });
+
+    // One set of definitions: a type both sent and read must have one shape.
+    let mut defs = sent.take_definitions(true);
+    for (name, def) in read.take_definitions(true) {
+        match defs.get(&name) {
+            Some(other) if *other != def => {
+                return Err(format!("{name} is sent and read with different shapes: give one of them its own type"))
+            }
+            _ => {
+                defs.insert(name, def);
+            }
+        }
+    }
+    defs.sort_keys();
+    Ok(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "stepwise LSP extension",
+        "description": "Generated from server/src/lsp/ext (see docs/protocol.md, \"The schema\"); do not edit.",
+        "notifications": notifications,
+        "requests": {SaveDocuments::METHOD: save},
+        "commands": commands,
+        "$defs": defs,
+    }))
+}
