@@ -162,7 +162,9 @@ impl Clones {
 
     /// The bytes of `h`, checked against it.
     pub fn read(&self, h: &Hash) -> io::Result<Vec<u8>> {
-        let bytes = std::fs::read(self.path_of(h))?;
+        let bytes = std::fs::read(self.path_of(h)).map_err(|e| {
+            io::Error::new(e.kind(), format!("object {h:?} is missing from the store (its clone: {e})"))
+        })?;
         if Hash::of(&bytes) != *h {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("object {h:?} is damaged in the store")));
         }
