@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: formatting and lints (for macOS too, cross-checked), the Rust workspace (engine,
-# mock model, LSP harness), a real model server (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the
-# Neovim plugin, Emacs's eglot and the VS Code extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
+# mock model, LSP harness), checkpoints on XFS with reflink (a loop-mounted image), a real model server
+# (llama.cpp), ACP clients (acpx, the TypeScript SDK), then the Neovim plugin, Emacs's eglot and the VS Code extension end to end. Each script installs what it needs (cached under ~/.cache/stepwise-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +15,9 @@ bash tests/cross/check.sh
 echo "== cargo test (workspace)"
 cargo build --workspace --bins
 cargo test --workspace
+
+echo "== checkpoints on a copy-on-write file system (XFS with reflink on a loop device)"
+bash tests/cow/test.sh
 
 echo "== llama-server (real model, both wire formats)"
 bash tests/llama/test.sh

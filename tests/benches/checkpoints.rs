@@ -13,10 +13,18 @@
 //!
 //! Then a workspace of 250,000 files (issue 32: folders of 50, a `.git`, a `.gitignore`d `node_modules`),
 //! built once under `target/bench-checkpoints-250k` and reused by later runs. Paired in one run: "before"
-//! (`Limits { watch: false }`: the copy made by the first command, every scan a walk of the workspace) and
-//! "after" (the copy made in the background from opening, scans following the change notifications):
+//! (`Limits { watch: false, clones: false }`: the copy made by the first command, into the pack, every scan
+//! a walk of the workspace) and "after" (the copy made in the background from opening, clones where the
+//! file system makes them, scans following the change notifications):
 //! the first and later commands' costs, the copy's own time and disk use, and the memory the checkpoints
 //! hold for the 250,000 files (counted by this binary's allocator). `-- small` or `-- large` runs one part.
+//!
+//! `STEPWISE_BENCH_DIR=DIR` puts the large workspace and the stores in DIR (e.g. an XFS made with
+//! `mkfs.xfs -m reflink=1`, to measure copy-on-write clones; else under `target`, the stores in the
+//! temporary folder). The copy in the background is timed twice, copied into the pack (`clones: false`, as
+//! "before") and with clones where the file system makes them ("after"); each store's disk use is read two
+//! ways: its allocated blocks (as `du`, a clone's shared blocks counted in full) and its own, the extents
+//! no other file shares (FIEMAP): what it adds to the disk.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
@@ -258,7 +266,10 @@ async fn small() {
 /// The 250,000-file workspace, made once (it takes minutes on two cores) and kept under `target`: its path
 /// and the followed files' bytes.
 fn large_workspace() -> (PathBuf, u64) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-checkpoints-250k");
+    let dir = match bench_dir() {
+        Some(d) => d.join("bench-checkpoints-250k"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-checkpoints-250k"),
+    };
     let done = dir.join(".complete");
     // A run that stopped half-way left its changes: made again.
     if std::fs::remove_file(dir.join(".in-use")).is_ok() {
@@ -301,15 +312,58 @@ fn large_workspace() -> (PathBuf, u64) {
     (dir, bytes)
 }
 
-/// Bytes the files under `dir` take on disk (allocated blocks).
-fn disk_blocks(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let mut total = 0;
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let Ok(m) = e.metadata() else { continue };
-        total += if m.is_dir() { disk_blocks(&e.path()) } else { m.blocks() * 512 };
+/// `STEPWISE_BENCH_DIR`: where the large case runs, workspace and stores.
+fn bench_dir() -> Option<PathBuf> {
+    std::env::var_os("STEPWISE_BENCH_DIR").map(PathBuf::from)
+}
+
+/// A store's folder for the large case: in `STEPWISE_BENCH_DIR` (the same file system as the workspace),
+/// else a temporary one. Removed when dropped.
+struct StateDir(PathBuf, Option<TempDir>);
+
+impl StateDir {
+    fn new(tag: &str) -> StateDir {
+        match bench_dir() {
+            Some(d) => {
+                let p = d.join(format!("{tag}-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&p);
+                std::fs::create_dir_all(&p).unwrap();
+                StateDir(p, None)
+            }
+            None => {
+                let t = TempDir::new(tag);
+                StateDir(t.path().to_path_buf(), Some(t))
+            }
+        }
     }
-    total
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        if self.1.is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// The type of the file system under `dir`.
+fn fs_kind(dir: &Path) -> &'static str {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: zeroed plain data filled by the kernel; a NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut st) }, 0);
+    match st.f_type {
+        0x5846_5342 => "xfs",
+        0xEF53 => "ext4",
+        0x9123_683E => "btrfs",
+        0x0102_1994 => "tmpfs",
+        _ => "another file system",
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -342,25 +396,53 @@ async fn large() {
         "\n250,000-file workspace: {LARGE} followed files, {:.0} MB, in folders of 50 (plus a .git and 20,000 ignored)",
         bytes as f64 / 1e6
     );
+    // The files a clone can share (a block or more; the same sizes as `large_workspace` makes).
+    let (mut n_big, mut big_bytes) = (0, 0u64);
+    for i in 0..LARGE {
+        let len = format!("// file {i}\n").len() * ((512 + (i * 7919) % 3584) / 12 + 1);
+        if len >= 4096 {
+            (n_big, big_bytes) = (n_big + 1, big_bytes + len as u64);
+        }
+    }
+    println!("of which {n_big} files of 4 KB or more, {:.0} MB", big_bytes as f64 / 1e6);
     let mut session = Session::default();
     session.push_prompt("benchmark the checkpoints");
 
-    // After: the copy in the background from opening, measured alone (memory: what stays allocated).
-    let state_a = TempDir::new("bench-cp-large-after");
+    // The copy in the background from opening, measured alone: first copied into the pack (as before
+    // clones), then (the store "after") with clones where the file system makes them.
+    let mb = |b: u64| b as f64 / 1e6;
+    let copied = StateDir::new("bench-cp-large-copied");
+    let (t, c) = (Instant::now(), cpu());
+    let mut cp = Checkpoints::open(Some(copied.path()), &root, Limits { clones: false, ..Limits::default() }).unwrap();
+    cp.copy_in_background();
+    cp.wait_for_copy();
+    let (copy_time, copy_cpu) = (t.elapsed(), cpu() - c);
+    assert!(cp.copy_ready() && cp.clones().is_none());
+    drop(cp);
+    let (allocated, own) = own_disk(copied);
+    println!(
+        "copy in the background (low priority), copied into the pack: {:.1} s ({:.1} s CPU); {:.0} MB allocated, {:.0} MB its own",
+        copy_time.as_secs_f64(),
+        copy_cpu.as_secs_f64(),
+        mb(allocated),
+        mb(own)
+    );
+
+    let state_a = StateDir::new("bench-cp-large-after");
+    let fs = fs_kind(state_a.path());
     let live = LIVE.load(Ordering::Relaxed);
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu());
     let mut after = Checkpoints::open(Some(state_a.path()), &root, Limits::default()).unwrap();
     after.copy_in_background();
     after.wait_for_copy();
-    let copy_time = t.elapsed();
+    let (copy_time, copy_cpu) = (t.elapsed(), cpu() - c);
     let held = LIVE.load(Ordering::Relaxed) - live;
     assert!(after.copy_ready());
-    let copy_disk = disk_blocks(state_a.path());
-    println!("copy in the background (low priority): {:.1} s", copy_time.as_secs_f64());
+    println!("stores on {fs}; clones: {:?}", after.clones());
     println!(
-        "copy's disk use: {:.0} MB allocated ({:.2}x the followed files)",
-        copy_disk as f64 / 1e6,
-        copy_disk as f64 / bytes as f64
+        "copy in the background (low priority), clones where the file system can: {:.1} s ({:.1} s CPU)",
+        copy_time.as_secs_f64(),
+        copy_cpu.as_secs_f64()
     );
     println!("memory the checkpoints hold for the copy's index: {:.1} MB", held as f64 / 1e6);
     println!("folders watched: {}", after.watched_dirs());
@@ -368,10 +450,10 @@ async fn large() {
     let first = "echo first >> src/p00/d000/f0.rs";
     let (t_after, n) = around(&mut after, &root, 0, &session, first).await;
     assert_eq!(n, 1);
-    // Before: the first command makes the copy (and every scan walks).
-    let state_b = TempDir::new("bench-cp-large-before");
-    let mut before =
-        Checkpoints::open(Some(state_b.path()), &root, Limits { watch: false, ..Limits::default() }).unwrap();
+    // Before: the first command makes the copy, into the pack (and every scan walks).
+    let state_b = StateDir::new("bench-cp-large-before");
+    let limits = Limits { watch: false, clones: false, ..Limits::default() };
+    let mut before = Checkpoints::open(Some(state_b.path()), &root, limits).unwrap();
     let (t_before, n) = around(&mut before, &root, 0, &session, "echo first >> src/p00/d000/f1.rs").await;
     assert_eq!(n, 1);
     // The other store saw f1 change: not its command's, caught up by its next scan.
@@ -413,4 +495,89 @@ async fn large() {
         }
     }
     std::fs::remove_file(root.join(".in-use")).unwrap();
+    // What each store adds to the disk, with its 15 rounds (a few KB).
+    for (cp, dir, how) in [(after, state_a, "after (clones)"), (before, state_b, "before (copied into the pack)")] {
+        drop(cp);
+        let (allocated, own) = own_disk(dir);
+        println!(
+            "store {how}: {:.0} MB allocated, {:.0} MB its own ({:.2}x the followed files)",
+            mb(allocated),
+            mb(own),
+            own as f64 / bytes as f64
+        );
+    }
+}
+
+/// What a closed store takes on disk: its allocated blocks (a clone's shared blocks counted in full, as
+/// `du` does), and its own, the extents it shares with no other file (FIEMAP): what it adds to the disk.
+fn own_disk(dir: StateDir) -> (u64, u64) {
+    fn walk(dir: &Path, out: &mut (u64, u64)) {
+        use std::os::unix::fs::MetadataExt;
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                walk(&e.path(), out);
+            } else {
+                out.0 += m.blocks() * 512;
+                out.1 += unshared(&e.path());
+            }
+        }
+    }
+    let mut out = (0, 0);
+    walk(dir.path(), &mut out);
+    out
+}
+
+const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B; // _IOWR('f', 11, struct fiemap): not in the libc crate
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Extent {
+    logical: u64,
+    physical: u64,
+    length: u64,
+    reserved64: [u64; 2],
+    flags: u32,
+    reserved: [u32; 3],
+}
+
+#[repr(C)]
+struct Fiemap {
+    start: u64,
+    length: u64,
+    flags: u32,
+    mapped: u32,
+    count: u32,
+    reserved: u32,
+    extents: [Extent; 128],
+}
+
+/// Bytes of `path`'s extents that no other file shares (FIEMAP_EXTENT_SHARED not set).
+fn unshared(path: &Path) -> u64 {
+    const SYNC: u32 = 1;
+    const LAST: u32 = 0x1;
+    const SHARED: u32 = 0x2000;
+    let f = std::fs::File::open(path).unwrap();
+    let (mut start, mut own) = (0u64, 0u64);
+    loop {
+        let mut m = Fiemap {
+            start,
+            length: u64::MAX - start,
+            flags: SYNC,
+            mapped: 0,
+            count: 128,
+            reserved: 0,
+            extents: [Extent::default(); 128],
+        };
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid fd and a fiemap with room for `count` extents.
+        let r = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
+        assert_eq!(r, 0, "FIEMAP {}: {}", path.display(), std::io::Error::last_os_error());
+        let got = &m.extents[..m.mapped as usize];
+        own += got.iter().filter(|e| e.flags & SHARED == 0).map(|e| e.length).sum::<u64>();
+        match got.last() {
+            Some(e) if e.flags & LAST == 0 => start = e.logical + e.length,
+            _ => return own,
+        }
+    }
 }

@@ -151,15 +151,10 @@ pub fn look(root: &File, key: &str, max_file: u64) -> io::Result<Seen> {
             Ok(Seen::Link { stat: stat_of(&st), target: buf })
         }
         libc::S_IFREG => {
-            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-            // SAFETY: valid fd and NUL-terminated name.
-            let fd = unsafe { libc::openat(dir.as_raw_fd(), cname.as_ptr(), flags) };
-            if fd < 0 {
-                let e = io::Error::last_os_error();
-                return if gone(&e) { Ok(Seen::Absent) } else { Err(e) };
-            }
-            // SAFETY: a fresh fd we own.
-            let file = unsafe { File::from_raw_fd(fd) };
+            let file = match open_in(&dir, &cname) {
+                Err(e) if gone(&e) => return Ok(Seen::Absent),
+                other => other?,
+            };
             // The name may have been swapped since fstatat: what counts is what was opened.
             let meta = file.metadata()?;
             if !meta.file_type().is_file() {
@@ -178,6 +173,34 @@ pub fn look(root: &File, key: &str, max_file: u64) -> io::Result<Seen> {
         }
         _ => Ok(Seen::Other),
     }
+}
+
+/// Opens `name` in `dir` for reading, never through a symlink, never blocking on a FIFO.
+fn open_in(dir: &File, name: &CString) -> io::Result<File> {
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: valid fd and NUL-terminated name.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// The regular file at `key` beneath `root`, opened for reading, with its `lstat`; `None` when absent or
+/// not a regular file (a symlink, a folder: `look` tells what it is).
+pub fn open_file(root: &File, key: &str) -> io::Result<Option<(File, Stat)>> {
+    let (parent, name) = split(key);
+    let dir = match open_parent(root, parent) {
+        Err(e) if gone(&e) => return Ok(None),
+        other => other?,
+    };
+    let file = match open_in(&dir, &cstr(name)?) {
+        Err(e) if gone(&e) || e.raw_os_error() == Some(libc::ELOOP) => return Ok(None),
+        other => other?,
+    };
+    let meta = file.metadata()?;
+    Ok(meta.file_type().is_file().then(|| (file, Stat::of_meta(&meta))))
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);

@@ -22,8 +22,8 @@
 //! file in place. The price is the copy, which stores every followed file once (the store is content-addressed:
 //! the same content is never stored twice), and disk use about the size of the followed files.
 //!
-//! Everything lives in the state directory: `objects.pack` (the store), `journal.jsonl` (one line per
-//! checkpoint and change, appended). A rewind drops the checkpoints from the one rewound to on (no redo: the
+//! Everything lives in the state directory: `objects.pack` (the store) with `objects/` (its clones), and
+//! `journal.jsonl` (one line per checkpoint and change, appended). A rewind drops the checkpoints from the one rewound to on (no redo: the
 //! editor's own undo reverts a rewind of open documents); a rewind of the conversation only keeps them, as
 //! the files they describe are still on disk. The limit (`STEPWISE_CHECKPOINT_MB`) drops the oldest
 //! checkpoints, and the first scan stops storing (and reports) files once the store is full.
@@ -31,12 +31,14 @@
 //! `Checkpoints` does blocking file I/O; callers hold it behind a lock and call it off the async runtime
 //! (or accept a few milliseconds).
 
+mod clone;
 mod conversation;
 mod copy;
 mod file_tools;
 mod files;
 mod host;
 mod journal;
+mod loose;
 mod origins;
 mod record;
 mod review;
@@ -79,13 +81,22 @@ pub struct Limits {
     /// Whether scans use the file system's change notifications (false: every scan walks the whole
     /// workspace, as before them; the benchmark compares the two).
     pub watch: bool,
+    /// Whether files of a block or more are stored as copy-on-write clones where the file system can
+    /// (false: always copied into the pack, as before clones; the benchmark compares the two).
+    pub clones: bool,
 }
 
 pub const DEFAULT_MB: u64 = 1024;
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_file: crate::host::disk::MAX_FILE, max_total: DEFAULT_MB << 20, threads: 0, watch: true }
+        Limits {
+            max_file: crate::host::disk::MAX_FILE,
+            max_total: DEFAULT_MB << 20,
+            threads: 0,
+            watch: true,
+            clones: true,
+        }
     }
 }
 
@@ -322,6 +333,12 @@ impl Checkpoints {
     /// How the last scan found what changed (`None` before the first).
     pub fn last_scan(&self) -> Option<ScanKind> {
         locks::lock(&self.scan).last()
+    }
+
+    /// Whether the store keeps files as copy-on-write clones (`Some(false)`: the file system refused, they
+    /// are copied), or `None` before a file big enough to try.
+    pub fn clones(&self) -> Option<bool> {
+        self.pack.cloning()
     }
 
     /// Folders the change notifications watch now.

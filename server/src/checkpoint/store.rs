@@ -5,6 +5,10 @@
 //! index (hash → offset) lives in memory and is rebuilt on open from the records' headers. A record is
 //! `hash (32 bytes) | length (u64 LE) | bytes`; a torn last record (a crash mid-write) is cut off on open,
 //! and every read checks the bytes against their hash, so damage elsewhere is reported, never restored.
+//!
+//! Where the file system can clone (copy-on-write), a workspace file of a block or more is not copied into
+//! the pack but kept as a clone beside it (`loose.rs`), which shares the workspace file's blocks: the store
+//! then costs no disk for it until one of the two changes.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -14,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::loose::Clones;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Hash(pub [u8; 32]);
@@ -64,8 +70,11 @@ impl<'de> Deserialize<'de> for Hash {
 const HEADER: u64 = 40;
 
 /// The pack, shared by the checkpoints and the background copy (`copy.rs`): every method takes `&self`
-/// and holds the lock for one record.
-pub struct Pack(Mutex<Inner>);
+/// and holds the lock for one record (a clone is made and hashed without it).
+pub struct Pack {
+    inner: Mutex<Inner>,
+    clones: Clones,
+}
 
 struct Inner {
     path: PathBuf,
@@ -74,15 +83,60 @@ struct Inner {
     /// copy holds hundreds of thousands of objects, and 8 bytes less each is megabytes).
     index: HashMap<Hash, u64>,
     end: u64,
+    /// The clones beside the pack (hash → length), and their bytes in all.
+    loose: HashMap<Hash, u64>,
+    loose_bytes: u64,
 }
 
 impl Pack {
+    /// The pack at `path`, and the clones in the `objects` folder beside it.
     pub fn open(path: &Path) -> io::Result<Pack> {
-        Inner::open(path).map(|i| Pack(Mutex::new(i)))
+        let mut inner = Inner::open(path)?;
+        let (clones, loose) = Clones::open(&path.with_file_name("objects"));
+        inner.loose_bytes = loose.values().sum();
+        inner.loose = loose;
+        Ok(Pack { inner: Mutex::new(inner), clones })
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        crate::locks::lock(&self.0)
+        crate::locks::lock(&self.inner)
+    }
+
+    /// Whether a file of `len` bytes would be cloned (`put_clone`) rather than copied.
+    pub fn wants_clone(&self, len: u64) -> bool {
+        self.clones.wanted(len)
+    }
+
+    /// Stores what `src` (a file of `len` bytes) holds as a copy-on-write clone, unless the pack would pass
+    /// `limit` bytes or it holds more than `max` bytes; its hash. `None` when it was not cloned (too small
+    /// to be worth it, a file system that cannot clone, a failure): the caller copies it instead.
+    pub fn put_clone(&self, src: &File, len: u64, max: u64, limit: u64) -> Option<Hash> {
+        if !self.clones.wanted(len) || self.size() + len > limit {
+            return None;
+        }
+        let made = self.clones.make(src, max)?;
+        let mut inner = self.inner();
+        if inner.contains(&made.hash) {
+            self.clones.discard(&made);
+            return Some(made.hash);
+        }
+        if inner.size() + made.len > limit {
+            self.clones.discard(&made);
+            return None;
+        }
+        if let Err(e) = self.clones.keep(&made) {
+            tracing::debug!("checkpoint store: cannot keep a clone, the file is copied instead: {e}");
+            return None;
+        }
+        inner.loose.insert(made.hash, made.len);
+        inner.loose_bytes += made.len;
+        Some(made.hash)
+    }
+
+    /// Whether files are stored as clones (`Some(false)`: the file system refused, they are copied), or
+    /// `None` before the first file big enough to try.
+    pub fn cloning(&self) -> Option<bool> {
+        self.clones.state()
     }
 
     pub fn put(&self, data: &[u8]) -> io::Result<Hash> {
@@ -99,35 +153,54 @@ impl Pack {
     /// Stores `data` unless it is there or the pack would pass `limit` bytes; whether it is stored.
     pub fn put_within(&self, h: Hash, data: &[u8], limit: u64) -> io::Result<bool> {
         let mut inner = self.inner();
-        if !inner.index.contains_key(&h) && inner.end + data.len() as u64 > limit {
+        if !inner.contains(&h) && inner.size() + data.len() as u64 > limit {
             return Ok(false);
         }
         inner.put_hashed(h, data).map(|()| true)
     }
 
     pub fn contains(&self, h: &Hash) -> bool {
-        self.inner().index.contains_key(h)
+        self.inner().contains(h)
     }
 
     /// The stored length of `h`, if stored.
     pub fn len_of(&self, h: &Hash) -> Option<u64> {
         let inner = self.inner();
+        if let Some(&n) = inner.loose.get(h) {
+            return Some(n);
+        }
         let off = *inner.index.get(h)?;
         inner.len_at(off).ok()
     }
 
     pub fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
-        self.inner().get(h)
+        let inner = self.inner();
+        if !inner.index.contains_key(h) && inner.loose.contains_key(h) {
+            drop(inner);
+            return self.clones.read(h);
+        }
+        inner.get(h)
     }
 
-    /// Bytes the pack takes on disk, garbage included.
+    /// Bytes the store holds: the pack, garbage included, and the clones at their full length (a clone
+    /// costs no disk until the workspace file changes, but then all of it: the limit counts it whole).
     pub fn size(&self) -> u64 {
-        self.inner().end
+        self.inner().size()
     }
 
-    /// Rewrites the pack with only the objects in `keep` (write a new file, then rename it over).
+    /// Rewrites the pack with only the objects in `keep` (write a new file, then rename it over), and
+    /// removes the clones not in it (the others stay as they are, still sharing their blocks).
     pub fn retain(&self, keep: &HashSet<Hash>) -> io::Result<()> {
-        self.inner().retain(keep)
+        let mut inner = self.inner();
+        inner.retain(keep)?;
+        let gone: Vec<Hash> = inner.loose.keys().filter(|h| !keep.contains(h)).copied().collect();
+        for h in gone {
+            self.clones.remove(&h);
+            if let Some(n) = inner.loose.remove(&h) {
+                inner.loose_bytes -= n;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -155,11 +228,19 @@ impl Inner {
             tracing::warn!("checkpoint store {}: cut a torn record at {pos}", path.display());
             file.set_len(pos)?;
         }
-        Ok(Inner { path: path.to_path_buf(), file, index, end: pos })
+        Ok(Inner { path: path.to_path_buf(), file, index, end: pos, loose: HashMap::new(), loose_bytes: 0 })
+    }
+
+    fn contains(&self, h: &Hash) -> bool {
+        self.index.contains_key(h) || self.loose.contains_key(h)
+    }
+
+    fn size(&self) -> u64 {
+        self.end + self.loose_bytes
     }
 
     fn put_hashed(&mut self, h: Hash, data: &[u8]) -> io::Result<()> {
-        if self.index.contains_key(&h) {
+        if self.contains(&h) {
             return Ok(());
         }
         let mut head = [0u8; HEADER as usize];
@@ -199,7 +280,8 @@ impl Inner {
     fn retain(&mut self, keep: &HashSet<Hash>) -> io::Result<()> {
         let tmp = self.path.with_extension("pack.tmp");
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
-        let mut out = Inner { path: tmp.clone(), file, index: HashMap::new(), end: 0 };
+        let mut out =
+            Inner { path: tmp.clone(), file, index: HashMap::new(), end: 0, loose: HashMap::new(), loose_bytes: 0 };
         let mut live: Vec<(&Hash, &u64)> = self.index.iter().filter(|(h, _)| keep.contains(h)).collect();
         live.sort_by_key(|(_, &off)| off);
         for (h, _) in live {
@@ -210,6 +292,8 @@ impl Inner {
         }
         std::fs::rename(&tmp, &self.path)?;
         out.path = self.path.clone();
+        out.loose = std::mem::take(&mut self.loose);
+        out.loose_bytes = self.loose_bytes;
         *self = out;
         Ok(())
     }
@@ -243,6 +327,52 @@ mod tests {
         assert_eq!(pack.get(&b).unwrap(), b"beta", "readable after compacting twice");
         assert_eq!(Pack::open(&path).unwrap().get(&b).unwrap(), b"beta");
         assert_eq!(Hash::from_hex(&a.hex()), Some(a));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Where the temporary folder's file system clones (run with `TMPDIR` on XFS: `tests/cow/test.sh`), a
+    /// file of a block is a clone beside the pack, read back exactly, kept by a compaction that keeps it and
+    /// removed by one that does not; elsewhere it is refused once and left to the copy.
+    #[test]
+    fn a_file_of_a_block_is_cloned_where_the_file_system_can_and_left_to_the_copy_elsewhere() {
+        let dir = std::env::temp_dir().join(format!("stepwise-pack-clone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(dir.join("big"), &bytes).unwrap();
+        let src = File::open(dir.join("big")).unwrap();
+        let pack = Pack::open(&dir.join("objects.pack")).unwrap();
+        assert_eq!(pack.cloning(), None);
+        assert!(!pack.wants_clone(100), "a file smaller than a block stays packed");
+        assert_eq!(pack.put_clone(&src, 20_000, 10_000, u64::MAX), None, "over the size limit");
+        match pack.put_clone(&src, 20_000, 1 << 20, u64::MAX) {
+            Some(h) => {
+                assert_eq!(pack.cloning(), Some(true));
+                assert_eq!(h, Hash::of(&bytes));
+                assert_eq!(pack.get(&h).unwrap(), bytes);
+                assert_eq!((pack.len_of(&h), pack.size()), (Some(20_000), 20_000));
+                let small = pack.put(b"small").unwrap();
+                pack.retain(&HashSet::from([h, small])).unwrap();
+                let reopened = Pack::open(&dir.join("objects.pack")).unwrap();
+                assert_eq!(reopened.get(&h).unwrap(), bytes, "a clone survives a compaction and a restart");
+                drop(reopened);
+                pack.retain(&HashSet::from([small])).unwrap();
+                assert!(!pack.contains(&h));
+                assert!(!dir.join("objects").join(&h.hex()[..2]).join(&h.hex()[2..]).exists());
+                assert_eq!(pack.get(&small).unwrap(), b"small");
+            }
+            None => {
+                assert_eq!(pack.cloning(), Some(false), "refused, and remembered");
+                assert!(!pack.wants_clone(20_000), "not tried again this session");
+                assert_eq!(pack.size(), 0);
+            }
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(dir.join("objects"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

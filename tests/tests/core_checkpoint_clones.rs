@@ -1,0 +1,300 @@
+//! The workspace's copy as copy-on-write clones (issue 32): on a file system that clones (XFS made with
+//! reflink), a file of a block or more is stored as a clone sharing the workspace file's blocks, so the copy
+//! costs next to no disk, and a rewind still puts back exactly what a command changed, also after a
+//! compaction and a restart. Where clones are refused (ext4, tmpfs, the store on another device) the store
+//! copies, once told, and everything holds the same.
+//!
+//! The XFS tests need a mounted file system: `tests/cow/test.sh` (part of `tests/run-all.sh`) makes one on a
+//! loop device and runs them with `--ignored` and `STEPWISE_COW_DIR` set, where a missing one is a failure.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore};
+use stepwise::host::run_shell;
+use stepwise::session::Session;
+use stepwise_tests::TempDir;
+
+/// A folder removed when dropped, under any parent (`TempDir` is always in the temporary folder).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(parent: &Path, tag: &str) -> Scratch {
+        let dir = parent.join(format!("stepwise-cow-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(std::fs::canonicalize(dir).unwrap())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The copy-on-write file system `tests/cow/test.sh` mounted.
+fn cow_dir() -> PathBuf {
+    let v = std::env::var("STEPWISE_COW_DIR")
+        .unwrap_or_else(|_| panic!("STEPWISE_COW_DIR is not set: run these tests through tests/cow/test.sh"));
+    let p = PathBuf::from(v);
+    assert!(p.is_dir(), "STEPWISE_COW_DIR={} is not a folder", p.display());
+    p
+}
+
+fn take(cp: &mut Checkpoints, round: u32) -> String {
+    let meta = Meta { run_id: "r".into(), round, prompt: "p".into(), step: None };
+    cp.take(meta, &Session::default()).unwrap()
+}
+
+async fn shell(cp: &mut Checkpoints, root: &Path, command: &str) -> Vec<PathBuf> {
+    cp.before_command();
+    let out = run_shell(root, command, Duration::from_secs(60)).await.unwrap();
+    assert!(!out.is_error, "{command}: {}", out.text);
+    let mut changed = cp.after_command();
+    changed.sort();
+    changed
+}
+
+/// Bytes that do not repeat (nothing a file system could deduplicate or compress).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A workspace of `big` files of 4 MB (in a subfolder) and 100 small ones; the big files' paths.
+fn workspace(root: &Path, big: usize) -> Vec<PathBuf> {
+    for i in 0..100 {
+        let p = root.join(format!("src/m{}/f{i}.rs", i % 10));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("// small file {i}\n").repeat(20)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("assets/deep")).unwrap();
+    (0..big)
+        .map(|i| {
+            let p = root.join(format!("assets/deep/big{i}.bin"));
+            std::fs::write(&p, noise(i as u64 + 1, 4 << 20)).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// Every file under `dir` with its content.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.insert(e.path().strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Whether the file system under `dir` clones (the same `FICLONE` the store uses, on two files of ours).
+fn can_clone(dir: &Path) -> bool {
+    let (a, b) = (dir.join("probe-a"), dir.join("probe-b"));
+    std::fs::write(&a, noise(9, 8192)).unwrap();
+    let src = std::fs::File::open(&a).unwrap();
+    let dst = std::fs::File::create(&b).unwrap();
+    // SAFETY: two valid fds.
+    let ok = unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONE, src.as_raw_fd()) } == 0;
+    let _ = (std::fs::remove_file(a), std::fs::remove_file(b));
+    ok
+}
+
+const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B; // _IOWR('f', 11, struct fiemap): not in the libc crate
+const FIEMAP_FLAG_SYNC: u32 = 1;
+const FIEMAP_EXTENT_LAST: u32 = 0x1;
+const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Extent {
+    logical: u64,
+    physical: u64,
+    length: u64,
+    reserved64: [u64; 2],
+    flags: u32,
+    reserved: [u32; 3],
+}
+
+#[repr(C)]
+struct Fiemap {
+    start: u64,
+    length: u64,
+    flags: u32,
+    mapped: u32,
+    count: u32,
+    reserved: u32,
+    extents: [Extent; 64],
+}
+
+/// The file's extents as (physical start, length, shared), from the kernel's FIEMAP.
+fn extents(path: &Path) -> Vec<(u64, u64, bool)> {
+    let f = std::fs::File::open(path).unwrap();
+    let mut out = Vec::new();
+    let mut start = 0u64;
+    loop {
+        let mut m = Fiemap {
+            start,
+            length: u64::MAX - start,
+            flags: FIEMAP_FLAG_SYNC,
+            mapped: 0,
+            count: 64,
+            reserved: 0,
+            extents: [Extent::default(); 64],
+        };
+        // SAFETY: a valid fd and a fiemap with room for `count` extents.
+        let r = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
+        assert_eq!(r, 0, "FIEMAP {}: {}", path.display(), std::io::Error::last_os_error());
+        let got = &m.extents[..m.mapped as usize];
+        for e in got {
+            out.push((e.physical, e.length, e.flags & FIEMAP_EXTENT_SHARED != 0));
+        }
+        match got.last() {
+            Some(e) if e.flags & FIEMAP_EXTENT_LAST == 0 => start = e.logical + e.length,
+            _ => return out,
+        }
+    }
+}
+
+/// Bytes free on the file system under `dir`, after everything is written out.
+fn free_bytes(dir: &Path) -> u64 {
+    // SAFETY: flushes every file system; no arguments.
+    unsafe { libc::sync() };
+    let c = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: zeroed plain data filled by the kernel; a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+    st.f_bfree * st.f_frsize
+}
+
+/// Every file in the store's folder of clones.
+fn clone_files(state: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for fan in std::fs::read_dir(state.join("objects")).into_iter().flatten().flatten() {
+        out.extend(std::fs::read_dir(fan.path()).into_iter().flatten().flatten().map(|e| e.path()));
+    }
+    out
+}
+
+/// A command that writes into a big file in place, deletes one, appends to one and adds a small file; a
+/// rewind puts back exactly what was there.
+async fn change_and_rewind(cp: &mut Checkpoints, root: &Path, round: u32) {
+    let before = tree(root);
+    let id = take(cp, round);
+    let changed = shell(
+        cp,
+        root,
+        "printf XYZ | dd of=assets/deep/big0.bin bs=1 seek=5000 conv=notrunc status=none \
+         && rm assets/deep/big1.bin && printf more >> assets/deep/big2.bin && echo new > src/m0/new.rs",
+    )
+    .await;
+    let expect: Vec<PathBuf> =
+        ["assets/deep/big0.bin", "assets/deep/big1.bin", "assets/deep/big2.bin", "src/m0/new.rs"]
+            .map(PathBuf::from)
+            .to_vec();
+    assert_eq!(changed, expect);
+    let done = cp.rewind_on_disk(&id, Restore::Files).unwrap();
+    assert!(done.applied.failed.is_empty() && done.plan.conflicts.is_empty(), "{:?}", done.applied.failed);
+    assert!(done.plan.unrestorable.is_empty(), "{:?}", done.plan.unrestorable);
+    assert!(tree(root) == before, "the rewind put back exactly what was there");
+}
+
+/// On the normal temporary folder (ext4 or tmpfs here, which do not clone): the store is told once,
+/// copies, and a rewind is exact.
+#[tokio::test]
+async fn where_clones_are_refused_the_store_copies_and_rewinds_exactly() {
+    let ws = TempDir::new("cow-ws");
+    let state = TempDir::new("cow-state");
+    workspace(ws.path(), 3);
+    let mut cp = Checkpoints::open(Some(state.path()), ws.path(), Limits::default()).unwrap();
+    assert_eq!(cp.clones(), None, "not tried before a file is stored");
+    cp.copy_in_background();
+    cp.wait_for_copy();
+    assert!(cp.copy_ready());
+    let clones = can_clone(state.path());
+    assert_eq!(cp.clones(), Some(clones), "the store took the path the file system allows");
+    if !clones {
+        assert!(clone_files(state.path()).is_empty());
+        assert!(cp.disk_usage() >= 12 << 20, "the three 4 MB files are in the pack");
+    }
+    change_and_rewind(&mut cp, ws.path(), 1).await;
+}
+
+/// On XFS with reflink: the copy shares the big files' blocks (FIEMAP), free space barely moves while 24 MB
+/// are stored, a rewind is exact, and a compaction and a restart keep it so.
+#[tokio::test]
+#[ignore = "needs a copy-on-write file system: tests/cow/test.sh"]
+async fn on_a_copy_on_write_file_system_the_copy_shares_the_workspace_blocks() {
+    let cow = cow_dir();
+    let ws = Scratch::new(&cow, "ws");
+    let state = Scratch::new(&cow, "state");
+    let big = workspace(&ws.0, 6);
+    let free = free_bytes(&cow);
+
+    let mut cp = Checkpoints::open(Some(&state.0), &ws.0, Limits::default()).unwrap();
+    cp.copy_in_background();
+    cp.wait_for_copy();
+    assert!(cp.copy_ready());
+    assert_eq!(cp.clones(), Some(true), "the store clones on XFS with reflink");
+    let used = free.saturating_sub(free_bytes(&cow));
+    assert!(used < 2 << 20, "the copy of 24 MB of big files took {used} bytes of disk");
+    assert!(cp.disk_usage() >= 24 << 20, "the limit still counts the clones whole");
+
+    // Each big file's blocks are the very blocks of a clone in the store.
+    let stored: BTreeSet<(u64, u64)> =
+        clone_files(&state.0).iter().flat_map(|p| extents(p)).map(|(at, len, _)| (at, len)).collect();
+    assert_eq!(clone_files(&state.0).len(), 6, "one clone per big file; the small files are packed");
+    for p in &big {
+        let ext = extents(p);
+        assert!(!ext.is_empty());
+        for (at, len, shared) in ext {
+            assert!(shared && stored.contains(&(at, len)), "{}: extent at {at} not shared with the store", p.display());
+        }
+    }
+
+    change_and_rewind(&mut cp, &ws.0, 1).await;
+
+    // A compaction (a reset drops the checkpoints) keeps the clones the copy needs, still shared.
+    cp.clear();
+    let kept = extents(&big[3]);
+    assert!(kept.iter().all(|&(_, _, shared)| shared), "still shared after compacting");
+    drop(cp);
+
+    // After a restart the clones are found again and read back exactly.
+    let mut cp = Checkpoints::open(Some(&state.0), &ws.0, Limits::default()).unwrap();
+    change_and_rewind(&mut cp, &ws.0, 1).await;
+}
+
+/// The workspace on XFS and the store elsewhere (another device: `EXDEV`): copied, exact.
+#[tokio::test]
+#[ignore = "needs a copy-on-write file system: tests/cow/test.sh"]
+async fn a_store_on_another_device_than_the_workspace_copies() {
+    let cow = cow_dir();
+    let ws = Scratch::new(&cow, "ws-other");
+    let state = TempDir::new("cow-other-state");
+    workspace(&ws.0, 3);
+    let mut cp = Checkpoints::open(Some(state.path()), &ws.0, Limits::default()).unwrap();
+    cp.copy_in_background();
+    cp.wait_for_copy();
+    assert_eq!(cp.clones(), Some(false), "a clone across devices is refused, and the store copies");
+    assert!(clone_files(state.path()).is_empty());
+    change_and_rewind(&mut cp, &ws.0, 1).await;
+}
