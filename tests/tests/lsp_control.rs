@@ -222,11 +222,15 @@ async fn lsp_two_folders_run_at_once_without_leaking() {
     assert_eq!((log_a.reason().as_str(), log_b.reason().as_str()), ("end_turn", "end_turn"));
     assert_eq!(
         log_a.plans(),
-        vec![json!({"workspace": uri_a, "items": plan_a, "completed": 0, "total": 1, "revision": 1, "by": "model"})]
+        vec![
+            json!({"workspace": uri_a, "items": plan_a, "completed": 0, "total": 1, "revision": 1, "by": "model", "change": "update"})
+        ]
     );
     assert_eq!(
         log_b.plans(),
-        vec![json!({"workspace": uri_b, "items": plan_b, "completed": 0, "total": 2, "revision": 1, "by": "model"})]
+        vec![
+            json!({"workspace": uri_b, "items": plan_b, "completed": 0, "total": 2, "revision": 1, "by": "model", "change": "update"})
+        ]
     );
     assert_eq!(log_a.text(), "A done");
     assert_eq!(log_b.text(), "B done");

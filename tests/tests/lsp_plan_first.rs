@@ -305,3 +305,50 @@ async fn lsp_a_run_may_choose_its_mode_and_a_bad_one_is_refused() {
     assert!(tool_names(&mock.requests()[0].body).contains(&"bash".to_string()));
     ed.finish().await;
 }
+
+/// `stepwise/plan` says what each change was (`change`), beside who made it (`by`): editors tell an edit
+/// from an approval, a rewind and a reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_each_plan_notification_says_what_the_change_was() {
+    let (dir, state) = folder_and_state("plan-first-change");
+    let mock = MockModel::start(vec![
+        Step::tool("todo", json!({"items": [item("1", "Read", "pending"), item("2", "Fix", "pending")]})),
+        Step::text("planned"),
+        Step::text("done"),
+    ])
+    .await;
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ws = ed.folder_uri(0);
+    let change = |p: &Value| (p["by"].clone(), p["change"].clone());
+    let planned = plan_run(&ed, &ws, "fix the bug").await;
+    assert_eq!(planned.reason(), "plan_ready");
+    let model = planned.plans();
+    assert_eq!(model.iter().map(change).collect::<Vec<_>>(), [(json!("model"), json!("update"))]);
+
+    let edit = json!({"items": [item("1", "Read the code", "pending"), item("2", "Fix", "pending")]});
+    ed.execute("stepwise.editPlan", edit).await.unwrap();
+    let edited = ed.await_notification_matching("stepwise/plan", |p| p["by"] == "user", T).await;
+    assert_eq!(change(&edited), (json!("user"), json!("edit")));
+    assert_eq!(ed.execute("stepwise.plan", json!({})).await.unwrap()["change"], "edit", "the answer says it too");
+
+    let r = ed.execute("stepwise.approvePlan", json!({})).await.unwrap();
+    let approved = ed.await_notification_matching("stepwise/plan", |p| p["by"] == "user", T).await;
+    assert_eq!(change(&approved), (json!("user"), json!("approved")));
+    assert_eq!(approved["items"][0], item("1", "Read the code", "in_progress"));
+    assert_eq!(ed.await_run(&ws, r["runId"].as_str().unwrap(), T).await.reason(), "end_turn");
+
+    // Back to the checkpoint after the model's plan: the plan goes back with the conversation.
+    let listed = ed.execute("stepwise.checkpoints", json!({})).await.unwrap();
+    let id = listed.as_array().unwrap().iter().find(|c| c["round"] == 2).unwrap()["id"].clone();
+    let done = ed.execute("stepwise.rewind", json!({"checkpoint": id, "restore": "conversation"})).await.unwrap();
+    assert_eq!(done["conversation"], true, "{done}");
+    let rewound = ed.await_notification_matching("stepwise/plan", |p| p["by"] == "user", T).await;
+    assert_eq!(change(&rewound), (json!("user"), json!("rewind")));
+    assert_eq!(rewound["items"], json!([item("1", "Read", "pending"), item("2", "Fix", "pending")]));
+
+    ed.execute("stepwise.reset", json!({})).await.unwrap();
+    let reset = ed.await_notification_matching("stepwise/plan", |p| p["by"] == "user", T).await;
+    assert_eq!(change(&reset), (json!("user"), json!("reset")));
+    assert_eq!(reset["items"], json!([]));
+    ed.finish().await;
+}

@@ -124,9 +124,9 @@ async fn lsp_full_run_in_vscode() {
     assert_eq!(
         log.plans(),
         vec![
-            json!({"workspace": ws, "items": plan1, "completed": 0, "total": 2, "revision": 1, "by": "model"}),
-            json!({"workspace": ws, "items": plan2, "completed": 1, "total": 2, "revision": 2, "by": "model"}),
-            json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model"}),
+            json!({"workspace": ws, "items": plan1, "completed": 0, "total": 2, "revision": 1, "by": "model", "change": "update"}),
+            json!({"workspace": ws, "items": plan2, "completed": 1, "total": 2, "revision": 2, "by": "model", "change": "update"}),
+            json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model", "change": "update"}),
         ]
     );
 
@@ -210,7 +210,7 @@ async fn lsp_full_run_in_vscode() {
     let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
     assert_eq!(
         plan,
-        json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model"})
+        json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model", "change": "update"})
     );
     ed.finish().await;
 }
@@ -251,7 +251,10 @@ async fn lsp_follow_up_prompts_continue_and_reset_clears() {
     // Reset: an empty plan notification, no lenses, a new conversation.
     assert_eq!(ed.execute("stepwise.reset", json!({"workspace": ws})).await, Ok(Value::Null));
     let plan = ed.await_notification("stepwise/plan").await;
-    assert_eq!(plan, json!({"workspace": ws, "items": [], "completed": 0, "total": 0, "revision": 2, "by": "user"}));
+    assert_eq!(
+        plan,
+        json!({"workspace": ws, "items": [], "completed": 0, "total": 0, "revision": 2, "by": "user", "change": "reset"})
+    );
     assert_eq!(ed.code_lens(&lib).await, Vec::<Value>::new());
     assert_eq!(ed.execute("stepwise.plan", json!({})).await.unwrap()["items"], json!([]));
     let third = ed.run("third prompt").await;

@@ -1,6 +1,7 @@
 -- Plan first: :Stepwise run! plans read-only (a write is refused, nothing changes), the run ends plan_ready;
 -- `> comment` lines under an item of the plan edit buffer go to the model as one planning round;
--- :Stepwise plan approve! carries the plan out from a fresh context and the edit lands.
+-- :Stepwise plan approve! carries the plan out from a fresh context and the edit lands; the chat says the plan
+-- was approved (not edited).
 local H = require('helpers')
 local api = vim.api
 
@@ -87,10 +88,21 @@ return H.spec({
       H.eq({ 'read_file', 'todo' }, planning_tools(reqs[4]), 'still in plan mode')
       H.eq({ '[ ] #1: Change a.txt', '[ ] #2: Check it', '', '(0/2 completed)' }, api.nvim_buf_get_lines(buf, 0, -1, false), 'the revised plan, comments gone')
 
+      -- The chat is open when the plan is approved: it says so, not that the plan was edited.
+      vim.cmd('Stepwise chat')
+      local chat = api.nvim_get_current_buf()
+      H.eq('stepwise://chat', api.nvim_buf_get_name(chat), 'the chat buffer')
+
       from = #cap.status
       vim.cmd('Stepwise plan approve!')
       idle = H.wait_idle(cap, 20000, from)
       H.eq('end_turn', idle.reason, 'the approved run acts')
+      H.wait(function()
+        return H.buf_text(chat):find('✓ you approved the plan', 1, true)
+      end, 10000, 'the approval in the chat', function()
+        return H.buf_text(chat)
+      end)
+      H.eq(nil, H.buf_text(chat):find('you edited the plan', 1, true), 'an approval is not an edit: ' .. H.buf_text(chat))
       reqs = H.recorded(m)
       local first = reqs[6].body or reqs[6]
       H.eq(1, #first.messages, 'a fresh context: the task and the plan only')

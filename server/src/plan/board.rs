@@ -16,12 +16,31 @@ pub enum By {
     User,
 }
 
+/// What the latest change was, so an editor can say it truthfully (`by` says only who).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "PlanChange")]
+pub enum Change {
+    /// The model's planning tools.
+    Update,
+    /// The user's edit (`stepwise.editPlan`, ACP's and the CLI's `/plan`).
+    Edit,
+    /// The user approved the plan (plan first): its first open step went in progress.
+    Approved,
+    /// A rewind put back the plan of its checkpoint, with the conversation.
+    Rewind,
+    /// A reset (a new session): the plan is empty.
+    Reset,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PlanState {
     pub plan: Plan,
     /// Raised by every change, the model's and the user's.
     pub revision: u64,
     pub by: By,
+    /// `None` until the first change since the session opened (a restored plan).
+    pub change: Option<Change>,
     /// The user changed the plan and the model has not been told yet.
     unseen_edit: bool,
 }
@@ -80,6 +99,7 @@ impl PlanBoard {
             s.plan = plan;
             s.revision += 1;
             s.by = By::Model;
+            s.change = Some(Change::Update);
             true
         });
         out
@@ -102,6 +122,7 @@ impl PlanBoard {
                     s.plan = plan;
                     s.revision += 1;
                     s.by = By::User;
+                    s.change = Some(Change::Edit);
                     s.unseen_edit = true;
                     out = Ok(s.clone());
                     true
@@ -151,6 +172,7 @@ impl PlanBoard {
             }
             s.revision += 1;
             s.by = By::User;
+            s.change = Some(Change::Approved);
             s.unseen_edit = false;
             out = Ok(s.clone());
             true
@@ -158,14 +180,15 @@ impl PlanBoard {
         out
     }
 
-    /// Puts a plan in place as a whole (a reset, a rewind): a change by the user the model need not be
-    /// told of (its conversation is replaced with it).
-    pub fn replace(&self, plan: Plan) -> PlanState {
+    /// Puts a plan in place as a whole (`change`: a reset, a rewind): a change by the user the model need
+    /// not be told of (its conversation is replaced with it).
+    pub fn replace(&self, plan: Plan, change: Change) -> PlanState {
         let mut out = PlanState::default();
         self.tx.send_modify(|s| {
             s.plan = plan;
             s.revision += 1;
             s.by = By::User;
+            s.change = Some(change);
             s.unseen_edit = false;
             out = s.clone();
         });
@@ -211,5 +234,23 @@ mod tests {
             "<plan-edit>The user changed the plan. It is now:\n[ ] #2: again\n\n(0/1 completed)</plan-edit>"
         );
         assert_eq!(board.take_unseen_edit(), None);
+    }
+
+    #[test]
+    fn every_change_says_what_it_was() {
+        let board = PlanBoard::new(Plan::default(), 0);
+        assert_eq!(board.snapshot().change, None, "nothing changed since the session opened");
+        board.model_change(true, |p| p.update(&json!([{"text": "a"}, {"text": "b"}]))).unwrap();
+        assert_eq!((board.snapshot().by, board.snapshot().change), (By::Model, Some(Change::Update)));
+        let s = board.user_edit(&[item(Some("1"), "a", "pending"), item(Some("2"), "b c", "pending")], None).unwrap();
+        assert_eq!((s.by, s.change), (By::User, Some(Change::Edit)));
+        let s = board.approve(None).unwrap();
+        assert_eq!((s.by, s.change), (By::User, Some(Change::Approved)));
+        let s = board.replace(Plan::default(), Change::Rewind);
+        assert_eq!((s.by, s.change), (By::User, Some(Change::Rewind)));
+        assert_eq!(board.replace(Plan::default(), Change::Reset).change, Some(Change::Reset));
+        // A refused change leaves the last one's word standing.
+        board.approve(None).unwrap_err();
+        assert_eq!(board.snapshot().change, Some(Change::Reset));
     }
 }

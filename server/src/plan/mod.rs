@@ -7,7 +7,7 @@ mod board;
 pub mod first;
 mod text;
 
-pub use board::{By, PlanBoard, PlanState};
+pub use board::{By, Change, PlanBoard, PlanState};
 pub use first::{Mode, PlanComment};
 pub use text::{parse_render, EditItem};
 

@@ -125,7 +125,7 @@ impl Workspace {
         locks::lock(c).finish(plan, done);
         if let Some(s) = &plan.session {
             convo.clone_from(&s.messages);
-            let state = self.plan.replace(s.plan.clone());
+            let state = self.plan.replace(s.plan.clone(), crate::plan::Change::Rewind);
             self.save_messages(&convo);
             self.save_plan(&state);
         }

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use crate::host::Approvals;
 use crate::llm::Message;
-use crate::plan::{EditItem, PlanBoard, PlanState};
+use crate::plan::{Change, EditItem, PlanBoard, PlanState};
 use crate::session::Session;
 use crate::steering::Inbox;
 use crate::store::Saver;
@@ -175,7 +175,7 @@ impl Workspace {
         if let Some(c) = self.checkpoint_store() {
             crate::locks::lock(c).clear();
         }
-        let state = self.plan.replace(Default::default());
+        let state = self.plan.replace(Default::default(), Change::Reset);
         self.save_messages(&convo);
         self.save_plan(&state);
         Ok(state)

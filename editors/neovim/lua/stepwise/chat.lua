@@ -256,12 +256,24 @@ function apply.status(ch, d)
   end
 end
 
+-- What a change of the plan not made by the model is called (`change` of stepwise/plan); a reset says
+-- nothing (the conversation is shown anew then), nor does the model's change (its tool calls do).
+local PLAN_CHANGE = {
+  edit = '✎ you edited the plan',
+  approved = '✓ you approved the plan',
+  rewind = '↶ the plan went back with the rewind',
+}
+
 function apply.plan(ch, d)
   M._set_plan(ch)
   local folder = state.get(ch.uri)
-  -- (a reset empties the plan as the user too: the conversation is shown anew then)
-  if d.by == 'user' and folder and folder.plan and #(folder.plan.items or {}) > 0 then
-    add_note(ch, '✎ you edited the plan')
+  if d.by ~= 'user' or not folder or not folder.plan then
+    return
+  end
+  -- a server without `change` said only who: its user changes were edits (or a reset, emptying the plan)
+  local change = d.change or (#(folder.plan.items or {}) > 0 and 'edit' or 'reset')
+  if PLAN_CHANGE[change] then
+    add_note(ch, PLAN_CHANGE[change])
   end
 end
 

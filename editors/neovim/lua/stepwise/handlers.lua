@@ -103,12 +103,13 @@ local function on_plan(_, params)
     total = params.total,
     revision = type(params.revision) == 'number' and params.revision or nil,
     by = params.by,
+    change = params.change,
   }
   plan.update(folder)
   require('stepwise.plan_edit').refresh(folder)
   marks.update(folder)
   M.refresh_lenses(folder.uri)
-  events.emit('plan', { workspace = folder.uri, by = params.by })
+  events.emit('plan', { workspace = folder.uri, by = params.by, change = params.change })
   util.emit('StepwisePlan', { workspace = folder.uri, plan = folder.plan })
   pcall(vim.cmd.redrawstatus)
 end

@@ -178,7 +178,7 @@ export class PlanEditor {
     const known = this.core.folders.plan(workspace)?.revision;
     // The `stepwise/plan` of this edit (or a later change) may have come first.
     if (known === undefined || result.revision === undefined || result.revision > known)
-      this.connection.events.onPlan({ ...result, workspace, by: 'user' });
+      this.connection.events.onPlan({ ...result, workspace, by: 'user', change: 'edit' });
     return result;
   }
 

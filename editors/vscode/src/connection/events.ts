@@ -8,7 +8,7 @@ import { failedServers, failureLine, mcpServers } from '../model/mcp';
 import type { PlanParams } from '../model/plan';
 import type { RoundLog } from '../model/rounds';
 import { compactedLine, isSetupError, type StatusParams } from '../model/status';
-import { planEditLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine } from '../model/transcript';
+import { planChangeLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine } from '../model/transcript';
 import { Core, folderName, type Display } from '../setup/core';
 import type { Setup } from '../setup/setup';
 
@@ -88,10 +88,11 @@ export class Events {
     const before = this.core.folders.plan(p?.workspace)?.revision;
     if (!this.core.folders.updatePlan(p)) return;
     this.core.lastFolder = p.workspace;
-    if (p.by === 'user' && p.revision !== before) {
+    const line = p.revision !== before ? planChangeLine(p) : undefined;
+    if (line) {
       this.transcriptFolder(p.workspace);
-      this.core.writer.line(planEditLine(p));
-      this.conversation(p.workspace, { type: 'note', kind: 'planEdit', text: planEditLine(p) });
+      this.core.writer.line(line);
+      this.conversation(p.workspace, { type: 'note', kind: 'planEdit', text: line });
     }
     this.conversation(p.workspace, undefined);
     this.ui.update();

@@ -12,12 +12,13 @@ export type PlanItem = Omit<wire.PlanItem, 'id' | 'status'> & { id: string | num
 
 /** `stepwise/plan` (and the result of `stepwise.plan`) as read: `wire.PlanParams`, with what servers before plan
  * editing leave out optional. */
-export type PlanParams = Omit<wire.PlanParams, 'items' | 'completed' | 'total' | 'revision' | 'by'> & {
+export type PlanParams = Omit<wire.PlanParams, 'items' | 'completed' | 'total' | 'revision' | 'by' | 'change'> & {
   items: PlanItem[];
   completed?: number;
   total?: number;
   revision?: number;
   by?: wire.By | string;
+  change?: wire.PlanChange | string;
 };
 
 export interface FolderRef {

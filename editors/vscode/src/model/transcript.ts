@@ -80,3 +80,20 @@ export class TranscriptWriter {
 export function planEditLine(plan: PlanParams): string {
   return `✎ you changed the plan: ${planSummary(plan)}`;
 }
+
+/** The line a change of the plan not made by the model gets, as its `change` says; none for the model's
+ * (its tool calls show it) nor for a reset (the new session is said where it starts). A server without
+ * `change` only said `by`: its user changes read as edits. */
+export function planChangeLine(plan: PlanParams): string | undefined {
+  if (plan.by !== 'user') return undefined;
+  switch (plan.change) {
+    case 'approved':
+      return `✓ you approved the plan: ${planSummary(plan)}`;
+    case 'rewind':
+      return `↶ the plan went back with the rewind: ${planSummary(plan)}`;
+    case 'reset':
+      return undefined;
+    default:
+      return planEditLine(plan);
+  }
+}

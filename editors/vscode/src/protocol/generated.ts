@@ -183,6 +183,9 @@ export interface Pending {
 
 export type Phase = 'started' | 'finished';
 
+/** What the latest change was, so an editor can say it truthfully (`by` says only who). */
+export type PlanChange = 'update' | 'edit' | 'approved' | 'rewind' | 'reset';
+
 /** One comment on the plan: about one item, or about the whole plan. */
 export interface PlanComment {
   id?: string;
@@ -206,6 +209,8 @@ export interface PlanParams {
   revision: number;
   /** Who made the latest change. */
   by: By;
+  /** What the latest change was; left out when nothing changed since the session opened (a restored plan). */
+  change?: PlanChange;
 }
 
 export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';

@@ -3,7 +3,8 @@
 // clicking Approve starts the run that acts, and its edit lands in the editor. Then a task from the
 // Conversation view: it ends plan_ready with Approve / Approve with Fresh Context / Comment under the plan in
 // the view; Comment sends the text typed in the view (one more planning round), Approve in the view runs the
-// plan and its edit lands. Screenshots: plan-first/*.png (view-plan-ready-view.png: the view with the buttons).
+// plan and its edit lands. Each approval is said as one ("✓ you approved the plan") in the transcript and the
+// view, never as an edit. Screenshots: plan-first/*.png (view-plan-ready-view.png: the view with the buttons).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,6 +25,7 @@ import {
   screenshot,
   step,
   toastText,
+  transcriptLog,
   useCodeServer,
   waitFor,
   waitStatus,
@@ -88,6 +90,9 @@ step('Approve starts the run that acts; the edit lands', async () => {
   await waitFor('the approved run', async () => requests().length, (n) => n >= 5, LONG);
   await waitStatus(/stepwise: idle/, LONG);
   assert.match(JSON.stringify(requests()[3]), /<plan-approved>/);
+  // The approval is said as one, not as an edit of the plan.
+  await waitFor('the approval in the transcript', async () => transcriptLog(), (t) => t.includes('✓ you approved the plan: 0/1'), SHORT);
+  assert.ok(!transcriptLog().includes('you changed the plan'), 'an approval is not an edit');
   await openFile('greet.js');
   await waitFor('the edit in the editor', editorText, (t) => t.includes('planned first!'), LONG);
   await waitFor('the step in progress', planRows, (r) => r.some((x) => x.includes('Change the greeting')), SHORT);
@@ -166,5 +171,8 @@ step('Approve in the view starts the run that acts; the buttons go; the edit lan
   await openFile('greet.js');
   await waitFor('the edit in the editor', editorText, (t) => t.includes('planned first, TWICE!'), LONG);
   await planBar().waitFor({ state: 'hidden', timeout: SHORT });
+  const notes = async () => norm(await frame.locator('.entry.note.planEdit').allTextContents().then((t) => t.join('\n')));
+  await waitFor('the approval in the view', notes, (t) => t.includes('✓ you approved the plan: 0/1'), SHORT);
+  assert.ok(!(await notes()).includes('you changed the plan'), 'the view says approved, not changed');
   await screenshot('view-approved.png');
 });

@@ -1,6 +1,7 @@
 // End-to-end test of checkpoints and rewind in real VS Code (code-server): after the agent edited an open
 // file, Stepwise: Show Checkpoints lists the checkpoint before its round with the file; rewinding to it (after
-// the confirmation naming the file) puts the buffer back, and Undo brings the agent's edit back.
+// the confirmation naming the file) puts the buffer back (the transcript says the plan went back with it), and
+// Undo brings the agent's edit back.
 import assert from 'node:assert/strict';
 import {
   LONG,
@@ -14,6 +15,7 @@ import {
   sleep,
   step,
   toastText,
+  transcriptLog,
   useCodeServer,
   waitFor,
   waitStatus,
@@ -59,6 +61,9 @@ step('rewind to the checkpoint before the edit: the buffer goes back; Undo bring
   await dialog.locator('.monaco-button', { hasText: /^Rewind$/ }).click();
   await waitFor('the original line back in the editor', editorText, (t) => t.includes(ORIGINAL), LONG);
   await waitFor('the outcome', toastText, (t) => t.includes('stepwise: rewound 1 file'), SHORT);
+  // The plan went back with the conversation: said as a rewind, not as the user's edit.
+  await waitFor('the rewind in the transcript', async () => transcriptLog(), (t) => t.includes('↶ the plan went back with the rewind: 0/1 · Warming up'), SHORT);
+  assert.ok(!transcriptLog().includes('you changed the plan'), 'a rewind is not an edit of the plan');
   await page.locator('.part.editor .view-lines').first().click();
   await page.keyboard.press('Control+Z');
   await waitFor('undo brings the edit back', editorText, (t) => t.includes(EDITED), SHORT);

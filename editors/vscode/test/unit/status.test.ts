@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { cacheShare, compactedLine, contextPercent, formatTokens, isSetupError, statusBarModel, totalTokens, usageText } from '../../src/model/status';
-import { TranscriptWriter, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/model/transcript';
+import { TranscriptWriter, planChangeLine, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/model/transcript';
 import type { PlanParams } from '../../src/model/plan';
 
 const WS = 'file:///work/demo';
@@ -70,6 +70,18 @@ test('transcript lines: tool calls with short output, reminders, usage, run star
     runEndLine('end_turn', undefined, { workspace: WS, runInputTokens: 300, runOutputTokens: 40 }, plan),
     '━━ run ended: end_turn · plan 1/2 · Doing b · tokens 300 in / 40 out',
   );
+});
+
+test('a change of the plan is said as what it was: an edit, an approval, a rewind; nothing for the model or a reset', () => {
+  const by = (change: string | undefined, who = 'user') => planChangeLine({ ...plan, by: who, change });
+  assert.equal(by('edit'), '✎ you changed the plan: 1/2 · Doing b');
+  assert.equal(by('approved'), '✓ you approved the plan: 1/2 · Doing b');
+  assert.equal(by('rewind'), '↶ the plan went back with the rewind: 1/2 · Doing b');
+  assert.equal(by('reset'), undefined);
+  assert.equal(by('update', 'model'), undefined);
+  assert.equal(by(undefined, 'model'), undefined, 'a restored plan');
+  // A server before `change` said only who: its user changes were edits.
+  assert.equal(by(undefined), '✎ you changed the plan: 1/2 · Doing b');
 });
 
 test('streamed text is followed by structured lines on a fresh line', () => {

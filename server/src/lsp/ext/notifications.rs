@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{By, PlanItem, PlanState};
+use crate::plan::{By, Change, PlanItem, PlanState};
 use crate::session::FinishReason;
 
 /// `stepwise/plan` (also the answer to `stepwise.plan`).
@@ -19,6 +19,9 @@ pub struct Plan {
     pub revision: u64,
     /// Who made the latest change.
     pub by: By,
+    /// What the latest change was; left out when nothing changed since the session opened (a restored plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
 }
 
 impl Plan {
@@ -30,6 +33,7 @@ impl Plan {
             total: state.plan.items.len(),
             revision: state.revision,
             by: state.by,
+            change: state.change,
         }
     }
 }
