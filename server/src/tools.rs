@@ -10,13 +10,13 @@ mod files;
 mod gate;
 
 use crate::host::output::truncate_chars;
-use crate::host::{resolve, Approvals, FileChange, Host, Sandbox, SandboxSettings};
+use crate::host::{resolve, Approvals, FileChange, Host, ResolvedPath, Sandbox, SandboxSettings};
 use crate::llm::ToolSpec;
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanBoard, PlanningStyle};
 use catalog::{Handler, Tool};
-pub use gate::will_ask;
 use gate::Gate;
+pub use gate::{prepare, will_ask, Prepared};
 
 /// The result of one tool call, as the model will read it, and the file change it made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,17 +89,29 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
 pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
-    let Some(tool) = gate::known(name, cx) else {
+    let call = prepare(name, input, cx);
+    execute_prepared(name, input, call, cx).await
+}
+
+/// Runs a call whose gate `prepare` decided.
+pub async fn execute_prepared<H: Host>(
+    name: &str,
+    input: &Value,
+    call: Prepared<'_>,
+    cx: &mut ToolContext<'_, H>,
+) -> ToolOutput {
+    let Prepared { tool, gate, path } = call;
+    let Some(tool) = tool else {
         return ToolOutput::failed(format!("Unknown tool: {name}"));
     };
-    let gate = match gate::gate(tool, name, input, cx) {
+    let gate = match gate {
         Gate::Refused(out) => return out,
         g => g,
     };
     if tool.handler == Handler::Mcp {
         return mcp_call(name, input, &gate, cx).await;
     }
-    match run(tool, gate, input, cx).await {
+    match run(tool, gate, path, input, cx).await {
         Ok(out) => out,
         Err(msg) => ToolOutput::error(msg),
     }
@@ -119,14 +131,20 @@ async fn mcp_call<H: Host>(name: &str, input: &Value, gate: &Gate<'_>, cx: &Tool
 async fn run<H: Host>(
     tool: &Tool,
     gate: Gate<'_>,
+    path: Option<ResolvedPath>,
     input: &Value,
     cx: &mut ToolContext<'_, H>,
 ) -> Result<ToolOutput, String> {
     let name = tool.name;
+    // The gate resolved a file tool's path already.
+    let resolved = |path: Option<ResolvedPath>| match path {
+        Some(p) => Ok(p),
+        None => resolve(cx.host.root(), str_arg(input, name, "path")?),
+    };
     match tool.handler {
         Handler::Shell => bash::run(cx, str_arg(input, name, "command")?, gate).await,
         Handler::WriteFile => {
-            let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
+            let path = resolved(path)?;
             let content = str_arg(input, name, "content")?;
             let change = files::write(cx, &gate, &path, content).await?;
             Ok(ToolOutput {
@@ -136,7 +154,7 @@ async fn run<H: Host>(
         }
         Handler::EditFile => {
             let given = str_arg(input, name, "path")?;
-            let path = resolve(cx.host.root(), given)?;
+            let path = resolved(path)?;
             let (old, new) = (str_arg(input, name, "old_text")?, str_arg(input, name, "new_text")?);
             let change = files::edit(cx, &gate, &path, old, new).await?;
             Ok(ToolOutput { change: Some(change), ..ToolOutput::ok(format!("Edited {given}")) })

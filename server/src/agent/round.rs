@@ -211,12 +211,13 @@ impl Turn {
             mcp: self.mcp.as_deref(),
             mode: r.cfg.mode,
         };
-        let asks = tools::will_ask(name, input, &cx);
+        let call = tools::prepare(name, input, &cx);
+        let asks = call.will_ask(&cx);
         r.events.emit(Event::ToolStarted { id, name, input, step: step.as_deref(), asks });
         let out = tokio::select! {
             biased;
             _ = r.cancel.cancelled() => None,
-            o = tools::execute(name, input, &mut cx) => Some(o),
+            o = tools::execute_prepared(name, input, call, &mut cx) => Some(o),
         };
         let (out, halt) = match out {
             Some(out) => (out, None),

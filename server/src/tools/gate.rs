@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::catalog::{self, Asks, Handler, Tool};
 use super::{str_arg, ToolContext, ToolOutput};
 use crate::host::output::truncate_chars;
-use crate::host::{is_dangerous, protected, resolve, Ask, Host, Policy, SandboxMode};
+use crate::host::{is_dangerous, protected, resolve, Ask, Host, Policy, ResolvedPath, SandboxMode};
 
 /// Before a call runs.
 #[derive(Debug)]
@@ -23,6 +23,38 @@ pub(super) enum Gate<'a> {
     Refused(ToolOutput),
 }
 
+/// A call with its gate decided once: the loop tells the views whether it will ask, then runs it
+/// (deciding twice resolved a file tool's path and checked a command twice a call).
+pub struct Prepared<'a> {
+    /// `None`: a tool the run does not know.
+    pub(super) tool: Option<&'static Tool>,
+    pub(super) gate: Gate<'a>,
+    /// A file tool's path, resolved once for the gate and the work.
+    pub(super) path: Option<ResolvedPath>,
+}
+
+/// Decides the call `name(input)`'s gate.
+pub fn prepare<'a, H: Host>(name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Prepared<'a> {
+    match known(name, cx) {
+        Some(tool) => {
+            let (gate, path) = decide(tool, name, input, cx);
+            Prepared { tool: Some(tool), gate, path }
+        }
+        None => Prepared { tool: None, gate: Gate::Open, path: None },
+    }
+}
+
+impl Prepared<'_> {
+    /// Whether the call will put a question to the user before it runs: its gate asks, and the session has
+    /// not already allowed that kind of thing. (A command the sandbox stops may ask later, to run outside it.)
+    pub fn will_ask<H: Host>(&self, cx: &ToolContext<'_, H>) -> bool {
+        match &self.gate {
+            Gate::Ask(ask) => !cx.approvals.covers(ask),
+            _ => false,
+        }
+    }
+}
+
 /// The catalog's description of a call the run knows (its planning style's tools, the started MCP tools).
 pub(super) fn known<H: Host>(name: &str, cx: &ToolContext<'_, H>) -> Option<&'static Tool> {
     let tool = catalog::find(name)?;
@@ -35,29 +67,41 @@ pub(super) fn known<H: Host>(name: &str, cx: &ToolContext<'_, H>) -> Option<&'st
 }
 
 /// What stands before the call `name(input)` of a known `tool`.
-pub(super) fn gate<'a, H: Host>(tool: &Tool, name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Gate<'a> {
+#[cfg(test)]
+fn gate<'a, H: Host>(tool: &Tool, name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Gate<'a> {
+    decide(tool, name, input, cx).0
+}
+
+/// The gate, and the path a file tool's gate resolved (the work uses it).
+fn decide<'a, H: Host>(
+    tool: &Tool,
+    name: &str,
+    input: &'a Value,
+    cx: &ToolContext<'a, H>,
+) -> (Gate<'a>, Option<ResolvedPath>) {
     if let Some(why) = catalog::refusal(name, cx.mode) {
         // Before anything else, approvals included: in plan mode nothing may change, even if allowed.
-        return Gate::Refused(ToolOutput::failed(why));
+        return (Gate::Refused(ToolOutput::failed(why)), None);
     }
     if !input.is_object() {
         let shown = match input {
             Value::String(raw) => truncate_chars(raw, 200).to_string(),
             other => other.to_string(),
         };
-        return Gate::Refused(ToolOutput::error(format!("{name}: arguments must be a JSON object, got: {shown}")));
+        let e = format!("{name}: arguments must be a JSON object, got: {shown}");
+        return (Gate::Refused(ToolOutput::error(e)), None);
     }
-    let refused = |e: String| Gate::Refused(ToolOutput::error(e));
+    let refused = |e: String| (Gate::Refused(ToolOutput::error(e)), None);
     match (tool.asks, tool.handler) {
-        (Asks::Never, _) => Gate::Open,
+        (Asks::Never, _) => (Gate::Open, None),
         (_, Handler::Shell) => match str_arg(input, name, "command") {
-            Ok(command) => shell(command, cx),
+            Ok(command) => (shell(command, cx), None),
             Err(e) => refused(e),
         },
         (_, Handler::Mcp) => match cx.mcp.and_then(|m| m.find(name)) {
             // Like a shell command: the server runs code of its own, with the arguments the model chose.
-            Some(t) => Gate::Ask(Ask::Tool { server: &t.server, tool: &t.tool }),
-            None => Gate::Refused(ToolOutput::failed(format!("Unknown tool: {name}"))),
+            Some(t) => (Gate::Ask(Ask::Tool { server: &t.server, tool: &t.tool }), None),
+            None => (Gate::Refused(ToolOutput::failed(format!("Unknown tool: {name}"))), None),
         },
         (Asks::ProtectedPath, _) => {
             // Writes to files that can run code or redirect credentials need the same approval as commands.
@@ -71,11 +115,11 @@ pub(super) fn gate<'a, H: Host>(tool: &Tool, name: &str, input: &'a Value, cx: &
             };
             let rel = path.abs.strip_prefix(cx.host.root()).unwrap_or(&path.abs);
             match protected(rel) {
-                Some(why) => Gate::Ask(Ask::Write { path: given, why }),
-                None => Gate::Open,
+                Some(why) => (Gate::Ask(Ask::Write { path: given, why }), Some(path)),
+                None => (Gate::Open, Some(path)),
             }
         }
-        (Asks::Always, _) => Gate::Open,
+        (Asks::Always, _) => (Gate::Open, None),
     }
 }
 
@@ -98,14 +142,9 @@ fn shell<'a, H: Host>(command: &'a str, cx: &ToolContext<'a, H>) -> Gate<'a> {
     }
 }
 
-/// Whether the call will put a question to the user before it runs: its gate asks, and the session has
-/// not already allowed that kind of thing. (A command the sandbox stops may ask later, to run outside it.)
+/// Whether the call `name(input)` will put a question to the user before it runs (`Prepared::will_ask`).
 pub fn will_ask<H: Host>(name: &str, input: &Value, cx: &ToolContext<'_, H>) -> bool {
-    let Some(tool) = known(name, cx) else { return false };
-    match gate(tool, name, input, cx) {
-        Gate::Ask(ask) => !cx.approvals.covers(&ask),
-        _ => false,
-    }
+    prepare(name, input, cx).will_ask(cx)
 }
 
 /// Passes a call's gate: asks where it asks (unless the session already allowed it; "for the session"
