@@ -7,6 +7,7 @@ pub mod mock;
 pub mod mock_cache;
 pub mod pty;
 pub mod temp;
+pub mod terminal;
 
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};
 pub use temp::TempDir;
