@@ -11,5 +11,6 @@ pub mod terminal;
 
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};
 pub use temp::TempDir;
+pub mod acp_agent;
 pub mod acp_client;
 pub mod acp_terminals;
