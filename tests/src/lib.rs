@@ -6,6 +6,7 @@ pub mod mcp_servers;
 pub mod mock;
 pub mod mock_cache;
 pub mod pty;
+pub mod sent;
 pub mod temp;
 pub mod terminal;
 

@@ -11,19 +11,10 @@ use serde_json::{json, Value};
 use stepwise_tests::acp_agent::{permissions, ScriptedAgent};
 use stepwise_tests::acp_client::of_kind;
 use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::sent::last_user_texts;
 
 fn todo(items: &[(&str, &str)]) -> Value {
     json!({"items": items.iter().map(|(id, text)| json!({"id": id, "text": text, "status": "pending"})).collect::<Vec<_>>()})
-}
-
-/// The text blocks of a request's last user turn.
-fn last_user_texts(body: &Value) -> Vec<String> {
-    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
-    match &last["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(c) => c.iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn tool_names(body: &Value) -> Vec<String> {

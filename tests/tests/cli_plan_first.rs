@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::pty::Pty;
+use stepwise_tests::sent::last_user_texts;
 use stepwise_tests::terminal::{exit_code, Stepwise};
 use stepwise_tests::TempDir;
 
@@ -24,16 +25,6 @@ fn run_plan_first(ws: &TempDir, mock: &MockModel, task: &str) -> (Pty, Child) {
 
 fn item(id: &str, text: &str) -> Value {
     json!({"id": id, "text": text, "status": "pending"})
-}
-
-/// The text blocks of a request's last user turn.
-fn last_user_texts(body: &Value) -> Vec<String> {
-    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
-    match &last["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(c) => c.iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
