@@ -6,9 +6,12 @@ pub mod mcp_servers;
 pub mod mock;
 pub mod mock_cache;
 pub mod pty;
+pub mod sent;
 pub mod temp;
+pub mod terminal;
 
 pub use mock::{HttpError, MockModel, MockOptions, Recorded, Script, Step, StreamError, ToolCall, Turn, Usage};
 pub use temp::TempDir;
+pub mod acp_agent;
 pub mod acp_client;
 pub mod acp_terminals;

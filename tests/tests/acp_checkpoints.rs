@@ -4,22 +4,22 @@ mod common;
 
 use common::call;
 use serde_json::json;
-use stepwise_tests::acp_client::{agent_env, chunks, AcpClient};
+use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_client::chunks;
 use stepwise_tests::mock::{MockModel, Step};
-use stepwise_tests::TempDir;
 
 #[tokio::test]
 async fn checkpoints_are_listed_and_rewound_by_slash_commands() {
-    let ws = TempDir::new("acp-cp");
-    let state = TempDir::new("acp-cp-state");
-    ws.write("notes.txt", "v0\n");
     let mock = MockModel::start(vec![
         call("write_file", json!({"path": "notes.txt", "content": "v1\n"})),
         Step::text("Done."),
         Step::text("Again."),
     ])
     .await;
-    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
+    let agent = ScriptedAgent::new("acp-cp", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    ws.write("notes.txt", "v0\n");
+    let (mut client, sid) = agent.session().await;
     let (resp, _) = client.prompt(&sid, "task one").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
     assert_eq!(ws.read("notes.txt"), "v1\n");

@@ -6,7 +6,8 @@ mod common;
 
 use common::{messages, texts};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, of_kind, AcpClient};
+use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_client::{chunks, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
 
@@ -23,17 +24,16 @@ async fn advertised_after_new(client: &mut AcpClient, ws: &TempDir) -> (String, 
 
 #[tokio::test]
 async fn compact_is_advertised_and_run_by_the_agent_not_the_model() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![
         Step::text("First answer."),
         Step::text("The user asked for a first task; it is done."),
         Step::text("Going on."),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
-    let (sid, commands) = advertised_after_new(&mut client, &ws).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.initialized().await;
+    let (sid, commands) = advertised_after_new(&mut client, ws).await;
     // Only what works is offered.
     assert_eq!(
         commands,
@@ -76,12 +76,11 @@ async fn compact_is_advertised_and_run_by_the_agent_not_the_model() {
 
 #[tokio::test]
 async fn compact_on_a_new_session_and_other_slashes_are_prompts() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![Step::text("A path, then.")]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
-    let (sid, _) = advertised_after_new(&mut client, &ws).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.initialized().await;
+    let (sid, _) = advertised_after_new(&mut client, ws).await;
 
     let (resp, updates) = client.prompt(&sid, "  /compact\n").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
@@ -98,12 +97,11 @@ async fn compact_on_a_new_session_and_other_slashes_are_prompts() {
 
 #[tokio::test]
 async fn plan_shows_and_edits_the_plan_and_the_model_is_told_next() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![Step::text("Noted.")]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
-    let (sid, _) = advertised_after_new(&mut client, &ws).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.initialized().await;
+    let (sid, _) = advertised_after_new(&mut client, ws).await;
 
     let (resp, updates) = client.prompt(&sid, "/plan").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");

@@ -6,24 +6,22 @@ mod common;
 
 use common::call;
 use serde_json::json;
-use stepwise_tests::acp_client::{chunks, AcpClient};
+use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_client::chunks;
 use stepwise_tests::mock::{MockModel, Step, Turn};
-use stepwise_tests::TempDir;
 
-fn agent_env(mock: &MockModel, state: &TempDir) -> Vec<(&'static str, String)> {
-    let mut env = stepwise_tests::acp_client::agent_env(mock, state);
-    env.push(("STEPWISE_MAX_RETRIES", "0".into()));
-    env
+/// The agent's set-up, without retries (errors show at once).
+fn no_retries(tag: &str, mock: MockModel) -> ScriptedAgent {
+    ScriptedAgent::new(tag, mock).env("STEPWISE_MAX_RETRIES", "0")
 }
 
 #[tokio::test]
 async fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
-    ws.write("file.txt", "not a folder");
     let mock = MockModel::start(Vec::<Step>::new()).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
+    let agent = no_retries("acp-ws", mock);
+    let ws = &agent.ws;
+    ws.write("file.txt", "not a folder");
+    let mut client = agent.initialized().await;
 
     client.send_line("{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ").await;
     let parse = client.next_raw().await.expect("an answer");
@@ -73,8 +71,6 @@ async fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
 
 #[tokio::test]
 async fn runs_that_end_badly_say_why() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let cut = || -> Step { Turn::text("cut ").with_stop_reason("max_tokens").into() };
     let mock = MockModel::start(vec![
         // A model error: a message chunk saying why, and a JSON-RPC error.
@@ -89,7 +85,8 @@ async fn runs_that_end_badly_say_why() {
         cut(),
     ])
     .await;
-    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
+    let agent = no_retries("acp-ws", mock);
+    let (mut client, sid) = agent.session().await;
 
     let (resp, updates) = client.prompt(&sid, "fail").await;
     assert_eq!(resp["error"]["code"], -32603, "{resp}");
@@ -108,12 +105,10 @@ async fn runs_that_end_badly_say_why() {
 
 #[tokio::test]
 async fn the_round_cap_is_max_turn_requests_and_one_prompt_runs_at_a_time() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("read_file", json!({"path": "missing.txt"})), Step::Hang]).await;
-    let mut env = agent_env(&mock, &state);
-    env.push(("STEPWISE_MAX_ROUNDS", "1".into()));
-    let (mut client, sid) = AcpClient::with_session(ws.path(), &env).await;
+    let agent = no_retries("acp-ws", mock).env("STEPWISE_MAX_ROUNDS", "1");
+    let mock = &agent.mock;
+    let (mut client, sid) = agent.session().await;
     let (resp, updates) = client.prompt(&sid, "read").await;
     assert_eq!(resp["result"]["stopReason"], "max_turn_requests", "{resp}");
     assert!(chunks(&updates, "agent_message_chunk").contains("round cap (1)"), "{updates:#?}");
@@ -134,10 +129,9 @@ async fn the_round_cap_is_max_turn_requests_and_one_prompt_runs_at_a_time() {
 
 #[tokio::test]
 async fn a_panicking_run_answers_its_prompt_and_frees_the_session() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![Step::text("Still here.")]).await;
-    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
+    let agent = no_retries("acp-ws", mock);
+    let (mut client, sid) = agent.session().await;
     // A prompt that makes a debug build's run panic (see prompt::run).
     let (resp, _) = client.prompt(&sid, "__stepwise_test_panic__").await;
     assert_eq!(resp["error"]["code"], -32603, "{resp}");

@@ -5,7 +5,8 @@ mod common;
 
 use common::{call, messages, read_pid, wait_gone};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, finished, of_kind, AcpClient};
+use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_client::{chunks, finished, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::TempDir;
 
@@ -30,14 +31,13 @@ async fn start_long_command(client: &mut AcpClient, ws: &TempDir, sid: &str) -> 
 
 #[tokio::test]
 async fn cancel_answers_cancelled_kills_the_command_and_keeps_the_conversation() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("bash", json!({"command": LONG_COMMAND})), Step::text("Back again.")]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.initialized().await;
     allow_always(&mut client);
     let sid = client.new_session(ws.path()).await;
-    let (id, shell, bg) = start_long_command(&mut client, &ws, &sid).await;
+    let (id, shell, bg) = start_long_command(&mut client, ws, &sid).await;
 
     let from = client.received.len();
     let cancelled_at = std::time::Instant::now();
@@ -64,14 +64,13 @@ async fn cancel_answers_cancelled_kills_the_command_and_keeps_the_conversation()
 
 #[tokio::test]
 async fn a_client_that_goes_away_ends_the_agent_and_its_commands() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("bash", json!({"command": LONG_COMMAND}))]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let ws = &agent.ws;
+    let mut client = agent.initialized().await;
     allow_always(&mut client);
     let sid = client.new_session(ws.path()).await;
-    let (_, shell, bg) = start_long_command(&mut client, &ws, &sid).await;
+    let (_, shell, bg) = start_long_command(&mut client, ws, &sid).await;
     client.close_stdin();
     assert_eq!(client.wait_exit().await, Some(0));
     assert!(wait_gone(shell), "the shell {shell} outlived the agent");
@@ -80,8 +79,6 @@ async fn a_client_that_goes_away_ends_the_agent_and_its_commands() {
 
 #[tokio::test]
 async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let plan = json!({"items": [{"id": "1", "text": "Say hi", "status": "completed"}]});
     let mock = MockModel::start(vec![
         Turn::text("Planning.").with_tool("todo", plan).into(),
@@ -90,9 +87,9 @@ async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
         Step::text("Second answer."),
     ])
     .await;
-    let env = agent_env(&mock, &state);
-    let mut first = AcpClient::spawn(ws.path(), &env);
-    first.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut first = agent.initialized().await;
     allow_always(&mut first);
     let sid = first.new_session(ws.path()).await;
     let (resp, _) = first.prompt(&sid, "first task").await;
@@ -100,8 +97,7 @@ async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
     first.close_stdin();
     assert_eq!(first.wait_exit().await, Some(0));
 
-    let mut second = AcpClient::spawn(ws.path(), &env);
-    second.initialize(false, false).await;
+    let mut second = agent.initialized().await;
     allow_always(&mut second);
     let unknown =
         second.call_err("session/load", json!({"sessionId": "sw-nope", "cwd": ws.path(), "mcpServers": []})).await;
@@ -150,10 +146,10 @@ async fn a_saved_session_is_replayed_and_continued_by_the_next_process() {
 
 #[tokio::test]
 async fn cancel_while_a_permission_question_waits() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("bash", json!({"command": "echo never > ran.txt"}))]).await;
-    let (mut client, sid) = AcpClient::with_session(ws.path(), &agent_env(&mock, &state)).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let ws = &agent.ws;
+    let (mut client, sid) = agent.session().await;
     let id =
         client.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})).await;
     // The question is left unanswered; the user cancels the turn instead.

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use common::call;
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, of_kind, statuses, AcpClient};
+use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_client::{chunks, of_kind, statuses};
 use stepwise_tests::mcp_servers::{fastmcp_script, tools, HttpServer};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
@@ -17,20 +18,22 @@ use stepwise_tests::TempDir;
 #[tokio::test]
 async fn client_servers_are_offered_and_an_untrusted_workspace_file_is_asked_about() {
     let t = tools();
-    let (ws, state, dir) = (TempDir::new("acp-mcp-ws"), TempDir::new("acp-mcp-state"), TempDir::new("acp-mcp-http"));
+    let dir = TempDir::new("acp-mcp-http");
     let http = HttpServer::start(dir.path());
-    ws.write(
-        ".mcp.json",
-        &json!({"mcpServers": {"repo": {"command": "bash", "args": ["-c", format!("touch {}", ws.join("marker").display())]}}})
-            .to_string(),
-    );
     let mock = MockModel::start(vec![
         call("mcp__py__add", json!({"a": 20, "b": 22})),
         call("mcp__web__add", json!({"a": 1, "b": 2})),
         Step::text("done"),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    let agent = ScriptedAgent::new("acp-mcp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    ws.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"repo": {"command": "bash", "args": ["-c", format!("touch {}", ws.join("marker").display())]}}})
+            .to_string(),
+    );
+    let mut client = agent.spawn();
     let init = client.initialize(false, false).await;
     assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["http"], true, "{init}");
 
@@ -85,15 +88,15 @@ async fn client_servers_are_offered_and_an_untrusted_workspace_file_is_asked_abo
 #[tokio::test]
 async fn an_mcp_tool_allowed_for_the_session_is_announced_running() {
     let t = tools();
-    let (ws, state) = (TempDir::new("acp-mcp-ws"), TempDir::new("acp-mcp-state"));
     let mock = MockModel::start(vec![
         call("mcp__py__add", json!({"a": 1, "b": 2})),
         call("mcp__py__add", json!({"a": 3, "b": 4})),
         Step::text("done"),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-mcp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.initialized().await;
     let asked = Arc::new(Mutex::new(0));
     let seen = asked.clone();
     client.on_request = Box::new(move |method, params| {

@@ -5,42 +5,16 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
 use agent_client_protocol::v1::schema::{NewSessionResponse, RequestPermissionRequest, SessionNotification};
 use common::{call, calls};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, of_kind, AcpClient};
+use stepwise_tests::acp_agent::{permissions, ScriptedAgent};
+use stepwise_tests::acp_client::of_kind;
 use stepwise_tests::mock::{MockModel, Step};
-use stepwise_tests::TempDir;
+use stepwise_tests::sent::last_user_texts;
 
 fn todo(items: &[(&str, &str)]) -> Value {
     json!({"items": items.iter().map(|(id, text)| json!({"id": id, "text": text, "status": "pending"})).collect::<Vec<_>>()})
-}
-
-/// Answers the permission requests with the given option ids in turn; keeps them.
-fn permissions(client: &mut AcpClient, answers: &[&str]) -> Arc<Mutex<Vec<Value>>> {
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let (seen, mut answers) = (asked.clone(), answers.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter());
-    client.on_request = Box::new(move |method, params| {
-        assert_eq!(method, "session/request_permission", "unexpected request {method}: {params}");
-        seen.lock().unwrap().push(params.clone());
-        match answers.next() {
-            Some(option) => Ok(json!({"outcome": {"outcome": "selected", "optionId": option}})),
-            None => panic!("more permission requests than expected: {params}"),
-        }
-    });
-    asked
-}
-
-/// The text blocks of a request's last user turn.
-fn last_user_texts(body: &Value) -> Vec<String> {
-    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
-    match &last["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(c) => c.iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn tool_names(body: &Value) -> Vec<String> {
@@ -49,9 +23,6 @@ fn tool_names(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn acp_plan_mode_plans_read_only_asks_and_acts_once_approved() {
-    let ws = TempDir::new("acp-plan-ws");
-    let state = TempDir::new("acp-plan-state");
-    ws.write("a.txt", "alpha\n");
     let mock = MockModel::start(vec![
         calls(&[
             ("write_file", json!({"path": "a.txt", "content": "too early"})),
@@ -67,8 +38,10 @@ async fn acp_plan_mode_plans_read_only_asks_and_acts_once_approved() {
         Step::text("Done."),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-plan-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    ws.write("a.txt", "alpha\n");
+    let mut client = agent.initialized().await;
     let asked = permissions(&mut client, &["keep-planning", "approve-fresh"]);
     let created = client.call("session/new", json!({"cwd": ws.path(), "mcpServers": []})).await;
     let typed: NewSessionResponse = serde_json::from_value(created.clone()).expect("session/new fits the schema");

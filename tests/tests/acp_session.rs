@@ -7,36 +7,16 @@ use std::sync::{Arc, Mutex};
 
 use common::{call, result_texts};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, chunks, finished, of_kind, statuses, AcpClient};
+use stepwise_tests::acp_agent::{permissions, ScriptedAgent};
+use stepwise_tests::acp_client::{chunks, finished, of_kind, statuses};
 use stepwise_tests::mock::{MockModel, Step, Turn};
-use stepwise_tests::TempDir;
 
 fn todo(items: &[(&str, &str, &str)]) -> Value {
     json!({"items": items.iter().map(|(id, text, status)| json!({"id": id, "text": text, "status": status})).collect::<Vec<_>>()})
 }
 
-/// Answers permission requests with the given option ids in turn (`"cancelled"` for that outcome),
-/// and keeps the requests.
-fn permissions(client: &mut AcpClient, answers: &[&str]) -> Arc<Mutex<Vec<Value>>> {
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let (seen, mut answers) = (asked.clone(), answers.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter());
-    client.on_request = Box::new(move |method, params| {
-        assert_eq!(method, "session/request_permission", "unexpected request {method}: {params}");
-        seen.lock().unwrap().push(params.clone());
-        match answers.next().as_deref() {
-            Some("cancelled") => Ok(json!({"outcome": {"outcome": "cancelled"}})),
-            Some(option) => Ok(json!({"outcome": {"outcome": "selected", "optionId": option}})),
-            None => panic!("more permission requests than expected: {params}"),
-        }
-    });
-    asked
-}
-
 #[tokio::test]
 async fn a_prompt_reports_plan_tool_calls_diff_and_usage() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
-    ws.write("src.txt", "hello world\n");
     let mock = MockModel::start(vec![
         Turn::text("Planning.")
             .with_tool("todo", todo(&[("1", "Edit the file", "in_progress"), ("2", "Check it", "pending")]))
@@ -49,7 +29,10 @@ async fn a_prompt_reports_plan_tool_calls_diff_and_usage() {
         Step::text("Done: src.txt says hello there."),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let ws = &agent.ws;
+    ws.write("src.txt", "hello world\n");
+    let mut client = agent.spawn();
     let init = client.initialize(false, false).await;
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
@@ -132,8 +115,6 @@ async fn a_prompt_reports_plan_tool_calls_diff_and_usage() {
 
 #[tokio::test]
 async fn permissions_reject_cancel_and_allow_always() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![
         call("bash", json!({"command": "echo zero"})),
         call("bash", json!({"command": "echo one"})),
@@ -143,8 +124,9 @@ async fn permissions_reject_cancel_and_allow_always() {
         Step::text("ok"),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.initialized().await;
     let asked = permissions(&mut client, &["cancelled", "reject_once", "allow_always"]);
     let sid = client.new_session(ws.path()).await;
     let (resp, updates) = client.prompt(&sid, "run things").await;
@@ -172,16 +154,16 @@ async fn permissions_reject_cancel_and_allow_always() {
 
 #[tokio::test]
 async fn files_go_through_the_client_when_it_offers_them() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
-    ws.write("a.txt", "on disk\n");
     let mock = MockModel::start(vec![
         call("read_file", json!({"path": "a.txt"})),
         call("edit_file", json!({"path": "a.txt", "old_text": "buffer", "new_text": "edited buffer"})),
         Step::text("done"),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    ws.write("a.txt", "on disk\n");
+    let mut client = agent.spawn();
     client.initialize(true, true).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
@@ -209,9 +191,6 @@ async fn files_go_through_the_client_when_it_offers_them() {
 
 #[tokio::test]
 async fn reminders_are_thoughts_and_cut_calls_are_failed_calls() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
-    ws.write("a.txt", "a\n");
     let mock = MockModel::start(vec![
         call("todo", todo(&[("1", "Read a", "in_progress")])),
         call("read_file", json!({"path": "a.txt"})),
@@ -223,9 +202,10 @@ async fn reminders_are_thoughts_and_cut_calls_are_failed_calls() {
         Step::text("Stopping here."),
     ])
     .await;
-    let mut env = agent_env(&mock, &state);
-    env.push(("STEPWISE_REMINDER_ROUNDS", "1".into()));
-    let (mut client, sid) = AcpClient::with_session(ws.path(), &env).await;
+    let agent = ScriptedAgent::new("acp-ws", mock).env("STEPWISE_REMINDER_ROUNDS", "1");
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    ws.write("a.txt", "a\n");
+    let (mut client, sid) = agent.session().await;
     let (resp, updates) = client.prompt(&sid, "read a").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
 
@@ -246,8 +226,6 @@ async fn reminders_are_thoughts_and_cut_calls_are_failed_calls() {
 /// with the sandbox off: never unconfined unasked.
 #[tokio::test]
 async fn without_a_sandbox_the_session_is_told_once_and_commands_ask() {
-    let ws = TempDir::new("acp-no-sandbox");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![
         call("bash", json!({"command": "touch one"})),
         Step::text("one"),
@@ -255,11 +233,11 @@ async fn without_a_sandbox_the_session_is_told_once_and_commands_ask() {
         Step::text("two"),
     ])
     .await;
-    let mut env = agent_env(&mock, &state);
-    env.push(("STEPWISE_SANDBOX", "workspace-write".into()));
-    env.push((stepwise::host::sandbox::UNAVAILABLE_ENV, "1".into()));
-    let mut client = AcpClient::spawn(ws.path(), &env);
-    client.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-no-sandbox", mock)
+        .env("STEPWISE_SANDBOX", "workspace-write")
+        .env(stepwise::host::sandbox::UNAVAILABLE_ENV, "1");
+    let ws = &agent.ws;
+    let mut client = agent.initialized().await;
     let asked = permissions(&mut client, &["allow_once", "reject_once"]);
     let sid = client.new_session(ws.path()).await;
     let (_, first) = client.prompt(&sid, "one").await;

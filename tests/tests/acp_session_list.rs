@@ -6,6 +6,7 @@ mod common;
 
 use common::{messages, texts};
 use serde_json::{json, Value};
+use stepwise_tests::acp_agent::ScriptedAgent;
 use stepwise_tests::acp_client::{agent_env, of_kind, AcpClient};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
@@ -126,12 +127,10 @@ fn age(path: &std::path::Path, days: u64) {
 
 #[tokio::test]
 async fn a_session_unused_for_a_month_goes_with_its_checkpoints_at_the_next_start() {
-    let ws = TempDir::new("acp-prune-ws");
-    let state = TempDir::new("acp-prune-state");
     let mock = MockModel::start(vec![Step::text("Old work."), Step::text("New work.")]).await;
-    let env = agent_env(&mock, &state);
-    let mut first = AcpClient::spawn(ws.path(), &env);
-    first.initialize(false, false).await;
+    let agent = ScriptedAgent::new("acp-prune-ws", mock);
+    let ws = &agent.ws;
+    let mut first = agent.initialized().await;
     let (old, new) = (first.new_session(ws.path()).await, first.new_session(ws.path()).await);
     for (s, p) in [(&old, "old task"), (&new, "new task")] {
         let (resp, _) = first.prompt(s, p).await;
@@ -140,7 +139,7 @@ async fn a_session_unused_for_a_month_goes_with_its_checkpoints_at_the_next_star
     first.close_stdin();
     assert_eq!(first.wait_exit().await, Some(0));
 
-    let dir = state.path().join("acp");
+    let dir = agent.state.path().join("acp");
     let (file, store) = (dir.join(format!("{old}.json")), dir.join(format!("{old}.checkpoints")));
     assert!(file.is_file() && store.is_dir(), "the session and its checkpoints were saved");
     age(&file, 40);
@@ -149,8 +148,7 @@ async fn a_session_unused_for_a_month_goes_with_its_checkpoints_at_the_next_star
     }
     age(&store, 40);
 
-    let mut second = AcpClient::spawn(ws.path(), &env);
-    second.initialize(false, false).await;
+    let mut second = agent.initialized().await;
     let all = second.call("session/list", json!({})).await;
     assert_eq!(ids(&all), vec![new.clone()], "{all}");
     assert!(!file.exists() && !store.exists(), "the old session's file and checkpoints are gone");

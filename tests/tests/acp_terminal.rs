@@ -7,7 +7,8 @@ mod common;
 
 use common::{call, read_pid, result_texts, results, wait_gone};
 use serde_json::{json, Value};
-use stepwise_tests::acp_client::{agent_env, statuses, AcpClient};
+use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_client::{statuses, AcpClient};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
 
@@ -53,8 +54,6 @@ fn first_call_id(received: &[Value]) -> String {
 
 #[tokio::test]
 async fn commands_run_in_the_clients_terminal_and_the_model_reads_their_result() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![
         call("bash", json!({"command": "echo made > made.txt; cat made.txt; exit 3"})),
         call("bash", json!({"command": "true"})),
@@ -63,8 +62,9 @@ async fn commands_run_in_the_clients_terminal_and_the_model_reads_their_result()
         Step::text("done"),
     ])
     .await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize_with_terminal().await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.with_terminal().await;
     allow(&mut client);
     let sid = client.new_session(ws.path()).await;
     let from = client.received.len();
@@ -131,11 +131,10 @@ const LONG_COMMAND: &str = "echo $$ > bash.pid; sleep 300 & echo $! > bg.pid; wa
 
 #[tokio::test]
 async fn cancel_kills_and_releases_the_terminal() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("bash", json!({"command": LONG_COMMAND})), Step::text("Back.")]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize_with_terminal().await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.with_terminal().await;
     allow(&mut client);
     let sid = client.new_session(ws.path()).await;
     let id =
@@ -167,13 +166,10 @@ async fn cancel_kills_and_releases_the_terminal() {
 
 #[tokio::test]
 async fn the_shell_timeout_kills_the_terminal() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock = MockModel::start(vec![call("bash", json!({"command": LONG_COMMAND})), Step::text("Too slow.")]).await;
-    let mut env = agent_env(&mock, &state);
-    env.push(("STEPWISE_BASH_TIMEOUT", "1".into()));
-    let mut client = AcpClient::spawn(ws.path(), &env);
-    client.initialize_with_terminal().await;
+    let agent = ScriptedAgent::new("acp-ws", mock).env("STEPWISE_BASH_TIMEOUT", "1");
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.with_terminal().await;
     allow(&mut client);
     let sid = client.new_session(ws.path()).await;
     let from = client.received.len();
@@ -191,12 +187,11 @@ async fn the_shell_timeout_kills_the_terminal() {
 
 #[tokio::test]
 async fn a_refused_terminal_runs_nothing_and_tells_the_model_why() {
-    let ws = TempDir::new("acp-ws");
-    let state = TempDir::new("acp-state");
     let mock =
         MockModel::start(vec![call("bash", json!({"command": "echo ran > ran.txt"})), Step::text("Refused.")]).await;
-    let mut client = AcpClient::spawn(ws.path(), &agent_env(&mock, &state));
-    client.initialize_with_terminal().await;
+    let agent = ScriptedAgent::new("acp-ws", mock);
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    let mut client = agent.with_terminal().await;
     client.refuse_terminals();
     allow(&mut client);
     let sid = client.new_session(ws.path()).await;
@@ -218,10 +213,7 @@ async fn a_refused_terminal_runs_nothing_and_tells_the_model_why() {
 /// `session/request_permission`, and the approved run outside the sandbox goes to the client's terminal.
 #[tokio::test]
 async fn sandboxed_commands_run_here_and_a_stopped_one_runs_outside_only_when_permitted() {
-    let ws = TempDir::new("acp-sandbox");
     let outside = TempDir::new("acp-sandbox-outside");
-    let state = TempDir::new("acp-state");
-    std::fs::create_dir_all(ws.join("src")).unwrap();
     let (a, b) = (outside.join("a"), outside.join("b"));
     let (to_a, to_b) = (format!("echo x > {}", a.display()), format!("echo x > {}", b.display()));
     let mock = MockModel::start(vec![
@@ -231,10 +223,10 @@ async fn sandboxed_commands_run_here_and_a_stopped_one_runs_outside_only_when_pe
         Step::text("done"),
     ])
     .await;
-    let mut env = agent_env(&mock, &state);
-    env.push(("STEPWISE_SANDBOX", "workspace-write".into()));
-    let mut client = AcpClient::spawn(ws.path(), &env);
-    client.initialize_with_terminal().await;
+    let agent = ScriptedAgent::new("acp-sandbox", mock).env("STEPWISE_SANDBOX", "workspace-write");
+    let (ws, mock) = (&agent.ws, &agent.mock);
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    let mut client = agent.with_terminal().await;
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
     let mut answers = ["allow_once", "reject_once"].into_iter();

@@ -1,57 +1,30 @@
 //! `stepwise run --plan-first TASK` on a pseudo-terminal: the model plans read-only, the plan is shown and
 //! waits; a comment is one more planning round; `y` starts the run that acts; `n` leaves everything as it was.
 
-use std::os::fd::OwnedFd;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stepwise_tests::lsp_client::stepwise_binary;
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::pty::Pty;
+use stepwise_tests::sent::last_user_texts;
+use stepwise_tests::terminal::{exit_code, Stepwise};
 use stepwise_tests::TempDir;
 
 const T: Duration = Duration::from_secs(20);
 const ASK: &str = "[y]es / [n]o / [e]dit / [c]omment / [f]resh context: ";
 
-fn run_plan_first(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, task: &str) -> Child {
-    let end = || Stdio::from(pty_end.try_clone().unwrap());
-    Command::new(stepwise_binary(false))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("MODEL_ID", "m")
+fn run_plan_first(ws: &TempDir, mock: &MockModel, task: &str) -> (Pty, Child) {
+    Stepwise::with_model(mock)
         .env("NO_COLOR", "1")
-        .args(["run", "--plan-first", "--yes", "--workspace"])
-        .arg(ws.path())
+        .args(["run", "--plan-first", "--yes"])
+        .workspace(ws)
         .arg(task)
-        .stdin(end())
-        .stdout(end())
-        .stderr(end())
-        .spawn()
-        .unwrap()
+        .on_pty(T)
 }
 
 fn item(id: &str, text: &str) -> Value {
     json!({"id": id, "text": text, "status": "pending"})
-}
-
-/// The text blocks of a request's last user turn.
-fn last_user_texts(body: &Value) -> Vec<String> {
-    let last = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
-    match &last["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(c) => c.iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Its exit code, waited for on a thread of its own (bounded).
-fn wait_exit(mut child: Child) -> i32 {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait().map(|s| s.code().unwrap_or(-1))));
-    rx.recv_timeout(T).expect("stepwise did not exit").unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,9 +42,7 @@ async fn plan_first_shows_the_plan_takes_a_comment_and_acts_only_once_approved()
     .await;
     let ws = TempDir::new("pty-plan-first");
     ws.write("a.txt", "before");
-    let (mut pty, end) = Pty::open(T);
-    let child = run_plan_first(&ws, &mock, &end, "write a.txt");
-    drop(end);
+    let (mut pty, child) = run_plan_first(&ws, &mock, "write a.txt");
 
     let shown = pty.expect(ASK);
     assert!(shown.contains("Error: plan mode: write_file"), "{shown}");
@@ -85,7 +56,7 @@ async fn plan_first_shows_the_plan_takes_a_comment_and_acts_only_once_approved()
     assert_eq!(ws.read("a.txt"), "before", "nothing changes while planning");
     pty.type_line("y");
     pty.expect("Wrote it.");
-    assert_eq!(wait_exit(child), 0);
+    assert_eq!(exit_code(child, T), 0);
     assert_eq!(ws.read("a.txt"), "done");
 
     let reqs = mock.requests();
@@ -107,15 +78,13 @@ async fn a_declined_plan_changes_nothing_and_runs_nothing_more() {
     ])
     .await;
     let ws = TempDir::new("pty-plan-first-no");
-    let (mut pty, end) = Pty::open(T);
-    let child = run_plan_first(&ws, &mock, &end, "make a file");
-    drop(end);
+    let (mut pty, child) = run_plan_first(&ws, &mock, "make a file");
     let shown = pty.expect(ASK);
     // Plan mode runs the shell read-only in the sandbox: the write is stopped there, nothing asked.
     assert!(shown.contains("stopped by the sandbox (read-only"), "{shown}");
     pty.type_line("n");
     pty.expect("the plan was not approved; nothing changed");
-    assert_eq!(wait_exit(child), 0);
+    assert_eq!(exit_code(child, T), 0);
     assert!(!ws.join("made.txt").exists());
     assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 0, "the workspace is as it was");
     assert_eq!(mock.requests().len(), 3);
@@ -131,23 +100,8 @@ async fn chat_plan_first_then_plan_approve_fresh() {
     ])
     .await;
     let ws = TempDir::new("pty-chat-plan-first");
-    let (mut pty, end) = Pty::open(T);
-    let pty_end = || Stdio::from(end.try_clone().unwrap());
-    let child = Command::new(stepwise_binary(false))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("MODEL_ID", "m")
-        .env("NO_COLOR", "1")
-        .args(["chat", "--yes", "--workspace"])
-        .arg(ws.path())
-        .stdin(pty_end())
-        .stdout(pty_end())
-        .stderr(pty_end())
-        .spawn()
-        .unwrap();
-    drop(end);
+    let (mut pty, child) =
+        Stepwise::with_model(&mock).env("NO_COLOR", "1").args(["chat", "--yes"]).workspace(&ws).on_pty(T);
     pty.type_line("/plan approve");
     pty.expect("no plan waits for approval");
     pty.type_line("/plan first");
@@ -160,7 +114,7 @@ async fn chat_plan_first_then_plan_approve_fresh() {
     pty.expect("Wrote it.");
     assert_eq!(ws.read("a.txt"), "done");
     pty.type_line("q");
-    assert_eq!(wait_exit(child), 0);
+    assert_eq!(exit_code(child, T), 0);
     let reqs = mock.requests();
     let fresh = &reqs[2].body;
     assert_eq!(fresh["messages"].as_array().unwrap().len(), 1, "a fresh context");

@@ -2,35 +2,21 @@
 //! changed file as a unified diff, coloured on a terminal unless `NO_COLOR`; undo of a created file and
 //! of one hunk among three, on disk.
 
-use std::os::fd::OwnedFd;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::json;
-use stepwise_tests::lsp_client::stepwise_binary;
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::pty::Pty;
+use stepwise_tests::terminal::{exit_code, Stepwise};
 use stepwise_tests::TempDir;
 
 const T: Duration = Duration::from_secs(20);
 const CHAT: &str = "stepwise >> ";
 
-fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)]) -> Child {
-    let end = || Stdio::from(pty_end.try_clone().unwrap());
-    Command::new(stepwise_binary(false))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("MODEL_ID", "m")
-        .envs(env.iter().copied())
-        .args(["chat", "--yes", "--workspace"])
-        .arg(ws.path())
-        .stdin(end())
-        .stdout(end())
-        .stderr(end())
-        .spawn()
-        .unwrap()
+/// `stepwise chat --yes` on a terminal, with `env`.
+fn chat(ws: &TempDir, mock: &MockModel, env: &[(&str, &str)]) -> (Pty, Child) {
+    Stepwise::with_model(mock).envs(env).args(["chat", "--yes"]).workspace(ws).on_pty(T)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,10 +33,8 @@ async fn chat_reviews_changes_as_a_diff_and_undoes_a_file_and_a_hunk() {
         .await;
         let ws = TempDir::new("cli-review");
         ws.write("a.txt", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n");
-        let (mut pty, end) = Pty::open(T);
         let env: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[("TERM", "xterm")] };
-        let mut child = chat(&ws, &mock, &end, env);
-        drop(end);
+        let (mut pty, child) = chat(&ws, &mock, env);
         pty.type_line("change things");
         pty.expect("Changed.");
         pty.expect(CHAT);
@@ -99,8 +83,7 @@ async fn chat_reviews_changes_as_a_diff_and_undoes_a_file_and_a_hunk() {
         assert_eq!(ws.read("a.txt"), "mine\n");
 
         pty.type_line("q");
-        let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-        assert_eq!(status.code(), Some(0));
+        assert_eq!(exit_code(child, T), 0);
     }
 }
 

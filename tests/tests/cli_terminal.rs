@@ -1,43 +1,29 @@
 //! `stepwise chat` on a real pseudo-terminal: the approval prompt (y / a / N), Ctrl-C while it waits,
 //! and the line typed after a cancelled prompt (the next task, not an answer).
 
-use std::os::fd::OwnedFd;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use std::time::Duration;
 
 use serde_json::json;
-use stepwise_tests::lsp_client::stepwise_binary;
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::pty::Pty;
+use stepwise_tests::terminal::{exit_code, Stepwise};
 use stepwise_tests::TempDir;
 
 const T: Duration = Duration::from_secs(20);
 
-fn chat(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd) -> Child {
-    chat_with(ws, mock, pty_end, &[("NO_COLOR", "1")])
+/// `stepwise chat` on a terminal (its answers off it: the terminal shows the questions), sandbox off.
+fn chat(ws: &TempDir, mock: &MockModel) -> (Pty, Child) {
+    chat_with(ws, mock, &[("NO_COLOR", "1")])
 }
 
-fn chat_with(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)]) -> Child {
-    chat_on(ws, mock, pty_end, env, Stdio::null())
+fn chat_with(ws: &TempDir, mock: &MockModel, env: &[(&str, &str)]) -> (Pty, Child) {
+    chat_cmd(mock, env).workspace(ws).stdout_off_the_terminal().on_pty(T)
 }
 
-fn chat_on(ws: &TempDir, mock: &MockModel, pty_end: &OwnedFd, env: &[(&str, &str)], stdout: Stdio) -> Child {
-    Command::new(stepwise_binary(false))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("MODEL_ID", "m")
-        .env("STEPWISE_SANDBOX", "off")
-        .envs(env.iter().copied())
-        .args(["chat", "--workspace"])
-        .arg(ws.path())
-        .stdin(Stdio::from(pty_end.try_clone().unwrap()))
-        .stdout(stdout)
-        .stderr(Stdio::from(pty_end.try_clone().unwrap()))
-        .spawn()
-        .unwrap()
+fn chat_cmd(mock: &MockModel, env: &[(&str, &str)]) -> Stepwise {
+    Stepwise::with_model(mock).env("STEPWISE_SANDBOX", "off").envs(env).arg("chat")
 }
 
 const PROMPT: &str = "[y]es / [a]lways / [N]o: ";
@@ -56,9 +42,7 @@ async fn approval_prompt_answers_and_ctrl_c_on_a_terminal() {
     ])
     .await;
     let ws = TempDir::new("pty-ws");
-    let (mut pty, end) = Pty::open(T);
-    let mut child = chat(&ws, &mock, &end);
-    drop(end);
+    let (mut pty, child) = chat(&ws, &mock);
 
     // y: this command runs.
     pty.type_line("first task");
@@ -95,8 +79,7 @@ async fn approval_prompt_answers_and_ctrl_c_on_a_terminal() {
     assert!(!asked_again, "'always' holds for the session");
 
     pty.type_line("q");
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(exit_code(child, T), 0);
 }
 
 /// Colour codes on a terminal, none with `NO_COLOR` (the question is bold only when colour is wanted).
@@ -105,10 +88,8 @@ async fn colour_on_a_terminal_unless_no_color() {
     for no_color in [false, true] {
         let mock = MockModel::start(vec![Step::tool("bash", json!({"command": "true"})), Step::text("ok")]).await;
         let ws = TempDir::new("pty-colour");
-        let (mut pty, end) = Pty::open(T);
         let env: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[("TERM", "xterm")] };
-        let mut child = chat_with(&ws, &mock, &end, env);
-        drop(end);
+        let (mut pty, child) = chat_with(&ws, &mock, env);
         pty.type_line("task");
         let before = pty.expect(PROMPT);
         let sgr = ["\x1b[1m", "\x1b[2m", "\x1b[3", "\x1b[0m"];
@@ -121,8 +102,7 @@ async fn colour_on_a_terminal_unless_no_color() {
         pty.type_line("y");
         pty.expect("[end_turn");
         pty.type_line("q");
-        let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-        assert_eq!(status.code(), Some(0));
+        assert_eq!(exit_code(child, T), 0);
     }
 }
 
@@ -131,10 +111,7 @@ async fn colour_on_a_terminal_unless_no_color() {
 async fn ctrl_c_at_the_chat_prompt_exits_130() {
     let mock = MockModel::start(vec![Step::text("first answer")]).await;
     let ws = TempDir::new("pty-ctrl-c");
-    let (mut pty, end) = Pty::open(T);
-    let stdout = Stdio::from(end.try_clone().unwrap());
-    let mut child = chat_on(&ws, &mock, &end, &[("NO_COLOR", "1")], stdout);
-    drop(end);
+    let (mut pty, mut child) = chat_cmd(&mock, &[("NO_COLOR", "1")]).workspace(&ws).on_pty(T);
     pty.type_line("a task");
     pty.expect("first answer");
     pty.expect("stepwise >> ");
@@ -167,9 +144,7 @@ async fn a_command_the_sandbox_stopped_runs_outside_it_only_when_approved() {
     .await;
     let ws = TempDir::new("pty-sandbox");
     std::fs::create_dir_all(ws.join("src")).unwrap();
-    let (mut pty, end) = Pty::open(T);
-    let mut child = chat_with(&ws, &mock, &end, &[("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write")]);
-    drop(end);
+    let (mut pty, child) = chat_with(&ws, &mock, &[("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write")]);
 
     pty.type_line("first task");
     let before = pty.expect(PROMPT);
@@ -209,8 +184,7 @@ async fn a_command_the_sandbox_stopped_runs_outside_it_only_when_approved() {
     assert_eq!(result(4)["is_error"], true);
 
     pty.type_line("q");
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(exit_code(child, T), 0);
 }
 
 /// Where the sandbox cannot start, stepwise says so once and every command asks, as with it off: never
@@ -225,11 +199,9 @@ async fn without_a_sandbox_it_says_so_once_and_asks_per_command() {
     ])
     .await;
     let ws = TempDir::new("pty-no-sandbox");
-    let (mut pty, end) = Pty::open(T);
     let env =
         [("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write"), (stepwise::host::sandbox::UNAVAILABLE_ENV, "1")];
-    let mut child = chat_with(&ws, &mock, &end, &env);
-    drop(end);
+    let (mut pty, child) = chat_with(&ws, &mock, &env);
     pty.type_line("first");
     let before = pty.expect(PROMPT);
     assert!(before.contains("stepwise: the sandbox cannot start here ("), "{before}");
@@ -244,8 +216,7 @@ async fn without_a_sandbox_it_says_so_once_and_asks_per_command() {
     pty.expect("[end_turn");
     assert!(ws.join("one").exists() && !ws.join("two").exists());
     pty.type_line("q");
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(exit_code(child, T), 0);
 }
 
 /// A `.env` file's base URL for an API key set elsewhere is asked about on the terminal (the engine's
@@ -256,21 +227,18 @@ async fn a_dotenv_endpoint_for_a_key_from_elsewhere_is_asked_about_on_the_termin
     let mock = MockModel::start(vec![Step::text("asked first"), Step::text("remembered")]).await;
     let (ws, state) = (TempDir::new("pty-endpoint"), TempDir::new("pty-endpoint-state"));
     ws.write(".env", &format!("ANTHROPIC_BASE_URL={}\n", mock.url()));
+    // The base URL is only in the workspace's .env.
     let stepwise = |args: &[&str]| {
-        let mut cmd = Command::new(stepwise_binary(false));
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
+        Stepwise::bare()
             .env("ANTHROPIC_API_KEY", "k")
             .env("MODEL_ID", "m")
             .env("NO_COLOR", "1")
             .env("STEPWISE_SANDBOX", "off")
             .env("STEPWISE_STATE_DIR", state.path())
             .args(args)
-            .arg("--workspace")
-            .arg(ws.path());
-        cmd
+            .workspace(&ws)
     };
-    let headless = |task: &str| stepwise(&["run"]).arg(task).stdin(Stdio::null()).output().unwrap();
+    let headless = |task: &str| stepwise(&["run"]).arg(task).command().stdin(Stdio::null()).output().unwrap();
 
     // No terminal to ask on: refused before any request, saying how to approve it.
     let refused = headless("one");
@@ -280,22 +248,14 @@ async fn a_dotenv_endpoint_for_a_key_from_elsewhere_is_asked_about_on_the_termin
     assert!(mock.requests().is_empty());
 
     // On a terminal: asked, approved, used.
-    let (mut pty, end) = Pty::open(T);
-    let mut child = stepwise(&["chat"])
-        .stdin(Stdio::from(end.try_clone().unwrap()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(end.try_clone().unwrap()))
-        .spawn()
-        .unwrap();
-    drop(end);
+    let (mut pty, child) = stepwise(&["chat"]).stdout_off_the_terminal().on_pty(T);
     let asked = pty.expect("Allow this endpoint? [y/N]: ");
     assert!(asked.contains(&format!("sends your API key (ANTHROPIC_API_KEY) to {}", mock.url())), "{asked}");
     pty.type_line("y");
     pty.type_line("two");
     pty.expect("[end_turn");
     pty.type_line("q");
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(exit_code(child, T), 0);
     assert_eq!(mock.requests().len(), 1);
 
     // Remembered: a run without a terminal now goes ahead.

@@ -198,11 +198,6 @@ async fn edit_then_cat(dir: &TempDir) -> MockModel {
     .await
 }
 
-/// The editor of an [`edit_then_cat`] test: it lets the agent run shell commands without asking.
-fn auto_approving(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
-    editor(preset, dir, state, mock).option("approval", json!("auto")).ignore(&TRANSCRIPT)
-}
-
 /// The `cat` of [`edit_then_cat`] printed the edited text (the tool result of the third request).
 async fn assert_cat_saw_the_edit(mock: &MockModel) {
     let reqs = mock.wait_for_requests(3, T).await;
@@ -213,7 +208,7 @@ async fn assert_cat_saw_the_edit(mock: &MockModel) {
 async fn lsp_without_save_documents_the_server_writes_edited_buffers_before_a_command() {
     let (dir, state) = folder_and_state("nosave");
     let mock = edit_then_cat(&dir).await;
-    let ed = auto_approving(ClientPreset::Neovim, &dir, &state, &mock).start().await;
+    let ed = auto_editor(ClientPreset::Neovim, &dir, &state, &mock).start().await;
     let uri = ed.open("a.txt", "alpha\n");
     let log = ed.run("edit and show").await;
     assert_eq!(log.reason(), "end_turn");
@@ -228,7 +223,7 @@ async fn lsp_without_save_documents_the_server_writes_edited_buffers_before_a_co
 async fn lsp_with_save_documents_the_editor_is_asked_to_save() {
     let (dir, state) = folder_and_state("save");
     let mock = edit_then_cat(&dir).await;
-    let ed = auto_approving(ClientPreset::VsCode, &dir, &state, &mock)
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .policy("stepwise/saveDocuments", Policy::Queue)
         .start()
         .await;
@@ -252,7 +247,7 @@ async fn lsp_with_save_documents_the_editor_is_asked_to_save() {
 async fn lsp_documents_the_editor_did_not_save_are_written_by_the_server() {
     let (dir, state) = folder_and_state("declined");
     let mock = edit_then_cat(&dir).await;
-    let ed = auto_approving(ClientPreset::VsCode, &dir, &state, &mock)
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .policy("stepwise/saveDocuments", Policy::Respond(json!({"saved": []})))
         .start()
         .await;

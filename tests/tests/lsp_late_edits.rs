@@ -36,13 +36,7 @@ async fn late_or_never(report: Report, tag: &str) {
     std::fs::write(dir.path().join("notes.txt"), START).unwrap();
     let mock = MockModel::start(script()).await;
     // Neovim's capabilities: no `stepwise/saveDocuments`, so the server writes the buffer itself.
-    let ed = editor(ClientPreset::Neovim, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .report_edits(report)
-        .ignore(&TRANSCRIPT)
-        .timeout(T)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::Neovim, &dir, &state, &mock).report_edits(report).timeout(T).start().await;
     let uri = ed.open(dir.path().join("notes.txt"), START);
     let log = ed.run("shout the words").await;
     assert_eq!(log.reason(), "end_turn");
@@ -119,10 +113,8 @@ async fn lsp_an_edit_answered_after_a_cancel_is_still_recorded() {
         Step::text("checked"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .policy("workspace/applyEdit", Policy::Queue)
-        .ignore(&TRANSCRIPT)
         .start()
         .await;
     let ws = ed.folder_uri(0);
@@ -167,11 +159,9 @@ async fn lsp_an_edit_answered_after_its_file_was_opened_is_read_and_saved() {
     .await;
     // An editor that opens the file to apply the edit (VS Code does), reports the opening with the text
     // from disk, and never reports the edit itself.
-    let ed = editor(ClientPreset::Neovim, &dir, &state, &mock)
-        .option("approval", json!("auto"))
+    let ed = auto_editor(ClientPreset::Neovim, &dir, &state, &mock)
         .report_edits(Report::Never)
         .policy("workspace/applyEdit", Policy::Queue)
-        .ignore(&TRANSCRIPT)
         .start()
         .await;
     let ws = ed.folder_uri(0);

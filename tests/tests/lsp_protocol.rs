@@ -22,7 +22,7 @@ fn null_id_errors(ed: &TestEditor) -> Vec<ErrorObj> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
     let (dir, state) = folder_and_state("malformed");
-    let mut ed = TestEditor::builder(ClientPreset::VsCode).folder(dir.path()).state_dir(state.path()).connect().await;
+    let mut ed = editor_without_model(ClientPreset::VsCode, &dir, &state).connect().await;
 
     // Before initialize, requests are refused.
     let early = ed.request("workspace/executeCommand", json!({"command": "stepwise.plan", "arguments": []})).await;
@@ -202,9 +202,7 @@ async fn lsp_exit_is_prompt_while_a_request_to_the_editor_is_unanswered() {
     // An editor that never answers workspace/configuration, and quits right after starting.
     for binary in [false, true] {
         let (dir, state) = folder_and_state("quick-exit");
-        let mut b = TestEditor::builder(ClientPreset::VsCode)
-            .folder(dir.path())
-            .state_dir(state.path())
+        let mut b = editor_without_model(ClientPreset::VsCode, &dir, &state)
             .policy("workspace/configuration", Policy::NeverAnswer);
         if binary {
             b = b.binary();
@@ -237,7 +235,7 @@ fn errors_for(ed: &TestEditor, id: &Value) -> Vec<ErrorObj> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_hostile_frames_are_answered_and_bounded() {
     let (dir, state) = folder_and_state("hostile");
-    let mut ed = TestEditor::builder(ClientPreset::VsCode).folder(dir.path()).state_dir(state.path()).connect().await;
+    let mut ed = editor_without_model(ClientPreset::VsCode, &dir, &state).connect().await;
     ed.initialize().await.unwrap();
     ed.await_handled("workspace/configuration", T).await;
     // Ids tower-lsp cannot hold are answered under their own id, and the session goes on.
@@ -282,7 +280,7 @@ async fn lsp_hostile_frames_are_answered_and_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_malformed_command_argument_names_the_command_and_the_field() {
     let (dir, state) = folder_and_state("typed-commands");
-    let mut ed = TestEditor::builder(ClientPreset::VsCode).folder(dir.path()).state_dir(state.path()).connect().await;
+    let mut ed = editor_without_model(ClientPreset::VsCode, &dir, &state).connect().await;
     ed.initialize().await.unwrap();
 
     let e = ed.execute("stepwise.rewind", json!({"checkpoint": "1", "restore": "everything"})).await.unwrap_err();

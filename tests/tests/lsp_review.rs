@@ -36,11 +36,7 @@ async fn lsp_the_conversation_is_shown_as_saved_and_again_after_a_restart() {
         Step::text("Again."),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "change a").await;
     assert_eq!(ed.await_run(&ws, &run, T).await.reason(), "end_turn");
@@ -130,11 +126,7 @@ async fn lsp_keep_and_undo_per_hunk_created_and_deleted_files_and_the_lenses() {
         Step::text("Done."),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let a = ed.open("a.txt", before);
     assert!(review_lenses(&ed, &a).await.is_empty(), "nothing to review before the run");
@@ -246,11 +238,7 @@ async fn lsp_a_conflict_is_left_alone_and_the_review_survives_a_restart() {
         Step::text("Noted."),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "change both").await;
     assert_eq!(ed.await_run(&ws, &run, T).await.reason(), "end_turn");
@@ -277,11 +265,7 @@ async fn lsp_a_conflict_is_left_alone_and_the_review_survives_a_restart() {
     let before_restart = ed.execute("stepwise.changes", json!({})).await.unwrap();
     ed.finish().await;
 
-    let again = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let again = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let note = again.await_notification("stepwise/review").await;
     assert_eq!(note["pending"], json!([{"path": "a.txt", "hunks": 1}]), "{note}");
     let after_restart = again.execute("stepwise.changes", json!({})).await.unwrap();
@@ -315,11 +299,7 @@ async fn lsp_the_conversation_during_a_run_is_as_of_its_latest_round() {
         Step::Hang,
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "write n").await;
     mock.wait_for_requests(2, T).await;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::builder::*;
 use super::editor::*;
@@ -24,6 +24,17 @@ pub fn folder_and_state(tag: &str) -> (TempDir, TempDir) {
 /// the model. Add options, policies and ignored methods, then [`EditorBuilder::start`] it.
 pub fn editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
     TestEditor::builder(preset).folder(dir.path()).mock(mock).state_dir(state.path())
+}
+
+/// [`editor`] for a test of what a run leaves behind: every call approved (`approval: auto`), the
+/// transcript unread.
+pub fn auto_editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
+    editor(preset, dir, state, mock).option("approval", json!("auto")).ignore(&TRANSCRIPT)
+}
+
+/// The editor of one folder with no model configured: `dir` as its only folder, sessions saved in `state`.
+pub fn editor_without_model(preset: ClientPreset, dir: &TempDir, state: &TempDir) -> EditorBuilder {
+    TestEditor::builder(preset).folder(dir.path()).state_dir(state.path())
 }
 
 /// The tool results of the last message of a model request body: `(content, is_error)`.
