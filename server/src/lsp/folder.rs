@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-
 use super::texts::{follow, LineChange};
 use crate::config::Overrides;
 use crate::locks;
