@@ -30,13 +30,14 @@ use super::store::Hash;
 /// at or under it, the pack. Measured with the checkpoints benchmark (250,000 files of 0.5–5 KB, 700 MB,
 /// on XFS with reflink; the store's added disk by statvfs, which counts inodes and folders; paired in one
 /// run each against the copy into the pack, 710 MB, 1.01×):
-///   clone from 513 bytes (nearly every file here):  155 MB (0.22×); the copy 43 s of CPU against 11 s
-///   clone from 2,049 bytes:                          218 MB (0.31×); 28 s of CPU
-///   clone from a block (4,096, before):              481 MB (0.69×, FIEMAP)
-/// The smallest disk wins: the copy is background work at the lowest priority, and its extra CPU (a create,
-/// the ioctl, a read back, a rename: about 130 µs more a file, debug build) is paid once per workspace. btrfs keeps files
-/// under 2 KB inline in its metadata, where a clone copies them: there the gain starts at 2 KB (the store
-/// does not tell file systems apart; the loss is a few hundred bytes per small file, not their size).
+///   clone every file, or from 513 bytes:  155 MB (0.22×); the copy 38–43 s of CPU against 8–11 s
+///   clone from 2,049 bytes:               218 MB (0.31×); 28 s of CPU
+///   clone from a block (4,096, before):   512 MB (0.73×); 12.5 s of CPU
+/// The smallest disk wins: the copy is background work at the lowest priority, and its extra CPU (a
+/// create, the ioctl, a read back, a rename: 120–130 µs more a file in a debug build) is paid once per
+/// workspace. btrfs keeps files under 2 KB inline in its metadata, where a clone copies them: there the
+/// gain starts at 2 KB (the store does not tell file systems apart; the loss is a few hundred bytes per
+/// small file, not its size).
 /// Where clones are refused, every file is packed, as always.
 pub const CLONE_MIN: u64 = 513;
 
