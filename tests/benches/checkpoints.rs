@@ -24,7 +24,9 @@
 //! temporary folder). The copy in the background is timed twice, copied into the pack (`clones: false`, as
 //! "before") and with clones where the file system makes them ("after"); each store's disk use is read two
 //! ways: its allocated blocks (as `du`, a clone's shared blocks counted in full) and its own, the extents
-//! no other file shares (FIEMAP): what it adds to the disk.
+//! no other file shares (FIEMAP): what it adds to the disk; and the free space each copy took (statvfs,
+//! which counts inodes and folders too). `STEPWISE_BENCH_CLONE_MIN=N`: the "after" store clones files of N
+//! bytes or more (to compare thresholds; default `Limits::default().clone_min`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
