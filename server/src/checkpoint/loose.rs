@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use super::clone;
-use super::store::Hash;
+use super::hash::Hash;
 
 /// The smallest file cloned (`Limits::clone_min`); smaller ones are packed.
 ///
@@ -167,6 +167,11 @@ impl Clones {
     }
 
     /// The bytes of `h`, checked against it.
+    /// The length of the clone of `h`, if it is there.
+    pub fn len_of(&self, h: &Hash) -> Option<u64> {
+        std::fs::metadata(self.path_of(h)).ok().map(|m| m.len())
+    }
+
     pub fn read(&self, h: &Hash) -> io::Result<Vec<u8>> {
         let bytes = std::fs::read(self.path_of(h)).map_err(|e| {
             io::Error::new(e.kind(), format!("object {h:?} is missing from the store (its clone: {e})"))

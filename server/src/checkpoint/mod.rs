@@ -36,6 +36,7 @@ mod conversation;
 mod copy;
 mod file_tools;
 mod files;
+mod hash;
 mod host;
 mod journal;
 mod loose;
