@@ -24,7 +24,9 @@
 //! temporary folder). The copy in the background is timed twice, copied into the pack (`clones: false`, as
 //! "before") and with clones where the file system makes them ("after"); each store's disk use is read two
 //! ways: its allocated blocks (as `du`, a clone's shared blocks counted in full) and its own, the extents
-//! no other file shares (FIEMAP): what it adds to the disk.
+//! no other file shares (FIEMAP): what it adds to the disk; and the free space each copy took (statvfs,
+//! which counts inodes and folders too). `STEPWISE_BENCH_CLONE_MIN=N`: the "after" store clones files of N
+//! bytes or more (to compare thresholds; default `Limits::default().clone_min`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
@@ -312,6 +314,31 @@ fn large_workspace() -> (PathBuf, u64) {
     (dir, bytes)
 }
 
+/// The smallest file the "after" store clones: `STEPWISE_BENCH_CLONE_MIN` (bytes; to compare thresholds),
+/// else the default.
+fn clone_min() -> u64 {
+    match std::env::var("STEPWISE_BENCH_CLONE_MIN") {
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("STEPWISE_BENCH_CLONE_MIN={v:?} is not a number of bytes")),
+        Err(_) => Limits::default().clone_min,
+    }
+}
+
+/// The free bytes of the file system under `dir` once what is written there is on disk (statvfs: counts
+/// the inodes and folders that FIEMAP does not).
+fn free_space(dir: &Path) -> u64 {
+    use std::os::fd::AsRawFd;
+    let d = std::fs::File::open(dir).unwrap();
+    // SAFETY: a valid fd; zeroed plain data filled by the kernel.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    unsafe {
+        assert_eq!(libc::syncfs(d.as_raw_fd()), 0);
+        assert_eq!(libc::fstatvfs(d.as_raw_fd(), &mut st), 0);
+    }
+    #[allow(clippy::unnecessary_cast)]
+    let free = st.f_bfree as u64 * st.f_frsize as u64;
+    free
+}
+
 /// `STEPWISE_BENCH_DIR`: where the large case runs, workspace and stores.
 fn bench_dir() -> Option<PathBuf> {
     std::env::var_os("STEPWISE_BENCH_DIR").map(PathBuf::from)
@@ -412,6 +439,7 @@ async fn large() {
     // clones), then (the store "after") with clones where the file system makes them.
     let mb = |b: u64| b as f64 / 1e6;
     let copied = StateDir::new("bench-cp-large-copied");
+    let free = free_space(copied.path());
     let (t, c) = (Instant::now(), cpu());
     let mut cp = Checkpoints::open(Some(copied.path()), &root, Limits { clones: false, ..Limits::default() }).unwrap();
     cp.copy_in_background();
@@ -419,30 +447,40 @@ async fn large() {
     let (copy_time, copy_cpu) = (t.elapsed(), cpu() - c);
     assert!(cp.copy_ready() && cp.clones().is_none());
     drop(cp);
+    let added = free - free_space(copied.path());
     let (allocated, own) = own_disk(copied);
     println!(
-        "copy in the background (low priority), copied into the pack: {:.1} s ({:.1} s CPU); {:.0} MB allocated, {:.0} MB its own",
+        "copy in the background (low priority), copied into the pack: {:.1} s ({:.1} s CPU); {:.0} MB allocated, \
+         {:.0} MB its own, {:.0} MB less free space (statvfs), {:.2}x the followed files",
         copy_time.as_secs_f64(),
         copy_cpu.as_secs_f64(),
         mb(allocated),
-        mb(own)
+        mb(own),
+        mb(added),
+        added as f64 / bytes as f64
     );
 
     let state_a = StateDir::new("bench-cp-large-after");
     let fs = fs_kind(state_a.path());
+    let clone_min = clone_min();
     let live = LIVE.load(Ordering::Relaxed);
+    let free = free_space(state_a.path());
     let (t, c) = (Instant::now(), cpu());
-    let mut after = Checkpoints::open(Some(state_a.path()), &root, Limits::default()).unwrap();
+    let mut after = Checkpoints::open(Some(state_a.path()), &root, Limits { clone_min, ..Limits::default() }).unwrap();
     after.copy_in_background();
     after.wait_for_copy();
     let (copy_time, copy_cpu) = (t.elapsed(), cpu() - c);
     let held = LIVE.load(Ordering::Relaxed) - live;
+    let added = free - free_space(state_a.path());
     assert!(after.copy_ready());
-    println!("stores on {fs}; clones: {:?}", after.clones());
+    println!("stores on {fs}; clones: {:?}, of files of {clone_min} bytes or more", after.clones());
     println!(
-        "copy in the background (low priority), clones where the file system can: {:.1} s ({:.1} s CPU)",
+        "copy in the background (low priority), clones where the file system can: {:.1} s ({:.1} s CPU); \
+         {:.0} MB less free space (statvfs), {:.2}x the followed files",
         copy_time.as_secs_f64(),
-        copy_cpu.as_secs_f64()
+        copy_cpu.as_secs_f64(),
+        mb(added),
+        added as f64 / bytes as f64
     );
     println!("memory the checkpoints hold for the copy's index: {:.1} MB", held as f64 / 1e6);
     println!("folders watched: {}", after.watched_dirs());

@@ -36,6 +36,7 @@ mod conversation;
 mod copy;
 mod file_tools;
 mod files;
+mod hash;
 mod host;
 mod journal;
 mod loose;
@@ -81,9 +82,11 @@ pub struct Limits {
     /// Whether scans use the file system's change notifications (false: every scan walks the whole
     /// workspace, as before them; the benchmark compares the two).
     pub watch: bool,
-    /// Whether files of a block or more are stored as copy-on-write clones where the file system can
-    /// (false: always copied into the pack, as before clones; the benchmark compares the two).
+    /// Whether files are stored as copy-on-write clones where the file system can (false: always copied
+    /// into the pack, as before clones; the benchmark compares the two).
     pub clones: bool,
+    /// The smallest file cloned; smaller ones are packed (`loose::CLONE_MIN`, which says why).
+    pub clone_min: u64,
 }
 
 pub const DEFAULT_MB: u64 = 1024;
@@ -96,6 +99,7 @@ impl Default for Limits {
             threads: 0,
             watch: true,
             clones: true,
+            clone_min: loose::CLONE_MIN,
         }
     }
 }

@@ -460,9 +460,10 @@ fn read(root: &File, key: &str, walked: Stat, pack: &Pack, limits: &Limits, walk
         Some(Entry { stat: fingerprint(&stat), kept, mode: stat.mode & 0o777, seen: walk, racy })
     };
     let other = |pre, mark| Kept::Other(Box::new((pre, mark)));
-    // A file of a block or more is stored as a copy-on-write clone where the file system makes them
+    // A file of `clone_min` or more is stored as a copy-on-write clone where the file system makes them
     // (`loose.rs`: what was cloned is what is hashed); otherwise it is read and copied into the pack.
-    if limits.clones && !walked.link && walked.size <= limits.max_file && pack.wants_clone(walked.size) {
+    let clone = walked.size >= limits.clone_min && walked.size <= limits.max_file;
+    if limits.clones && !walked.link && clone && pack.wants_clone(walked.size) {
         if let Ok(Some((file, stat))) = files::open_file(root, key) {
             if let Some(hash) = pack.put_clone(&file, stat.size, limits.max_file, limits.max_total) {
                 return entry(stat, Kept::File(hash));

@@ -6,7 +6,7 @@
 //! `hash (32 bytes) | length (u64 LE) | bytes`; a torn last record (a crash mid-write) is cut off on open,
 //! and every read checks the bytes against their hash, so damage elsewhere is reported, never restored.
 //!
-//! Where the file system can clone (copy-on-write), a workspace file of a block or more is not copied into
+//! Where the file system can clone (copy-on-write), a workspace file over 512 bytes is not copied into
 //! the pack but kept as a clone beside it (`loose.rs`), which shares the workspace file's blocks: the store
 //! then costs no disk for it until one of the two changes.
 
@@ -17,55 +17,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
+pub use super::hash::Hash;
 use super::loose::Clones;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Hash(pub [u8; 32]);
-
-impl Hash {
-    pub fn of(data: &[u8]) -> Hash {
-        let digest = ring::digest::digest(&ring::digest::SHA256, data);
-        let mut h = [0u8; 32];
-        h.copy_from_slice(digest.as_ref());
-        Hash(h)
-    }
-
-    pub fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    pub fn from_hex(s: &str) -> Option<Hash> {
-        if s.len() != 64 || !s.is_ascii() {
-            return None;
-        }
-        let mut h = [0u8; 32];
-        for (i, byte) in h.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(Hash(h))
-    }
-}
-
-impl std::fmt::Debug for Hash {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", &self.hex()[..12])
-    }
-}
-
-impl Serialize for Hash {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.hex())
-    }
-}
-
-impl<'de> Deserialize<'de> for Hash {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Hash, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Hash::from_hex(&s).ok_or_else(|| serde::de::Error::custom("not a SHA-256 in hex"))
-    }
-}
 
 const HEADER: u64 = 40;
 
@@ -83,8 +36,10 @@ struct Inner {
     /// copy holds hundreds of thousands of objects, and 8 bytes less each is megabytes).
     index: HashMap<Hash, u64>,
     end: u64,
-    /// The clones beside the pack (hash → length), and their bytes in all.
-    loose: HashMap<Hash, u64>,
+    /// The clones beside the pack, and their bytes in all. A set, not hash → length as the pack's index:
+    /// nearly every file of a workspace can be a clone, and at 250,000 the 8 bytes less each keep the
+    /// table under the 64 MB the checkpoints may hold (a length is one `stat` of the clone away).
+    loose: HashSet<Hash>,
     loose_bytes: u64,
 }
 
@@ -94,7 +49,7 @@ impl Pack {
         let mut inner = Inner::open(path)?;
         let (clones, loose) = Clones::open(&path.with_file_name("objects"));
         inner.loose_bytes = loose.values().sum();
-        inner.loose = loose;
+        inner.loose = loose.into_keys().collect();
         Ok(Pack { inner: Mutex::new(inner), clones })
     }
 
@@ -102,7 +57,7 @@ impl Pack {
         crate::locks::lock(&self.inner)
     }
 
-    /// Whether a file of `len` bytes would be cloned (`put_clone`) rather than copied.
+    /// Whether a file of `len` bytes can be cloned (`put_clone`) here; which sizes are worth it is the caller's.
     pub fn wants_clone(&self, len: u64) -> bool {
         self.clones.wanted(len)
     }
@@ -128,7 +83,7 @@ impl Pack {
             tracing::debug!("checkpoint store: cannot keep a clone, the file is copied instead: {e}");
             return None;
         }
-        inner.loose.insert(made.hash, made.len);
+        inner.loose.insert(made.hash);
         inner.loose_bytes += made.len;
         Some(made.hash)
     }
@@ -166,8 +121,9 @@ impl Pack {
     /// The stored length of `h`, if stored.
     pub fn len_of(&self, h: &Hash) -> Option<u64> {
         let inner = self.inner();
-        if let Some(&n) = inner.loose.get(h) {
-            return Some(n);
+        if inner.loose.contains(h) {
+            drop(inner);
+            return self.clones.len_of(h);
         }
         let off = *inner.index.get(h)?;
         inner.len_at(off).ok()
@@ -175,7 +131,7 @@ impl Pack {
 
     pub fn get(&self, h: &Hash) -> io::Result<Vec<u8>> {
         let inner = self.inner();
-        if !inner.index.contains_key(h) && inner.loose.contains_key(h) {
+        if !inner.index.contains_key(h) && inner.loose.contains(h) {
             drop(inner);
             return self.clones.read(h);
         }
@@ -193,12 +149,12 @@ impl Pack {
     pub fn retain(&self, keep: &HashSet<Hash>) -> io::Result<()> {
         let mut inner = self.inner();
         inner.retain(keep)?;
-        let gone: Vec<Hash> = inner.loose.keys().filter(|h| !keep.contains(h)).copied().collect();
+        let gone: Vec<Hash> = inner.loose.iter().filter(|h| !keep.contains(h)).copied().collect();
         for h in gone {
+            let n = self.clones.len_of(&h).unwrap_or(0);
             self.clones.remove(&h);
-            if let Some(n) = inner.loose.remove(&h) {
-                inner.loose_bytes -= n;
-            }
+            inner.loose.remove(&h);
+            inner.loose_bytes = inner.loose_bytes.saturating_sub(n);
         }
         Ok(())
     }
@@ -228,11 +184,11 @@ impl Inner {
             tracing::warn!("checkpoint store {}: cut a torn record at {pos}", path.display());
             file.set_len(pos)?;
         }
-        Ok(Inner { path: path.to_path_buf(), file, index, end: pos, loose: HashMap::new(), loose_bytes: 0 })
+        Ok(Inner { path: path.to_path_buf(), file, index, end: pos, loose: HashSet::new(), loose_bytes: 0 })
     }
 
     fn contains(&self, h: &Hash) -> bool {
-        self.index.contains_key(h) || self.loose.contains_key(h)
+        self.index.contains_key(h) || self.loose.contains(h)
     }
 
     fn size(&self) -> u64 {
@@ -281,7 +237,7 @@ impl Inner {
         let tmp = self.path.with_extension("pack.tmp");
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
         let mut out =
-            Inner { path: tmp.clone(), file, index: HashMap::new(), end: 0, loose: HashMap::new(), loose_bytes: 0 };
+            Inner { path: tmp.clone(), file, index: HashMap::new(), end: 0, loose: HashSet::new(), loose_bytes: 0 };
         let mut live: Vec<(&Hash, &u64)> = self.index.iter().filter(|(h, _)| keep.contains(h)).collect();
         live.sort_by_key(|(_, &off)| off);
         for (h, _) in live {
@@ -342,7 +298,7 @@ mod tests {
         let src = File::open(dir.join("big")).unwrap();
         let pack = Pack::open(&dir.join("objects.pack")).unwrap();
         assert_eq!(pack.cloning(), None);
-        assert!(!pack.wants_clone(100), "a file smaller than a block stays packed");
+        assert!(!pack.wants_clone(0), "an empty file has nothing to share");
         assert_eq!(pack.put_clone(&src, 20_000, 10_000, u64::MAX), None, "over the size limit");
         match pack.put_clone(&src, 20_000, 1 << 20, u64::MAX) {
             Some(h) => {
