@@ -207,6 +207,7 @@ pub fn summary(name: &str, input: &Value) -> String {
         Some(Handler::Shell) => field("command"),
         Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
         Some(Handler::Todo | Handler::CreateTodos) => Some(match input.get("items") {
+            Some(Value::Array(a)) if a.len() == 1 => "1 item".to_string(),
             Some(Value::Array(a)) => format!("{} items", a.len()),
             _ => "items".to_string(),
         }),

@@ -49,7 +49,7 @@ async fn lsp_the_conversation_is_shown_as_saved_and_again_after_a_restart() {
         [
             k("user", "change a"),
             k("assistant", "Planning."),
-            k("tool", "1 items"),
+            k("tool", "1 item"),
             k("tool", "a.txt"),
             k("tool", "exit 3"),
             k("assistant", "Done **now**."),

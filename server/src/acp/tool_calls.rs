@@ -118,6 +118,7 @@ mod tests {
         assert_eq!(title("bash", &json!({"command": "ls -la"})), "Run ls -la");
         assert_eq!(title("edit_file", &json!({"path": "a.rs"})), "Edit a.rs");
         assert_eq!(title("todo", &json!({"items": [1, 2]})), "Update plan (2 items)");
+        assert_eq!(title("todo", &json!({"items": [1]})), "Update plan (1 item)");
         assert_eq!(kind("todo"), ToolKind::Think);
         assert_eq!(kind("bash"), ToolKind::Execute);
         assert_eq!(kind("nope"), ToolKind::Other);
