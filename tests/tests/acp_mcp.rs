@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use common::call;
 use serde_json::{json, Value};
-use stepwise_tests::acp_agent::ScriptedAgent;
+use stepwise_tests::acp_agent::{permissions, ScriptedAgent};
 use stepwise_tests::acp_client::{chunks, of_kind, statuses};
 use stepwise_tests::mcp_servers::{fastmcp_script, tools, HttpServer};
 use stepwise_tests::mock::{MockModel, Step};
@@ -83,12 +83,14 @@ async fn client_servers_are_offered_and_an_untrusted_workspace_file_is_asked_abo
     assert_eq!(result(2), "sum=3");
 }
 
-/// A server's tools allowed for the session ask nothing more, and are not announced as waiting for a
-/// permission (`pending`): the agent says what its engine will do.
+/// An MCP call that asks waits as `pending`: refused, it ends `failed` without running; allowed, it goes
+/// `in_progress` before it ends. A server's tools allowed for the session ask nothing more, and are not
+/// announced as waiting for a permission: the agent says what its engine will do.
 #[tokio::test]
 async fn an_mcp_tool_allowed_for_the_session_is_announced_running() {
     let t = tools();
     let mock = MockModel::start(vec![
+        call("mcp__py__add", json!({"a": 5, "b": 6})),
         call("mcp__py__add", json!({"a": 1, "b": 2})),
         call("mcp__py__add", json!({"a": 3, "b": 4})),
         Step::text("done"),
@@ -97,26 +99,25 @@ async fn an_mcp_tool_allowed_for_the_session_is_announced_running() {
     let agent = ScriptedAgent::new("acp-mcp-ws", mock);
     let (ws, mock) = (&agent.ws, &agent.mock);
     let mut client = agent.initialized().await;
-    let asked = Arc::new(Mutex::new(0));
-    let seen = asked.clone();
-    client.on_request = Box::new(move |method, params| {
-        assert_eq!(method, "session/request_permission", "unexpected request {method}: {params}");
-        *seen.lock().unwrap() += 1;
-        Ok(json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}))
-    });
+    let asked = permissions(&mut client, &["reject_once", "allow_always"]);
     let servers = json!([{"name": "py", "command": t.python, "args": [fastmcp_script(), "stdio"], "env": []}]);
     let r = client.call("session/new", json!({"cwd": ws.path(), "mcpServers": servers})).await;
     let sid = r["sessionId"].as_str().unwrap().to_string();
     let (resp, updates) = client.prompt(&sid, "add twice").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
 
-    assert_eq!(*asked.lock().unwrap(), 1, "asked again after 'allow for this session'");
+    assert_eq!(asked.lock().unwrap().len(), 2, "asked again after 'allow for this session'");
     let calls = of_kind(&updates, "tool_call");
     let seen: Vec<Vec<&str>> = calls.iter().map(|c| statuses(&updates, c["toolCallId"].as_str().unwrap())).collect();
-    // (An MCP call reports no start of its own once allowed: it goes from `pending` to its end.)
-    assert_eq!(seen, [vec!["pending", "completed"], vec!["in_progress", "completed"]]);
+    assert_eq!(
+        seen,
+        [vec!["pending", "failed"], vec!["pending", "in_progress", "completed"], vec!["in_progress", "completed"]]
+    );
     let reqs = mock.requests();
     let result =
         |i: usize| reqs[i].body["messages"].as_array().unwrap().last().unwrap()["content"][0]["content"].clone();
-    assert_eq!((result(1), result(2)), (json!("sum=3"), json!("sum=7")));
+    assert_eq!(
+        (result(1), result(2), result(3)),
+        (json!("Error: MCP tool add of py denied by the user"), json!("sum=3"), json!("sum=7"))
+    );
 }

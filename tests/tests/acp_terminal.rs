@@ -1,6 +1,7 @@
 //! Shell commands through the client's terminals when it offers them (`clientCapabilities.terminal`):
 //! the test client really runs each command, and the tests check the protocol sequence (permission, then
-//! `terminal/create`, the call `in_progress` showing the terminal, `wait_for_exit`, `output`, `release`),
+//! the call `in_progress`, `terminal/create`, the call showing the terminal, `wait_for_exit`, `output`,
+//! `release`),
 //! the result text the model gets, and `terminal/kill` on cancel and on the shell timeout.
 
 mod common;
@@ -77,12 +78,13 @@ async fn commands_run_in_the_clients_terminal_and_the_model_reads_their_result()
     let id = first_call_id(turn);
     let seen = sequence(turn, &id);
     assert_eq!(
-        seen[..9],
+        seen[..10],
         [
             "tool_call:pending",
             "session/request_permission",
+            "tool_call_update:in_progress",
             "terminal/create",
-            "tool_call_update:in_progress [terminal]",
+            "tool_call_update [terminal]",
             "terminal/wait_for_exit",
             "terminal/output",
             "terminal/release",
@@ -201,7 +203,8 @@ async fn a_refused_terminal_runs_nothing_and_tells_the_model_why() {
     assert!(!ws.join("ran.txt").exists());
     let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").expect("the call");
     let id = call["toolCallId"].as_str().unwrap();
-    assert_eq!(statuses(&updates, id), ["pending", "failed"]);
+    // Allowed, it was running (`in_progress`) when the client refused the terminal.
+    assert_eq!(statuses(&updates, id), ["pending", "in_progress", "failed"]);
     assert_eq!(
         result_texts(&mock.requests()[1].body),
         ["Error: the editor could not run the command: Permission denied for terminal/create"]

@@ -35,22 +35,23 @@ impl RunState {
         lock(&self.current).clone()
     }
 
-    /// The call in flight starts its work (it was allowed): `in_progress` if it was announced `pending`,
-    /// and the client terminal it runs in, if any, as its content.
-    pub fn running(&self, conn: &Conn, session_id: &str, terminal: Option<String>) {
+    /// The user allowed the call in flight: it leaves `pending` for `in_progress`. Every tool that asks
+    /// (shell, protected write, MCP) comes through here, from `AcpHost::approve`.
+    pub fn allowed(&self, conn: &Conn, session_id: &str) {
         let Some(id) = self.current_call() else { return };
-        let was_pending = std::mem::take(&mut *lock(&self.pending));
-        let mut fields = ToolCallUpdateFields::new();
-        if was_pending {
-            fields = fields.status(ToolCallStatus::InProgress);
-        }
-        if let Some(t) = &terminal {
-            fields = fields.content(vec![ToolCallContent::Terminal(Terminal::new(t.clone()))]);
-        }
-        if was_pending || terminal.is_some() {
-            *lock(&self.terminal) = terminal;
+        if std::mem::take(&mut *lock(&self.pending)) {
+            let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
             send(conn, session_id, SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields)));
         }
+    }
+
+    /// The call in flight runs in the client terminal `terminal`, shown as its content to the end.
+    pub fn in_terminal(&self, conn: &Conn, session_id: &str, terminal: String) {
+        let Some(id) = self.current_call() else { return };
+        let fields =
+            ToolCallUpdateFields::new().content(vec![ToolCallContent::Terminal(Terminal::new(terminal.clone()))]);
+        *lock(&self.terminal) = Some(terminal);
+        send(conn, session_id, SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields)));
     }
 }
 

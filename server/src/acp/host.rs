@@ -74,7 +74,6 @@ impl Host for AcpHost {
     }
 
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, _ctx: &EditContext) -> Result<(), String> {
-        self.state.running(&self.conn, &self.session.id, None);
         self.put(path, &change.new_text).await
     }
 
@@ -89,7 +88,7 @@ impl Host for AcpHost {
             PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
         ];
         let req = RequestPermissionRequest::new(self.session.id.clone(), ToolCallUpdate::new(id, fields), options);
-        match self.conn.send_request(req).block_task().await {
+        let answer = match self.conn.send_request(req).block_task().await {
             Ok(r) => match r.outcome {
                 RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ONCE => Approval::Allow,
                 RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ALWAYS => Approval::AllowForSession,
@@ -99,7 +98,12 @@ impl Host for AcpHost {
                 tracing::warn!("session/request_permission failed: {}", e.message);
                 Approval::Deny
             }
+        };
+        // Allowed, the call runs now (`in_progress`); refused, it stays `pending` until it ends `failed`.
+        if answer.allowed() {
+            self.state.allowed(&self.conn, &self.session.id);
         }
+        answer
     }
 
     /// A sandboxed command runs here under the policy even when the client offers terminals: a client's
@@ -113,7 +117,6 @@ impl Host for AcpHost {
         if self.fs.terminal && sandbox.is_none() {
             return super::terminal::run(&self.conn, &self.session, &self.state, command, timeout).await;
         }
-        self.state.running(&self.conn, &self.session.id, None);
         crate::host::run_shell_in(self.session.root(), command, timeout, sandbox).await
     }
 }

@@ -36,7 +36,7 @@ pub(crate) async fn run(
     let created = conn.send_request(create).block_task().await;
     let id = created.map_err(|e| format!("the editor could not run the command: {}", e.message))?.terminal_id.0;
     let mut held = Held { conn: conn.clone(), session: session.id.clone(), id: id.to_string(), live: true };
-    state.running(conn, &session.id, Some(held.id.clone()));
+    state.in_terminal(conn, &session.id, held.id.clone());
 
     let wait = conn.send_request(WaitForTerminalExitRequest::new(session.id.clone(), held.id.clone())).block_task();
     let status = match tokio::time::timeout(timeout, wait).await {
