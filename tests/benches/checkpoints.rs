@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore};
 use stepwise::llm::{Block, Message, Role};
 use stepwise::session::Session;
+use stepwise_tests::disk::{extents, free_bytes};
 use stepwise_tests::TempDir;
 
 const FILES: usize = 10_000;
@@ -323,22 +324,6 @@ fn clone_min() -> u64 {
     }
 }
 
-/// The free bytes of the file system under `dir` once what is written there is on disk (statvfs: counts
-/// the inodes and folders that FIEMAP does not).
-fn free_space(dir: &Path) -> u64 {
-    use std::os::fd::AsRawFd;
-    let d = std::fs::File::open(dir).unwrap();
-    // SAFETY: a valid fd; zeroed plain data filled by the kernel.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    unsafe {
-        assert_eq!(libc::syncfs(d.as_raw_fd()), 0);
-        assert_eq!(libc::fstatvfs(d.as_raw_fd(), &mut st), 0);
-    }
-    #[allow(clippy::unnecessary_cast)]
-    let free = st.f_bfree as u64 * st.f_frsize as u64;
-    free
-}
-
 /// `STEPWISE_BENCH_DIR`: where the large case runs, workspace and stores.
 fn bench_dir() -> Option<PathBuf> {
     std::env::var_os("STEPWISE_BENCH_DIR").map(PathBuf::from)
@@ -439,7 +424,7 @@ async fn large() {
     // clones), then (the store "after") with clones where the file system makes them.
     let mb = |b: u64| b as f64 / 1e6;
     let copied = StateDir::new("bench-cp-large-copied");
-    let free = free_space(copied.path());
+    let free = free_bytes(copied.path());
     let (t, c) = (Instant::now(), cpu());
     let mut cp = Checkpoints::open(Some(copied.path()), &root, Limits { clones: false, ..Limits::default() }).unwrap();
     cp.copy_in_background();
@@ -447,7 +432,7 @@ async fn large() {
     let (copy_time, copy_cpu) = (t.elapsed(), cpu() - c);
     assert!(cp.copy_ready() && cp.clones().is_none());
     drop(cp);
-    let added = free - free_space(copied.path());
+    let added = free - free_bytes(copied.path());
     let (allocated, own) = own_disk(copied);
     println!(
         "copy in the background (low priority), copied into the pack: {:.1} s ({:.1} s CPU); {:.0} MB allocated, \
@@ -464,14 +449,14 @@ async fn large() {
     let fs = fs_kind(state_a.path());
     let clone_min = clone_min();
     let live = LIVE.load(Ordering::Relaxed);
-    let free = free_space(state_a.path());
+    let free = free_bytes(state_a.path());
     let (t, c) = (Instant::now(), cpu());
     let mut after = Checkpoints::open(Some(state_a.path()), &root, Limits { clone_min, ..Limits::default() }).unwrap();
     after.copy_in_background();
     after.wait_for_copy();
     let (copy_time, copy_cpu) = (t.elapsed(), cpu() - c);
     let held = LIVE.load(Ordering::Relaxed) - live;
-    let added = free - free_space(state_a.path());
+    let added = free - free_bytes(state_a.path());
     assert!(after.copy_ready());
     println!("stores on {fs}; clones: {:?}, of files of {clone_min} bytes or more", after.clones());
     println!(
@@ -557,65 +542,11 @@ fn own_disk(dir: StateDir) -> (u64, u64) {
                 walk(&e.path(), out);
             } else {
                 out.0 += m.blocks() * 512;
-                out.1 += unshared(&e.path());
+                out.1 += extents(&e.path()).iter().filter(|x| !x.shared).map(|x| x.length).sum::<u64>();
             }
         }
     }
     let mut out = (0, 0);
     walk(dir.path(), &mut out);
     out
-}
-
-const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B; // _IOWR('f', 11, struct fiemap): not in the libc crate
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Extent {
-    logical: u64,
-    physical: u64,
-    length: u64,
-    reserved64: [u64; 2],
-    flags: u32,
-    reserved: [u32; 3],
-}
-
-#[repr(C)]
-struct Fiemap {
-    start: u64,
-    length: u64,
-    flags: u32,
-    mapped: u32,
-    count: u32,
-    reserved: u32,
-    extents: [Extent; 128],
-}
-
-/// Bytes of `path`'s extents that no other file shares (FIEMAP_EXTENT_SHARED not set).
-fn unshared(path: &Path) -> u64 {
-    const SYNC: u32 = 1;
-    const LAST: u32 = 0x1;
-    const SHARED: u32 = 0x2000;
-    let f = std::fs::File::open(path).unwrap();
-    let (mut start, mut own) = (0u64, 0u64);
-    loop {
-        let mut m = Fiemap {
-            start,
-            length: u64::MAX - start,
-            flags: SYNC,
-            mapped: 0,
-            count: 128,
-            reserved: 0,
-            extents: [Extent::default(); 128],
-        };
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid fd and a fiemap with room for `count` extents.
-        let r = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
-        assert_eq!(r, 0, "FIEMAP {}: {}", path.display(), std::io::Error::last_os_error());
-        let got = &m.extents[..m.mapped as usize];
-        own += got.iter().filter(|e| e.flags & SHARED == 0).map(|e| e.length).sum::<u64>();
-        match got.last() {
-            Some(e) if e.flags & LAST == 0 => start = e.logical + e.length,
-            _ => return own,
-        }
-    }
 }

@@ -1,6 +1,8 @@
 //! Test support for stepwise: a scripted mock LLM server speaking the Anthropic and OpenAI wire formats,
 //! and a fake editor driving the LSP sidecar (`lsp_client`).
 
+pub mod checkpoint_steps;
+pub mod disk;
 pub mod lsp_client;
 pub mod mcp_servers;
 pub mod mock;

@@ -8,14 +8,12 @@
 //! loop device and runs them with `--ignored` and `STEPWISE_COW_DIR` set, where a missing one is a failure.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore};
-use stepwise::host::run_shell;
-use stepwise::session::Session;
+use stepwise::checkpoint::{Checkpoints, Limits, Restore};
+use stepwise_tests::checkpoint_steps::{shell, take};
+use stepwise_tests::disk::{extents, free_bytes};
 use stepwise_tests::TempDir;
 
 /// A folder removed when dropped, under any parent (`TempDir` is always in the temporary folder).
@@ -47,20 +45,6 @@ async fn cow_dir() -> (PathBuf, tokio::sync::MutexGuard<'static, ()>) {
     let p = PathBuf::from(v);
     assert!(p.is_dir(), "STEPWISE_COW_DIR={} is not a folder", p.display());
     (p, guard)
-}
-
-fn take(cp: &mut Checkpoints, round: u32) -> String {
-    let meta = Meta { run_id: "r".into(), round, prompt: "p".into(), step: None };
-    cp.take(meta, &Session::default()).unwrap()
-}
-
-async fn shell(cp: &mut Checkpoints, root: &Path, command: &str) -> Vec<PathBuf> {
-    cp.before_command();
-    let out = run_shell(root, command, Duration::from_secs(60)).await.unwrap();
-    assert!(!out.is_error, "{command}: {}", out.text);
-    let mut changed = cp.after_command();
-    changed.sort();
-    changed
 }
 
 /// Bytes that do not repeat (nothing a file system could deduplicate or compress).
@@ -120,73 +104,6 @@ fn can_clone(dir: &Path) -> bool {
     let ok = unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONE, src.as_raw_fd()) } == 0;
     let _ = (std::fs::remove_file(a), std::fs::remove_file(b));
     ok
-}
-
-const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B; // _IOWR('f', 11, struct fiemap): not in the libc crate
-const FIEMAP_FLAG_SYNC: u32 = 1;
-const FIEMAP_EXTENT_LAST: u32 = 0x1;
-const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Extent {
-    logical: u64,
-    physical: u64,
-    length: u64,
-    reserved64: [u64; 2],
-    flags: u32,
-    reserved: [u32; 3],
-}
-
-#[repr(C)]
-struct Fiemap {
-    start: u64,
-    length: u64,
-    flags: u32,
-    mapped: u32,
-    count: u32,
-    reserved: u32,
-    extents: [Extent; 64],
-}
-
-/// The file's extents as (physical start, length, shared), from the kernel's FIEMAP.
-fn extents(path: &Path) -> Vec<(u64, u64, bool)> {
-    let f = std::fs::File::open(path).unwrap();
-    let mut out = Vec::new();
-    let mut start = 0u64;
-    loop {
-        let mut m = Fiemap {
-            start,
-            length: u64::MAX - start,
-            flags: FIEMAP_FLAG_SYNC,
-            mapped: 0,
-            count: 64,
-            reserved: 0,
-            extents: [Extent::default(); 64],
-        };
-        // SAFETY: a valid fd and a fiemap with room for `count` extents.
-        let r = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
-        assert_eq!(r, 0, "FIEMAP {}: {}", path.display(), std::io::Error::last_os_error());
-        let got = &m.extents[..m.mapped as usize];
-        for e in got {
-            out.push((e.physical, e.length, e.flags & FIEMAP_EXTENT_SHARED != 0));
-        }
-        match got.last() {
-            Some(e) if e.flags & FIEMAP_EXTENT_LAST == 0 => start = e.logical + e.length,
-            _ => return out,
-        }
-    }
-}
-
-/// Bytes free on the file system under `dir`, after everything is written out.
-fn free_bytes(dir: &Path) -> u64 {
-    // SAFETY: flushes every file system; no arguments.
-    unsafe { libc::sync() };
-    let c = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: zeroed plain data filled by the kernel; a NUL-terminated path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
-    st.f_bfree * st.f_frsize
 }
 
 /// Every file in the store's folder of clones.
@@ -264,13 +181,18 @@ async fn on_a_copy_on_write_file_system_the_copy_shares_the_workspace_blocks() {
 
     // Each big file's blocks are the very blocks of a clone in the store.
     let stored: BTreeSet<(u64, u64)> =
-        clone_files(&state.0).iter().flat_map(|p| extents(p)).map(|(at, len, _)| (at, len)).collect();
+        clone_files(&state.0).iter().flat_map(|p| extents(p)).map(|e| (e.physical, e.length)).collect();
     assert_eq!(clone_files(&state.0).len(), 6, "one clone per big file; the small files are packed");
     for p in &big {
         let ext = extents(p);
         assert!(!ext.is_empty());
-        for (at, len, shared) in ext {
-            assert!(shared && stored.contains(&(at, len)), "{}: extent at {at} not shared with the store", p.display());
+        for e in ext {
+            let at = e.physical;
+            assert!(
+                e.shared && stored.contains(&(at, e.length)),
+                "{}: extent at {at} not shared with the store",
+                p.display()
+            );
         }
     }
 
@@ -279,7 +201,7 @@ async fn on_a_copy_on_write_file_system_the_copy_shares_the_workspace_blocks() {
     // A compaction (a reset drops the checkpoints) keeps the clones the copy needs, still shared.
     cp.clear();
     let kept = extents(&big[3]);
-    assert!(kept.iter().all(|&(_, _, shared)| shared), "still shared after compacting");
+    assert!(kept.iter().all(|e| e.shared), "still shared after compacting");
     drop(cp);
 
     // After a restart the clones are found again and read back exactly.

@@ -4,29 +4,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore, ScanKind};
-use stepwise::host::run_shell;
-use stepwise::session::Session;
+use stepwise::checkpoint::{Checkpoints, Limits, Restore, ScanKind};
+use stepwise_tests::checkpoint_steps::{shell, take};
 use stepwise_tests::TempDir;
 
 fn open(ws: &TempDir, state: &TempDir, limits: Limits) -> Checkpoints {
     Checkpoints::open(Some(state.path()), ws.path(), limits).unwrap()
-}
-
-fn take(cp: &mut Checkpoints, round: u32) -> String {
-    let meta = Meta { run_id: "r".into(), round, prompt: "p".into(), step: None };
-    cp.take(meta, &Session::default()).unwrap()
-}
-
-async fn shell(cp: &mut Checkpoints, root: &Path, command: &str) -> Vec<PathBuf> {
-    cp.before_command();
-    let out = run_shell(root, command, Duration::from_secs(60)).await.unwrap();
-    assert!(!out.is_error, "{command}: {}", out.text);
-    let mut changed = cp.after_command();
-    changed.sort();
-    changed
 }
 
 fn paths(v: &[&str]) -> Vec<PathBuf> {
