@@ -6,7 +6,21 @@
 // Screenshots: conversation/*.png.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { LONG, SHORT, artifacts, norm, page, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
+import {
+  LONG,
+  SHORT,
+  artifacts,
+  norm,
+  onlyConversation,
+  page,
+  runCommand,
+  screenshot,
+  step,
+  useCodeServer,
+  viewFrame,
+  waitFor,
+  waitStatus,
+} from './harness.mjs';
 
 const TASK = 'Count the lines of greet.js';
 const SCRIPT = [
@@ -24,22 +38,6 @@ const SCRIPT = [
 
 useCodeServer(SCRIPT, { artifacts: 'conversation', keyViaEnv: true, settings: { 'stepwise.approval': 'ask' } });
 
-/** The Conversation view's page: the frame (inside the webview's iframes) that holds its textarea. */
-async function viewFrame() {
-  return waitFor(
-    'the Conversation view page',
-    async () => {
-      for (const f of page.frames()) {
-        if (f.isDetached()) continue;
-        if ((await f.locator('textarea[aria-label="Message for the agent"]').count().catch(() => 0)) > 0) return f;
-      }
-      return undefined;
-    },
-    (f) => !!f,
-    LONG,
-  );
-}
-
 async function openView() {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
   await page.locator('.part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: LONG });
@@ -48,14 +46,6 @@ async function openView() {
 }
 
 let frame;
-
-/** Collapses the container's other views, so the Conversation view has the sidebar's height. */
-async function onlyConversation() {
-  for (const name of ['Plan', 'Transcript', 'Changes']) {
-    const header = page.locator('.part.sidebar .pane-header', { hasText: new RegExp(`^\\s*${name}`, 'i') }).first();
-    if ((await header.count()) > 0 && (await header.getAttribute('aria-expanded')) === 'true') await header.click();
-  }
-}
 
 /** A screenshot of the whole window and one of the sidebar (the view). */
 async function screenshots(name) {

@@ -478,3 +478,29 @@ async function tearDown() {
   }
   if (scratch && env.STEPWISE_E2E_KEEP !== '1') fs.rmSync(scratch, { recursive: true, force: true });
 }
+
+// ---- the Conversation view ----------------------------------------------------------------------------------
+
+/** The Conversation view's page: the frame (inside the webview's iframes) that holds its textarea. */
+export async function viewFrame() {
+  return waitFor(
+    'the Conversation view page',
+    async () => {
+      for (const f of page.frames()) {
+        if (f.isDetached()) continue;
+        if ((await f.locator('textarea[aria-label="Message for the agent"]').count().catch(() => 0)) > 0) return f;
+      }
+      return undefined;
+    },
+    (f) => !!f,
+    LONG,
+  );
+}
+
+/** Collapses the container's other views, so the Conversation view has the sidebar's height. */
+export async function onlyConversation() {
+  for (const name of ['Plan', 'Transcript', 'Changes']) {
+    const header = page.locator('.part.sidebar .pane-header', { hasText: new RegExp(`^\\s*${name}`, 'i') }).first();
+    if ((await header.count()) > 0 && (await header.getAttribute('aria-expanded')) === 'true') await header.click();
+  }
+}

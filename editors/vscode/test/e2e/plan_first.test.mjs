@@ -17,6 +17,7 @@ import {
   editorText,
   greetPath,
   norm,
+  onlyConversation,
   openFile,
   page,
   planRows,
@@ -27,6 +28,7 @@ import {
   toastText,
   transcriptLog,
   useCodeServer,
+  viewFrame,
   waitFor,
   waitStatus,
 } from './harness.mjs';
@@ -100,30 +102,6 @@ step('Approve starts the run that acts; the edit lands', async () => {
 });
 
 // ---- the Conversation view ------------------------------------------------------------------------------------
-
-/** The Conversation view's page: the frame (inside the webview's iframes) that holds its textarea. */
-async function viewFrame() {
-  return waitFor(
-    'the Conversation view page',
-    async () => {
-      for (const f of page.frames()) {
-        if (f.isDetached()) continue;
-        if ((await f.locator('textarea[aria-label="Message for the agent"]').count().catch(() => 0)) > 0) return f;
-      }
-      return undefined;
-    },
-    (f) => !!f,
-    LONG,
-  );
-}
-
-/** Collapses the container's other views, so the Conversation view has the sidebar's height. */
-async function onlyConversation() {
-  for (const name of ['Plan', 'Transcript', 'Changes']) {
-    const header = page.locator('.part.sidebar .pane-header', { hasText: new RegExp(`^\\s*${name}`, 'i') }).first();
-    if ((await header.count()) > 0 && (await header.getAttribute('aria-expanded')) === 'true') await header.click();
-  }
-}
 
 let frame;
 const planBar = () => frame.locator('.plan-ready');
