@@ -46,8 +46,23 @@ class Stepwise {
     new Rewind(core, connection, (ws) => void rounds.sync(ws));
     const disposables = core.disposables;
     ui.update();
-    // Opening the plan view is using stepwise: the server starts then (and shows the folders' plans).
-    disposables.push(ui.view.onDidChangeVisibility((e) => e.visible && void connection.ensureClient(false)));
+    // Opening the plan view is using stepwise: the server starts then (and shows the folders' plans), and the
+    // view's empty text says what setup is missing, as the server finds it.
+    let modelCheck: NodeJS.Timeout | undefined;
+    const checkModelSoon = () => {
+      if (!ui.view.visible) return;
+      clearTimeout(modelCheck);
+      modelCheck = setTimeout(() => void setup.checkModel(), 300);
+    };
+    disposables.push(
+      ui.view.onDidChangeVisibility((e) => {
+        if (!e.visible) return;
+        void connection.ensureClient(false);
+        checkModelSoon();
+      }),
+      { dispose: () => clearTimeout(modelCheck) },
+    );
+    if (ui.view.visible) checkModelSoon();
 
     const cmd = (id: string, fn: (...args: any[]) => unknown) => disposables.push(vscode.commands.registerCommand(id, fn));
     cmd(EXTENSION_COMMANDS.runTask, (prompt?: string) => runs.runTask(typeof prompt === 'string' ? prompt : undefined));
@@ -63,11 +78,16 @@ class Stepwise {
     disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (needsRestart((k) => e.affectsConfiguration(k))) connection.scheduleRestart('settings changed');
+        if (e.affectsConfiguration('stepwise')) checkModelSoon();
       }),
       context.secrets.onDidChange((e) => {
-        if (e.key.startsWith('stepwise.apiKey.')) connection.scheduleRestart('API key changed');
+        if (e.key.startsWith('stepwise.apiKey.')) {
+          connection.scheduleRestart('API key changed');
+          checkModelSoon();
+        }
       }),
       vscode.workspace.onDidChangeWorkspaceFolders(() => {
+        checkModelSoon();
         core.folders.retain(new Set(folderRefs().map((f) => f.uri)));
         if (!core.client && !core.starting) connection.startIfUsed();
         ui.update();

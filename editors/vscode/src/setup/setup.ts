@@ -47,8 +47,14 @@ export function foldersWithSession(): string[] {
     .map((f) => f.name);
 }
 
+/** The context key the plan view's "needs a model" text shows under (package.json `viewsWelcome`). */
+export const MODEL_MISSING = 'stepwise.modelMissing';
+
 export class Setup {
   private sandboxWarned = false;
+  /** Per folder uri: whether the server's last report found no model or no key for it. */
+  private readonly missing = new Map<string, boolean>();
+  private checks = 0;
 
   constructor(
     private readonly core: Core,
@@ -134,10 +140,40 @@ export class Setup {
         (error, stdout, stderr) => {
           const report = parseDoctorReport(stdout);
           if (!report) this.core.log(`[stepwise] ${server.command} doctor gave no report: ${error?.message ?? ''} ${stderr}`);
+          else this.noteMissing(folder.uri.toString(), report.missing.length > 0);
           resolve(report);
         },
       );
     });
+  }
+
+  /**
+   * Asks the server (`stepwise doctor`, one per folder) whether a model and a key are configured anywhere it
+   * looks (settings, environment, `.env`), so the plan view says "needs a model" only when one is missing;
+   * never from a guess of the extension's own. A later check wins over one still running.
+   */
+  async checkModel(): Promise<void> {
+    const check = ++this.checks;
+    const server = this.resolveServer();
+    if (!server.found) return;
+    for (const folder of vscode.workspace.workspaceFolders ?? []) {
+      if (check !== this.checks) return;
+      await this.doctor(server, folder);
+    }
+    const open = new Set((vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()));
+    for (const uri of [...this.missing.keys()]) if (!open.has(uri)) this.missing.delete(uri);
+    this.publishMissing();
+    const missing = [...this.missing.values()].some((m) => m);
+    this.core.log(`[stepwise] model check: ${missing ? 'no model or no API key for a folder' : 'a model and an API key for every folder'}`);
+  }
+
+  private noteMissing(folder: string, missing: boolean): void {
+    this.missing.set(folder, missing);
+    this.publishMissing();
+  }
+
+  private publishMissing(): void {
+    void vscode.commands.executeCommand('setContext', MODEL_MISSING, [...this.missing.values()].some((m) => m));
   }
 
   private logReport(r: DoctorReport): void {

@@ -270,6 +270,15 @@ step('after a reload the folder with a saved session gets its server, and the pl
 step('Stepwise: New Session empties the plan', async () => {
   await runCommand('Stepwise: New Session');
   await waitFor('the empty plan view (welcome text)', () => text('.part.sidebar'), (t) => t.includes('No plan yet'), LONG);
+  // A model is configured (settings, and the key in the environment or the secret storage): the empty view
+  // does not say one is needed; it does once the server finds none, and stops when one is set again.
+  const needs = 'The agent needs a model (setting Stepwise: Model) and an API key.';
+  await waitFor('the model check the open view started', serverLog, (l) => /model check: a model and an API key for every folder/.test(l), LONG);
+  assert.ok(!(await text('.part.sidebar')).includes(needs), 'a configured model: no "needs a model" text');
+  writeFolderSettings({ 'stepwise.model': '' });
+  await waitFor('"needs a model" once none is configured', () => text('.part.sidebar'), (t) => t.includes(needs), LONG);
+  writeFolderSettings({ 'stepwise.model': 'mock-model' });
+  await waitFor('no "needs a model" once it is set again', () => text('.part.sidebar'), (t) => !t.includes(needs) && t.includes('No plan yet'), LONG);
   const rows = await planRows();
   assert.ok(!rows.some((r) => /^(completed|pending|in progress):/.test(r)), `no plan rows after a new session: ${rows}`);
   await waitFor('the plan view title without counts', () => text('.part.sidebar .composite.title, .part.sidebar .pane-header'), (t) => /plan/i.test(t) && !/\d+\/\d+/.test(t), SHORT);
