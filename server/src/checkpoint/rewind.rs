@@ -15,7 +15,7 @@ use super::state::{in_git, key_of, Mark, Pre};
 use super::{conversation, Checkpoints};
 use crate::session::Session;
 
-/// What a rewind puts back: the files, the conversation (and plan), or both.
+// What a rewind puts back: the files, the conversation (and plan), or both (no doc comment: it would enter the schema).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Restore {
