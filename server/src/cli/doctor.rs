@@ -145,7 +145,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
     }
     // An invalid setting is among the problems above; the report shows the default then.
     let sandbox = config::sandbox(&env, o)
-        .unwrap_or(crate::host::SandboxSettings { mode: crate::host::SandboxMode::WorkspaceWrite, network: false });
+        .unwrap_or(crate::host::SandboxSettings::of(crate::host::SandboxMode::WorkspaceWrite, false));
     let state_dir = crate::trust::state_dir();
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());

@@ -10,6 +10,7 @@ pub mod disk;
 #[cfg(target_os = "linux")]
 mod fork_guard;
 mod guard;
+pub mod keep;
 #[cfg(target_os = "linux")]
 mod landlock;
 pub mod output;
