@@ -311,3 +311,41 @@ async fn a_write_outside_is_still_stopped_and_asks() {
     assert!(!made, "the write in the home folder got through");
     assert!(ran.is_error && ran.asked.len() == 1, "{:?}: {}", ran.asked, ran.text);
 }
+
+/// A test suite that starts a local HTTP server and reaches it: with the network off, a private network
+/// namespace gives the command a loopback of its own (where none can be made, Landlock's rules stop it,
+/// and the test says it cannot be tried).
+#[tokio::test]
+async fn a_test_suite_with_a_local_http_server() {
+    if let Err(why) = stepwise::host::netns::availability() {
+        eprintln!("CANNOT TRY: no network namespace can be made here ({why}), so loopback is closed too");
+        return;
+    }
+    eprintln!("trying: {}", stepwise::host::sandbox::network_isolation());
+    let setup = |d: &Path| {
+        write(d, "tests/__init__.py", "");
+        write(
+            d,
+            "tests/test_http.py",
+            r#"import http.server, threading, unittest, urllib.request
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"hello")
+    def log_message(self, *a): pass
+
+class ServerTest(unittest.TestCase):
+    def test_get(self):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        with urllib.request.urlopen(f"http://127.0.0.1:{srv.server_address[1]}/") as r:
+            self.assertEqual(r.read(), b"hello")
+        srv.shutdown()
+"#,
+        );
+    };
+    let command = "python3 -m unittest discover -s tests -t . 2>&1";
+    let ran = sandboxed("http", setup, command).await;
+    ran.ok(command);
+    assert!(ran.text.contains("Ran 1 test") && ran.text.contains("OK"), "{}", ran.text);
+}

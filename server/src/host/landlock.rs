@@ -51,7 +51,8 @@ pub fn probe(network: bool) -> Result<String, String> {
     // A trial: confine a child that does nothing. A container can refuse `landlock_restrict_self` or
     // the path rules (an unsupported file system) even where the version query answers.
     let tmp = std::env::temp_dir();
-    let policy = Policy { root: tmp.clone(), tmp, write: false, network, writable: Vec::new(), keeper: None };
+    let policy =
+        Policy { root: tmp.clone(), tmp, write: false, network, writable: Vec::new(), keeper: None, netns: None };
     let fd = ruleset(&policy).map_err(|e| format!("a Landlock ruleset cannot be made: {e}"))?;
     let raw = fd.as_raw_fd();
     let mut trial = std::process::Command::new("/bin/sh");
@@ -80,7 +81,8 @@ pub fn ruleset(policy: &Policy) -> std::io::Result<OwnedFd> {
     let all = AccessFs::from_all(ABI::V5);
     let read = AccessFs::from_read(ABI::V5);
     let mut rs = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all).map_err(err)?;
-    if !policy.network {
+    // With a private network namespace the namespace is the fence (its loopback is the command's to use).
+    if !policy.network && policy.netns.is_none() {
         rs = rs.handle_access(AccessNet::from_all(ABI::V4)).map_err(err)?;
     }
     // Nor may it reach processes or abstract sockets outside (stepwise, the desktop's services).

@@ -13,6 +13,8 @@ mod guard;
 pub mod keep;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+pub mod netns;
 pub mod output;
 mod path;
 mod platform;

@@ -22,7 +22,19 @@ pub struct Policy {
     /// The session's keeper of the protected paths, which puts back what a command changed there
     /// (`keep/`); `None` in read-only, where nothing in the workspace can be written.
     pub keeper: Option<KeeperRef>,
+    /// The session's private network namespace (network off, where one can be made): every command
+    /// and background task run under this policy joins it (`guard::spawn`), so they share a loopback
+    /// and reach nothing else. `None`: no namespace, and Landlock's TCP rules hold instead.
+    pub netns: Option<NetRef>,
 }
+
+#[cfg(target_os = "linux")]
+pub use super::netns::NetRef;
+
+/// No network namespaces on this system.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetRef;
 
 /// The session's keeper, shared by its policies (equal when it is the same keeper).
 #[derive(Clone)]
@@ -89,6 +101,7 @@ mod tests {
             network: false,
             writable: vec!["/cache".into()],
             keeper: None,
+            netns: None,
         };
         let env = p.env();
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());

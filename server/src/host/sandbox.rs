@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-pub use super::policy::{KeeperRef, Policy};
+pub use super::policy::{KeeperRef, NetRef, Policy};
 
 /// The `sandbox` setting. An unknown value is refused by name when the settings are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -183,6 +183,37 @@ pub fn availability(network: bool) -> Result<String, String> {
     .clone()
 }
 
+/// `1` makes stepwise use Landlock's TCP rules rather than a network namespace (as where none can be
+/// made): for the tests of that path, and for a user whose tools need the host's loopback.
+pub const NO_NETNS_ENV: &str = "STEPWISE_SANDBOX_NO_NETNS";
+
+fn netns_disabled() -> bool {
+    std::env::var_os(NO_NETNS_ENV).is_some_and(|v| v == "1")
+}
+
+/// How a sandboxed command with the network off is kept from the network, or why it cannot be: a
+/// private network namespace where one can be made, else Landlock's TCP rules.
+pub fn network_isolation() -> String {
+    #[cfg(target_os = "linux")]
+    {
+        if netns_disabled() {
+            return format!(
+                "Landlock's TCP rules ({NO_NETNS_ENV}=1): no connection or listening port, loopback included"
+            );
+        }
+        match super::netns::availability() {
+            Ok(how) => format!("a private network namespace per session, made {how}: its own loopback, nothing else"),
+            Err(why) => format!(
+                "Landlock's TCP rules: no connection or listening port, loopback included (no network namespace: {why})"
+            ),
+        }
+    }
+    #[cfg(target_os = "macos")]
+    return "Seatbelt: no IP connection or listening port, loopback included".into();
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    return "none".into();
+}
+
 /// In a debug build, `1` makes the sandbox unavailable, as on an old kernel.
 pub const UNAVAILABLE_ENV: &str = "STEPWISE_TEST_NO_SANDBOX";
 
@@ -211,6 +242,9 @@ pub struct Sandbox {
     tmp: OnceLock<Result<PathBuf, String>>,
     /// The keeper of the workspace's protected paths, made at the first workspace-write command.
     keeper: OnceLock<std::sync::Arc<super::keep::Keeper>>,
+    /// The private network namespace its commands share with the network off (Linux), or why none.
+    #[cfg(target_os = "linux")]
+    netns: OnceLock<Result<super::netns::NetRef, String>>,
     /// The session was told the sandbox cannot start.
     told: std::sync::atomic::AtomicBool,
 }
@@ -237,7 +271,28 @@ impl Sandbox {
             network: settings.network,
             writable: settings.writable.resolved(),
             keeper,
+            netns: if settings.network { None } else { self.netns() },
         }))
+    }
+
+    /// The session's network namespace, made at its first command with the network off.
+    #[cfg(target_os = "linux")]
+    fn netns(&self) -> Option<NetRef> {
+        let made = self.netns.get_or_init(|| {
+            if netns_disabled() {
+                return Err(format!("{NO_NETNS_ENV}=1"));
+            }
+            super::netns::NetNs::make().map(|ns| NetRef(std::sync::Arc::new(ns)))
+        });
+        if let Err(why) = made {
+            tracing::debug!("sandbox: no private network namespace ({why}): Landlock's TCP rules instead");
+        }
+        made.clone().ok()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn netns(&self) -> Option<NetRef> {
+        None
     }
 
     /// The policy for a command that must not write (plan mode): `Err(why)` when the sandbox cannot

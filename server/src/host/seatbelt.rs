@@ -93,6 +93,7 @@ mod tests {
             network,
             writable: vec!["/Users/u/we\"ird\\".into()],
             keeper: None,
+            netns: None,
         }
     }
 
