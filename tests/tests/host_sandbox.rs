@@ -52,7 +52,11 @@ impl Fixture {
         let policy = self.policy(SandboxMode::WorkspaceWrite, false);
         let out = self.run(command, policy.as_ref()).await;
         assert!(out.is_error, "sandboxed `{command}` succeeded: {}", out.text);
-        assert!(stopped(&out.text, out.is_error).is_some(), "not read as the sandbox's refusal: {}", out.text);
+        assert!(
+            stopped(&out.text, out.is_error, policy.as_ref().unwrap()).is_some(),
+            "not read as the sandbox's refusal: {}",
+            out.text
+        );
         assert!(!happened(self), "sandboxed `{command}` got through: {}", out.text);
         let out = self.run(command, None).await;
         assert!(!out.is_error, "`{command}` fails even outside the sandbox: {}", out.text);
@@ -198,9 +202,9 @@ async fn the_hosts_listener_cannot_be_reached_from_inside() {
     let out = f.run(&command, policy.as_ref()).await;
     assert!(out.is_error && !host.got_hello(), "reached the host from inside: {}", out.text);
     // Landlock's rules, where there is no namespace, stop it too, and it reads as the sandbox's stop.
-    let out = f.run(&command, without_netns(policy).as_ref()).await;
+    let out = f.run(&command, without_netns(policy.clone()).as_ref()).await;
     assert!(out.is_error && !host.got_hello(), "reached the host from inside: {}", out.text);
-    assert!(stopped(&out.text, true).is_some(), "{}", out.text);
+    assert!(stopped(&out.text, true, policy.as_ref().unwrap()).is_some(), "{}", out.text);
     let out = f.run(&command, None).await;
     assert!(!out.is_error && host.got_hello(), "fails even outside the sandbox: {}", out.text);
 }
@@ -213,7 +217,11 @@ async fn no_listening_port_without_a_namespace() {
     let command = "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); open('src/port', 'w').write(str(s.getsockname()[1]))\"";
     let policy = without_netns(f.policy(SandboxMode::WorkspaceWrite, false));
     let ran = f.run(command, policy.as_ref()).await;
-    assert!(ran.is_error && stopped(&ran.text, true).is_some() && !out.exists(), "{}", ran.text);
+    assert!(
+        ran.is_error && stopped(&ran.text, true, policy.as_ref().unwrap()).is_some() && !out.exists(),
+        "{}",
+        ran.text
+    );
     let ran = f.run(command, None).await;
     assert!(!ran.is_error && out.exists(), "{}", ran.text);
 }
@@ -280,7 +288,7 @@ async fn stepwise_cannot_be_signalled_from_inside() {
     let command = format!("kill -0 {}", std::process::id());
     let policy = f.policy(SandboxMode::WorkspaceWrite, false);
     let out = f.run(&command, policy.as_ref()).await;
-    assert!(out.is_error && stopped(&out.text, true).is_some(), "{}", out.text);
+    assert!(out.is_error && stopped(&out.text, true, policy.as_ref().unwrap()).is_some(), "{}", out.text);
     let out = f.run(&command, None).await;
     assert!(!out.is_error, "{}", out.text);
 }
@@ -313,7 +321,7 @@ async fn a_double_forked_child_writing_later_is_still_confined() {
     let policy = f.policy(SandboxMode::WorkspaceWrite, false);
     let out = f.run(&command, policy.as_ref()).await;
     assert!(out.is_error && !target.exists(), "the late write got through: {}", out.text);
-    assert!(stopped(&out.text, out.is_error).is_some(), "{}", out.text);
+    assert!(stopped(&out.text, out.is_error, policy.as_ref().unwrap()).is_some(), "{}", out.text);
     std::fs::remove_file(f.ws.join("src/late")).unwrap();
     let out = f.run(&command, None).await;
     assert!(!out.is_error && target.exists(), "{}", out.text);
@@ -408,7 +416,7 @@ async fn read_only_writes_nothing_but_its_tmpdir() {
     let out = f.run("echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" Cargo.toml", policy.as_ref()).await;
     assert!(!out.is_error, "{}", out.text);
     let out = f.run("echo x > src/a", policy.as_ref()).await;
-    assert!(out.is_error && stopped(&out.text, true).is_some(), "{}", out.text);
+    assert!(out.is_error && stopped(&out.text, true, policy.as_ref().unwrap()).is_some(), "{}", out.text);
     assert!(!f.ws.join("src/a").exists());
 }
 

@@ -349,3 +349,20 @@ class ServerTest(unittest.TestCase):
     ran.ok(command);
     assert!(ran.text.contains("Ran 1 test") && ran.text.contains("OK"), "{}", ran.text);
 }
+
+/// A project's own permission error (a script without its execute bit, which even root may not run) is
+/// not called a sandbox stop: no question, no sandbox note; a write outside is, and names the path.
+#[tokio::test]
+async fn a_projects_own_permission_error_is_not_a_sandbox_stop() {
+    let ran = sandboxed("own-eacces", |d| write(d, "run.sh", "echo hi\n"), "./run.sh").await;
+    assert!(ran.is_error && ran.text.contains("Permission denied"), "{}", ran.text);
+    assert!(ran.asked.is_empty() && !ran.text.contains("[sandbox:"), "{:?}: {}", ran.asked, ran.text);
+    let ran = sandboxed("outside-eacces", |_| {}, "echo x > /usr/stepwise-test-x").await;
+    assert!(!Path::new("/usr/stepwise-test-x").exists());
+    assert!(
+        ran.text.contains("it stopped a write to /usr/stepwise-test-x, outside the folders it may write"),
+        "{}",
+        ran.text
+    );
+    assert_eq!(ran.asked.len(), 1, "{:?}", ran.asked);
+}

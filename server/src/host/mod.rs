@@ -25,6 +25,7 @@ pub mod sandbox;
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 mod seatbelt;
 pub(crate) mod shell;
+mod stops;
 
 use std::future::Future;
 use std::path::Path;

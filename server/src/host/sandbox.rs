@@ -374,44 +374,7 @@ fn remove_orphans(base: &Path) {
     }
 }
 
-/// Whether a failed command's output shows the sandbox refusing it: the errors Landlock and Seatbelt
-/// give (EACCES, EPERM; EXDEV for a hard link or rename out of the writable tree), as the C library,
-/// Python, Node and the shells print them. `None` when the command did not fail this way.
-pub fn stopped(output: &str, failed: bool) -> Option<&'static str> {
-    if !failed {
-        return None;
-    }
-    let lower = output.to_ascii_lowercase();
-    const SIGNS: [&str; 6] =
-        ["permission denied", "operation not permitted", "cross-device link", "eacces", "eperm", "exdev"];
-    SIGNS.iter().any(|s| lower.contains(s)).then_some("a write or connection it does not allow")
-}
-
-/// The line the model reads when the sandbox stopped a command, saying what it allows and what came of
-/// the question to run it outside.
-pub fn stopped_note(policy: &Policy, outcome: Escalation) -> String {
-    let allows = if policy.write {
-        "writes beneath the workspace, in $TMPDIR and in the sandboxWritable folders; what it writes to \
-         git's hooks and config, .env*, .envrc, .vscode/, AGENTS.md, CLAUDE.md or .mcp.json is put back"
-    } else {
-        "read-only: writes only in $TMPDIR"
-    };
-    let net = if policy.network { "" } else { ", no network" };
-    let then = match outcome {
-        Escalation::Declined => "the user declined to run it outside the sandbox: do it another way, or ask the user",
-        Escalation::NotOffered => "it cannot run outside the sandbox in this mode",
-        Escalation::Approved => "the user approved running it again outside the sandbox; that run's output follows",
-    };
-    format!("[sandbox: the command was stopped by the sandbox ({allows}{net}); {then}]")
-}
-
-/// What became of a command the sandbox stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Escalation {
-    Approved,
-    Declined,
-    NotOffered,
-}
+pub use super::stops::{stopped, stopped_note, Escalation, Stop};
 
 #[cfg(test)]
 mod tests {
@@ -425,18 +388,6 @@ mod tests {
         assert!(net.unwrap_err().to_string().contains("unknown sandboxNetwork \"maybe\""));
         let net: NetworkSetting = serde_json::from_value(serde_json::json!("On")).unwrap();
         assert_eq!(net, NetworkSetting(true));
-    }
-
-    #[test]
-    fn a_denial_is_read_from_the_error_of_a_failed_command() {
-        assert!(stopped("bash: /root/x: Permission denied", true).is_some());
-        assert!(stopped("touch: cannot touch 'x': Operation not permitted", true).is_some());
-        assert!(
-            stopped("ln: failed to create hard link 'a' => '/etc/passwd': Invalid cross-device link", true).is_some()
-        );
-        assert!(stopped("Error: EACCES: permission denied, open '/x'", true).is_some());
-        assert!(stopped("bash: /root/x: Permission denied", false).is_none());
-        assert!(stopped("error[E0425]: cannot find value", true).is_none());
     }
 
     #[test]
