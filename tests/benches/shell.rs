@@ -62,13 +62,17 @@ async fn main() {
     let processes = std::fs::read_dir("/proc")
         .map(|d| d.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok())).count())
         .unwrap_or(0);
-    for i in 0..12 {
-        std::fs::create_dir_all(ws.join(&format!("dir{i}"))).unwrap();
-        ws.write(&format!("file{i}.txt"), "x");
+    // 10,000 files in 100 folders: the keeper's check after each sandboxed command (host/keep/) must
+    // cost what the command changed, not this.
+    for i in 0..100 {
+        for j in 0..100 {
+            ws.write(&format!("dir{i}/file{j}.txt"), "x");
+        }
     }
     ws.write(".env", "K=v");
+    ws.write("dir3/.env", "K=v");
     let sandbox = Sandbox::default();
-    let settings = SandboxSettings { mode: SandboxMode::WorkspaceWrite, network: false };
+    let settings = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
     let policy = match sandbox.policy(ws.path(), settings) {
         Ok(p) => p,
         Err(why) => {

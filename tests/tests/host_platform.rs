@@ -118,9 +118,10 @@ const PORTABLE_RUN: &[(&str, &[&str])] = &[
     (
         "host_sandbox",
         &[
-            "a_new_env_file_cannot_be_made",
+            "a_new_env_file_does_not_outlive_the_command",
             "a_double_forked_child_writing_later_is_still_confined",
-            "no_tcp_connection_with_the_network_off",
+            "the_hosts_listener_cannot_be_reached_from_inside",
+            "the_sessions_commands_share_a_private_loopback",
             "writes_inside_the_workspace_and_tmpdir_work",
         ],
     ),

@@ -10,8 +10,11 @@ pub mod disk;
 #[cfg(target_os = "linux")]
 mod fork_guard;
 mod guard;
+pub mod keep;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+pub mod netns;
 pub mod output;
 mod path;
 mod platform;
@@ -22,6 +25,7 @@ pub mod sandbox;
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 mod seatbelt;
 pub(crate) mod shell;
+mod stops;
 
 use std::future::Future;
 use std::path::Path;

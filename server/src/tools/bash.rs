@@ -21,7 +21,9 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
         Gate::Open => return Err("internal error: a shell command without a gate".into()),
     };
     let out = cx.host.run_command(command, cx.bash_timeout, Some(&policy)).await?;
-    if sandbox::stopped(&out.text, out.is_error).is_none() {
+    // Stopped: a write or connection refused, or a write to a protected path undone after it.
+    let stop = sandbox::stopped(&out.text, out.is_error, &policy);
+    if out.put_back.is_empty() && stop.is_none() {
         return Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None });
     }
     // Read-only (plan mode) never writes, whatever the user would answer.
@@ -32,7 +34,7 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
     } else {
         Escalation::Declined
     };
-    let note = sandbox::stopped_note(&policy, outcome);
+    let note = sandbox::stopped_note(&policy, stop.as_ref(), outcome);
     if outcome != Escalation::Approved {
         return Ok(ToolOutput { text: format!("{}\n{note}", out.text), is_error: true, change: None });
     }
