@@ -248,9 +248,16 @@ async fn sandboxed_commands_run_here_and_a_stopped_one_runs_outside_only_when_pe
 
     let name = ws.path().file_name().unwrap().to_str().unwrap();
     let question = |c: &str| {
-        format!("The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {name}: {c}")
+        format!("The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {name}: {c} (it stopped: ")
     };
-    assert_eq!(*asked.lock().unwrap(), [question(&to_a), question(&to_b)], "the sandboxed command asked nothing");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "the sandboxed command asked nothing: {asked:?}");
+    for (q, c) in asked.iter().zip([&to_a, &to_b]) {
+        assert!(q.starts_with(&question(c)), "{q}");
+        // What the sandbox stopped: the error line naming the path outside.
+        let stopped = &q[question(c).len()..];
+        assert!(stopped.contains(c.rsplit(' ').next().unwrap()), "{q}");
+    }
     assert_eq!(ws.read("src/inside"), "in\n");
     assert!(a.exists() && !b.exists(), "only the permitted command ran outside the sandbox");
     // Only the run outside the sandbox went to the client's terminal.

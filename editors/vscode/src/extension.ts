@@ -41,7 +41,7 @@ class Stepwise {
     connection.events.roundListeners.push((ws) => planFirst.statusChanged(ws));
     const rounds = new RoundsView(core, connection);
     const conversation = new ConversationView(core, connection, setup);
-    connection.askInView = (message, actions) => conversation.ask(message, actions);
+    connection.askInView = (question, token) => conversation.ask(question, token);
     new Review(core, connection);
     new Rewind(core, connection, (ws) => void rounds.sync(ws));
     const disposables = core.disposables;

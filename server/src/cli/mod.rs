@@ -83,9 +83,13 @@ fn terminal_approver(interactive: bool, input: Input) -> crate::host::disk::Appr
             Ask::Command(command) => {
                 (format!("shell command refused: {command}"), format!("{} {command}", bold("Run shell command?")))
             }
-            Ask::Unsandboxed(command) => (
+            Ask::Unsandboxed { command, stopped } => (
                 format!("running outside the sandbox refused: {command}"),
-                format!("{} {command}", bold("The sandbox stopped this command. Run it outside the sandbox?")),
+                format!(
+                    "{}\n  {stopped}\n{} {command}",
+                    bold("The sandbox stopped this command:"),
+                    bold("Run it outside the sandbox?")
+                ),
             ),
             Ask::Write { path, why } => {
                 (format!("write to {path} refused ({why})"), format!("{} ({why})", bold(&format!("Write {path}?"))))

@@ -92,8 +92,12 @@ impl Approvals {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ask<'a> {
     Command(&'a str),
-    /// Running a command again outside the sandbox, which stopped it.
-    Unsandboxed(&'a str),
+    /// Running a command again outside the sandbox, which stopped it: the command, and what the sandbox
+    /// stopped (as precisely as the stop was read).
+    Unsandboxed {
+        command: &'a str,
+        stopped: &'a str,
+    },
     /// A write to a protected file: the path as the model gave it, and why it is protected.
     Write {
         path: &'a str,
@@ -110,7 +114,7 @@ impl Ask<'_> {
     pub fn scope(&self) -> Scope {
         match self {
             Ask::Command(_) | Ask::Write { .. } => Scope::Tools,
-            Ask::Unsandboxed(_) => Scope::Unsandboxed,
+            Ask::Unsandboxed { .. } => Scope::Unsandboxed,
             Ask::Tool { server, .. } => Scope::McpServer(server.to_string()),
         }
     }
@@ -119,9 +123,9 @@ impl Ask<'_> {
     pub fn question(&self, folder: &str) -> String {
         match self {
             Ask::Command(command) => format!("stepwise wants to run a shell command in {folder}: {command}"),
-            Ask::Unsandboxed(command) => {
-                format!("The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {folder}: {command}")
-            }
+            Ask::Unsandboxed { command, stopped } => format!(
+                "The sandbox stopped a shell command; stepwise wants to run it outside the sandbox in {folder}: {command} (it stopped: {stopped})"
+            ),
             Ask::Write { path, why } => format!("stepwise wants to write {path} in {folder} ({why})"),
             Ask::Tool { server, tool } => format!("stepwise wants to use the MCP tool {tool} of {server} in {folder}"),
         }
@@ -185,9 +189,12 @@ mod tests {
     fn running_outside_the_sandbox_is_its_own_standing_approval() {
         let a = Approvals::default();
         a.record(&Ask::Command("ls"), Approval::AllowForSession);
-        assert!(!a.covers(&Ask::Unsandboxed("ls")), "an earlier 'allow for the session' must not open this");
-        a.record(&Ask::Unsandboxed("make"), Approval::AllowForSession);
-        assert!(a.covers(&Ask::Unsandboxed("curl x")));
+        assert!(
+            !a.covers(&Ask::Unsandboxed { command: "ls", stopped: "x" }),
+            "an earlier 'allow for the session' must not open this"
+        );
+        a.record(&Ask::Unsandboxed { command: "make", stopped: "x" }, Approval::AllowForSession);
+        assert!(a.covers(&Ask::Unsandboxed { command: "curl x", stopped: "y" }));
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub struct Caps {
     /// `experimental.stepwise.saveDocuments`: the editor saves documents on `stepwise/saveDocuments`.
     pub save_documents: bool,
     pub refresh_lenses: bool,
+    /// `experimental.stepwise.ask`: questions go as the typed `stepwise/ask`, not `window/showMessageRequest`.
+    pub ask: bool,
 }
 
 impl Caps {
@@ -27,13 +29,14 @@ impl Caps {
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
             work_done_progress: c.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false),
             configuration: ws.and_then(|w| w.configuration).unwrap_or(false),
-            save_documents: c
-                .experimental
-                .as_ref()
-                .and_then(|e| e.pointer("/stepwise/saveDocuments"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            save_documents: declared(c, "/stepwise/saveDocuments"),
+            ask: declared(c, "/stepwise/ask"),
             refresh_lenses: ws.and_then(|w| w.code_lens.as_ref()).and_then(|l| l.refresh_support).unwrap_or(false),
         }
     }
+}
+
+/// Whether `experimental` has `true` at `pointer`.
+fn declared(c: &ClientCapabilities, pointer: &str) -> bool {
+    c.experimental.as_ref().and_then(|e| e.pointer(pointer)).and_then(Value::as_bool).unwrap_or(false)
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use tower_lsp_server::ls_types::{
     request::ApplyWorkspaceEdit, ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
-    DocumentChanges, MessageActionItem, MessageType, OneOf, OptionalVersionedTextDocumentIdentifier, ResourceOp,
-    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, ResourceOp, TextDocumentEdit, TextEdit, Uri,
+    WorkspaceEdit,
 };
 
+use super::ask::Asking;
 use super::ext::{self, SaveDocuments};
 use super::folder::{EditMark, Folder};
 use super::notify::Outgoing;
@@ -22,10 +23,6 @@ use crate::config::Overrides;
 use crate::host::disk::{io_error, read_disk, write_disk};
 use crate::host::{splice, Approval, ApprovalMode, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::locks;
-
-pub const ALLOW: &str = "Allow";
-pub const ALLOW_SESSION: &str = "Allow for this session";
-pub const DENY: &str = "Deny";
 
 pub struct EditorHost {
     pub shared: Arc<Shared>,
@@ -271,28 +268,19 @@ impl Host for EditorHost {
         self.replace(path, Some(&current), change.range.clone(), change.replacement(), ctx).await
     }
 
-    async fn approve(&self, ask: &Ask<'_>, _call_id: &str) -> Approval {
+    async fn approve(&self, ask: &Ask<'_>, call_id: &str) -> Approval {
         match self.approval {
             ApprovalMode::Auto => return Approval::Allow,
             ApprovalMode::Deny => return Approval::Deny,
             ApprovalMode::Ask => {}
         }
         self.status(ext::RunState::Waiting);
-        let message = ask.question(&self.folder.name());
+        // The call's own notifications first, so the question finds its card.
         self.shared.notifier.flush().await;
-        let actions =
-            [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
-        let answer = tokio::time::timeout(
-            self.approval_timeout,
-            self.shared.client.show_message_request(MessageType::WARNING, message, Some(actions.to_vec())),
-        )
-        .await;
+        let at = Asking { workspace: &self.folder.uri, folder_name: self.folder.name(), run_id: &self.run_id, call_id };
+        let answer = super::ask::ask(&self.shared, ask, &at, self.approval_timeout).await;
         self.status(ext::RunState::Running);
-        match answer {
-            Ok(Ok(Some(item))) if item.title == ALLOW => Approval::Allow,
-            Ok(Ok(Some(item))) if item.title == ALLOW_SESSION => Approval::AllowForSession,
-            _ => Approval::Deny,
-        }
+        answer
     }
 
     async fn run_command(

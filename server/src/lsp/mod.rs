@@ -1,6 +1,7 @@
 //! The LSP sidecar: one agent session per workspace folder, its plan shown in the editor.
 //! Custom methods are documented in docs/protocol.md.
 
+mod ask;
 mod asker;
 mod caps;
 mod commands;

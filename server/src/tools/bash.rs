@@ -29,7 +29,7 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
     // Read-only (plan mode) never writes, whatever the user would answer.
     let outcome = if !policy.write {
         Escalation::NotOffered
-    } else if gate::approve(cx, &Ask::Unsandboxed(command)).await {
+    } else if gate::approve(cx, &Ask::Unsandboxed { command, stopped: &what_stopped(&out.text) }).await {
         Escalation::Approved
     } else {
         Escalation::Declined
@@ -40,4 +40,26 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
     }
     let again = cx.host.run_command(command, cx.bash_timeout, None).await?;
     Ok(ToolOutput { text: format!("{note}\n{}", again.text), is_error: again.is_error, change: None })
+}
+
+/// What the sandbox stopped, for the question: the line of the command's error that says so (the path or
+/// address it names), else what the sandbox refuses in general.
+fn what_stopped(output: &str) -> String {
+    const MAX: usize = 300;
+    let line = output.lines().map(str::trim).find(|l| sandbox::stopped(l, true).is_some());
+    match line {
+        Some(l) if l.len() > MAX => format!("{}…", &l[..l.floor_char_boundary(MAX)]),
+        Some(l) => l.to_string(),
+        None => sandbox::stopped(output, true).unwrap_or("a write or connection it does not allow").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_question_names_the_line_that_was_stopped() {
+        let out = "building\ntouch: cannot touch '/outside/x': Permission denied\nexit 1";
+        assert_eq!(super::what_stopped(out), "touch: cannot touch '/outside/x': Permission denied");
+        assert_eq!(super::what_stopped("exit 1"), "a write or connection it does not allow");
+    }
 }

@@ -154,7 +154,7 @@ pub(super) async fn clear<H: Host>(cx: &ToolContext<'_, H>, gate: &Gate<'_>) -> 
     match approve(cx, ask).await {
         true => Ok(()),
         false => Err(match ask {
-            Ask::Command(_) | Ask::Unsandboxed(_) => "Command denied by the user".to_string(),
+            Ask::Command(_) | Ask::Unsandboxed { .. } => "Command denied by the user".to_string(),
             Ask::Write { path, why } => format!("Write to {path} denied by the user ({why})"),
             Ask::Tool { server, tool } => format!("MCP tool {tool} of {server} denied by the user"),
         }),

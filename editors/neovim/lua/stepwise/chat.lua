@@ -10,6 +10,7 @@ local state = require('stepwise.state')
 local events = require('stepwise.events')
 local execute = require('stepwise.execute').execute
 local blocks = require('stepwise.chat_blocks')
+local ask = require('stepwise.ask')
 
 local edit, header_row, one_line, plan_lines = blocks.edit, blocks.header_row, blocks.one_line, blocks.plan_lines
 local add_user, add_text, add_tool, add_note = blocks.add_user, blocks.add_text, blocks.add_tool, blocks.add_note
@@ -58,7 +59,16 @@ local function subscribe()
     return
   end
   unsubscribe = {}
-  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval' }) do
+  -- questions (stepwise/ask) are drawn here while the folder's chat is in a window
+  ask.shown = function(uri)
+    for _, ch in ipairs(chats_for(uri)) do
+      if vim.fn.bufwinid(ch.buf) ~= -1 then
+        return true
+      end
+    end
+    return false
+  end
+  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked' }) do
     unsubscribe[#unsubscribe + 1] = events.on(kind, function(d)
       dispatch(kind, d)
     end)
@@ -248,6 +258,11 @@ local function make_buf(folder)
     execute(folder, 'stepwise.cancel')
   end
   vim.keymap.set({ 'n', 'i' }, '<C-c>', cancel, { buffer = buf, desc = 'stepwise: cancel the run' })
+  for key, choice in pairs({ a = 'allow', s = 'allowSession', d = 'deny' }) do
+    vim.keymap.set('n', '<LocalLeader>' .. key, function()
+      ask.answer(choice, folder.uri)
+    end, { buffer = buf, desc = 'stepwise: ' .. ask.title(choice) })
+  end
   subscribe()
   M._load(ch, folder)
   return ch

@@ -7,6 +7,7 @@ local M = {}
 local api = vim.api
 local state = require('stepwise.state')
 local plan = require('stepwise.plan')
+local ask = require('stepwise.ask')
 
 M.prompt_header = '## You'
 M.agent_header = '## stepwise'
@@ -260,6 +261,18 @@ function apply.approval(ch, d)
   else
     add_note(ch, '⚠ ' .. one_line(d.message))
   end
+end
+
+--- A question (stepwise/ask) under its call, with how to answer it.
+function apply.ask(ch, d)
+  local lines = ask.lines(d)
+  lines[1] = '⚠ ' .. lines[1]
+  lines[#lines + 1] = ':Stepwise allow | :Stepwise allow session | :Stepwise deny   (here: <LocalLeader>a / s / d)'
+  add_note(ch, table.concat(lines, '\n'))
+end
+
+function apply.asked(ch, d)
+  add_note(ch, '→ ' .. ask.title(d.choice))
 end
 
 --- What each live event (`events` kind) shows in a chat.

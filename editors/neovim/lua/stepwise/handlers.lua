@@ -17,6 +17,7 @@ local events = require('stepwise.events')
 local lenses = require('stepwise.lenses')
 local edits = require('stepwise.edits')
 local approval = require('stepwise.approval')
+local ask = require('stepwise.ask')
 
 --- Refresh the lenses of a folder's buffers (all attached buffers when uri is nil), debounced.
 M.refresh_lenses = lenses.refresh
@@ -205,6 +206,7 @@ function M.handlers()
     ['stepwise/saveDocuments'] = edits.on_save_documents,
     ['workspace/applyEdit'] = edits.on_apply_edit,
     ['window/showMessageRequest'] = approval.on_show_message_request,
+    ['stepwise/ask'] = ask.on_ask,
   }
   -- Neovim before 0.12 has no handler for the lens refresh request; a newer built-in one wins
   if not vim.lsp.handlers['workspace/codeLens/refresh'] then

@@ -16,7 +16,7 @@ local lenses = require('stepwise.lenses')
 -- The client (below) gets the handlers of the server's messages (above it) here, where the plugin is put together.
 client.use_handlers(require('stepwise.handlers').handlers)
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -301,6 +301,11 @@ function M.command(o)
     return M.compact()
   elseif sub == 'chat' then
     return M.chat()
+  elseif sub == 'allow' or sub == 'deny' then
+    -- the oldest open question of the current folder (stepwise/ask)
+    local choice = sub == 'deny' and 'deny' or (o.fargs[2] == 'session' and 'allowSession' or 'allow')
+    local folder = M.current_folder()
+    return require('stepwise.ask').answer(choice, folder and folder.uri)
   elseif sub == 'review' then
     local range = (o.range or 0) > 0 and { o.line1, o.line2 } or nil
     if o.fargs[2] == 'comment' then
@@ -309,7 +314,7 @@ function M.command(o)
     end
     return M.review(o.fargs[2], o.fargs[3], { range = range })
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}])', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny)', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -346,7 +351,7 @@ function M.create_command()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]]',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny',
   })
 end
 

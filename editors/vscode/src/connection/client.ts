@@ -18,21 +18,26 @@ import {
 } from 'vscode-languageclient/node';
 
 import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from '../model/commands';
-import { Core, errorText, folderRefs, readSettings } from '../setup/core';
+import { Core, errorText, folderName, folderRefs, readSettings } from '../setup/core';
 import { Events } from './events';
 import type { PlanParams } from '../model/plan';
 import { effectiveProvider, initializationOptions, secretKeyName, serverEnv, serverSettings } from '../setup/settings';
 import { foldersWithSession, type Setup } from '../setup/setup';
 import type { Requests } from '../protocol/generated';
+import { CHOICES, choiceOf, questionLine, type Choice, type Question } from '../model/ask';
 import type { Display } from '../setup/core';
 
 type SaveDocuments = Requests['stepwise/saveDocuments'];
+type Ask = Requests['stepwise/ask'];
 
-/** Declares `experimental.stepwise.saveDocuments` so the server asks us to save documents before shell commands. */
-class SaveDocumentsCapability implements StaticFeature {
+/**
+ * Declares `experimental.stepwise.saveDocuments` (the server asks us to save documents before shell commands)
+ * and `experimental.stepwise.ask` (its questions come typed, as `stepwise/ask`).
+ */
+class StepwiseCapabilities implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
     const experimental = (capabilities.experimental ??= {}) as Record<string, any>;
-    experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true };
+    experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true, ask: true };
   }
   initialize(): void {}
   getState(): FeatureState {
@@ -46,7 +51,7 @@ export class Connection {
   /** Called with each client once it runs (after a start or a restart). */
   readonly startListeners: ((client: LanguageClient) => void)[] = [];
   /** Answers a question of the server in the Conversation view; `undefined` when the view does not take it. */
-  askInView: ((message: string, actions: string[]) => Promise<string | undefined> | undefined) | undefined;
+  askInView: ((question: Question, token: vscode.CancellationToken) => Promise<Choice | undefined> | undefined) | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private lensTimer: NodeJS.Timeout | undefined;
 
@@ -150,16 +155,12 @@ export class Connection {
     };
 
     const client = new LanguageClient('stepwise', 'Stepwise', serverOptions, clientOptions);
-    client.registerFeature(new SaveDocumentsCapability());
-    // Approvals go to the Conversation view while it shows; everything else (and approvals when it is closed)
-    // as the language client would show them.
+    client.registerFeature(new StepwiseCapabilities());
+    // Questions about tool calls come typed: in the Conversation view while it shows, else as a notification.
+    client.onRequest('stepwise/ask', (params: Ask['params'], token: vscode.CancellationToken) => this.ask(params, token));
+    // Anything else the server asks (trusting a folder's .mcp.json) as the language client would show it.
     client.onRequest(ShowMessageRequest.type, async (params) => {
       const actions = params?.actions ?? [];
-      const inView = this.askInView?.(String(params?.message ?? ''), actions.map((a) => a.title));
-      if (inView) {
-        const answer = await inView;
-        return actions.find((a) => a.title === answer) ?? null;
-      }
       const show =
         params?.type === MessageType.Error
           ? vscode.window.showErrorMessage
@@ -267,6 +268,20 @@ export class Connection {
         this.core.log(`[stepwise] code lens refresh failed: ${String(error)}`);
       }
     }, delay);
+  }
+
+  private async ask(params: Ask['params'], token: vscode.CancellationToken): Promise<Ask['result']> {
+    const question: Question = params ?? {};
+    const inView = this.askInView?.(question, token);
+    const choice = inView ? await inView : await this.askInWindow(question);
+    return { answer: choice ?? 'deny' };
+  }
+
+  /** A question as VS Code's notification, with the same three answers as the card. */
+  async askInWindow(question: Question): Promise<Choice | undefined> {
+    const folder = question.workspace ? folderName(question.workspace) : undefined;
+    const pick = await vscode.window.showWarningMessage(questionLine(question, folder), ...CHOICES.map((c) => c.label));
+    return choiceOf(pick);
   }
 
   private async saveDocuments(params: Partial<SaveDocuments['params']>): Promise<NonNullable<SaveDocuments['result']>> {

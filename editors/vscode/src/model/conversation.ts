@@ -3,6 +3,7 @@
 // later starts where the run is) and the webview (which draws what changed). Pure logic: no `vscode`, no DOM.
 
 import type * as wire from '../protocol/generated';
+import type { Choice, Question } from './ask';
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'note';
 
@@ -18,14 +19,16 @@ export interface ToolInfo {
   state?: 'running' | 'done' | 'failed';
 }
 
-/** A question the server asks before a tool call (`window/showMessageRequest`), answered in the call's card. */
+/** A question the server asks before a tool call (`stepwise/ask`), answered in the call's card. */
 export interface Approval {
   id: number;
-  message: string;
-  actions: string[];
-  /** The action taken, once answered. */
-  answer?: string;
+  question: Question;
+  /** The answer, once given; `unanswered` when the run ended first. */
+  answer?: Choice | 'unanswered';
 }
+
+/** What became of a question: answered, or withdrawn by the server (it leaves the card). */
+export type Outcome = Choice | 'unanswered' | 'withdrawn';
 
 export interface Entry {
   kind: EntryKind;
@@ -50,7 +53,7 @@ export type Event =
   | { type: 'note'; kind: 'reminder' | 'planEdit' | 'note'; text: string; runId?: string }
   | { type: 'user'; kind: 'user' | 'steer'; text: string; runId?: string }
   | { type: 'approval'; approval: Approval }
-  | { type: 'answered'; id: number; answer: string }
+  | { type: 'answered'; id: number; answer: Outcome }
   | { type: 'ended'; runId?: string };
 
 const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'note'];
@@ -211,8 +214,14 @@ export class ConversationLog {
     return -1;
   }
 
-  /** The call waiting for this approval is the newest one still running; with none, the question stands alone. */
+  /** The question goes into its call's card (by `callId`), else the newest call still running; with none, it stands alone. */
   private approval(a: Approval): number {
+    const callId = a.question.callId;
+    const own = callId ? this.findTool(callId) : -1;
+    if (own >= 0) {
+      this.entries[own].approval = a;
+      return own;
+    }
     for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 50; i--, n++) {
       const e = this.entries[i];
       if (e.tool?.state === 'running' && !e.approval) {
@@ -220,16 +229,16 @@ export class ConversationLog {
         return i;
       }
     }
-    return this.push({ kind: 'note', text: a.message, approval: a });
+    return this.push({ kind: 'note', text: a.question.message ?? '', approval: a });
   }
 
-  private answered(id: number, answer: string): number | undefined {
+  private answered(id: number, answer: Outcome): number | undefined {
     for (let i = this.entries.length - 1; i >= 0; i--) {
-      const a = this.entries[i].approval;
-      if (a?.id === id) {
-        a.answer = answer;
-        return i;
-      }
+      const e = this.entries[i];
+      if (e.approval?.id !== id) continue;
+      if (answer === 'withdrawn') e.approval = undefined;
+      else e.approval.answer = answer;
+      return i;
     }
     return undefined;
   }

@@ -10,6 +10,43 @@ export interface ApprovePlanArgs {
   clearContext?: boolean;
 }
 
+/** `stepwise/ask`'s result. */
+export interface AskAnswer {
+  answer: AskChoice;
+}
+
+/**
+ * The user's answer: `allowSession` also allows what is asked of this kind (this MCP server, running
+ * outside the sandbox, or the agent's own tools) until the session is reset.
+ */
+export type AskChoice = 'allow' | 'allowSession' | 'deny';
+
+/** What a question is about. */
+export type AskKind = 'command' | 'protectedWrite' | 'unsandboxed' | 'mcpTool';
+
+/**
+ * `stepwise/ask`'s params: the user's leave for one tool call, typed so a client shows it in the call's
+ * place without reading `message` (the same question in one line, for a client that only shows text).
+ */
+export interface AskParams {
+  workspace: string;
+  runId: string;
+  /** The tool call asked about (`stepwise/toolCall`'s `id`). */
+  callId: string;
+  kind: AskKind;
+  message: string;
+  /** `command` and `unsandboxed`: the shell command. */
+  command?: string;
+  /** `unsandboxed`: what the sandbox stopped. */
+  stopped?: string;
+  /** `protectedWrite`: the path as the model gave it, and why it is protected. */
+  path?: string;
+  why?: string;
+  /** `mcpTool`: the MCP server and its tool. */
+  server?: string;
+  tool?: string;
+}
+
 /** `stepwise/assistantText`: a piece of the model's text as it streams. */
 export interface AssistantTextParams {
   workspace: string;
@@ -221,6 +258,7 @@ export interface ReminderParams {
   text: string;
 }
 
+/** What a rewind puts back: the files, the conversation (and plan), or both. */
 export type Restore = 'both' | 'files' | 'conversation';
 
 export type ReviewAction = 'keep' | 'undo' | 'comment';
@@ -384,6 +422,7 @@ export interface Notifications {
 /** Requests from the server: method to params and result. */
 export interface Requests {
   'stepwise/saveDocuments': { params: SaveDocumentsParams; result: SavedDocuments | null };
+  'stepwise/ask': { params: AskParams; result: AskAnswer };
 }
 
 /** `workspace/executeCommand` commands: name to argument and result. */

@@ -7,7 +7,8 @@ import * as vscode from 'vscode';
 
 import type { Connection } from '../connection/client';
 import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, steerArguments, workspaceArguments } from '../model/commands';
-import { ConversationLog, entriesOf, parseInput, type Approval, type Entry, type Event } from '../model/conversation';
+import { CHOICES, type Choice, type Question } from '../model/ask';
+import { ConversationLog, entriesOf, parseInput, type Approval, type Entry, type Event, type Outcome } from '../model/conversation';
 import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from '../setup/core';
 import type { Checkpoint } from '../model/checkpoints';
 import { planActionCommand, planReady } from '../model/planFirstArgs';
@@ -20,7 +21,7 @@ type FromView =
   | { type: 'ready' }
   | { type: 'send'; text: string }
   | { type: 'stop' }
-  | { type: 'approve'; id: number; answer: string }
+  | { type: 'approve'; id: number; answer: Choice }
   | { type: 'rewind'; index: number }
   | { type: 'files'; query: string }
   | { type: 'planItem'; id: string; edit: string }
@@ -47,7 +48,7 @@ const VIEW_COMMANDS = new Set<string>(['stepwise.reviewChanges', REWIND_COMMANDS
 interface Pending {
   approval: Approval;
   workspace: string;
-  resolve: (answer: string | undefined) => void;
+  resolve: (answer: Choice | undefined) => void;
 }
 
 export class ConversationView implements vscode.WebviewViewProvider {
@@ -242,7 +243,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
       case 'stop':
         return this.stop();
       case 'approve':
-        return this.answer(Number(m.id), String(m.answer));
+        return this.answer(Number(m.id), CHOICES.find((c) => c.choice === m.answer)?.choice);
       case 'rewind':
         return this.rewind(Number(m.index));
       case 'files':
@@ -394,17 +395,18 @@ export class ConversationView implements vscode.WebviewViewProvider {
   // ---- approvals --------------------------------------------------------------------------------------
 
   /**
-   * A question of the server (`window/showMessageRequest`) before a tool call: in the call's card while the
-   * view shows the folder, else (or once the view is closed) as VS Code's message. The answer is the action.
+   * A question of the server (`stepwise/ask`) about a tool call: in the call's card while the view shows the
+   * folder, else (or once the view is closed) as VS Code's notification. Withdrawn by the server (the run
+   * was cancelled), it leaves the card.
    */
-  ask(message: string, actions: string[], workspace?: string): Promise<string | undefined> | undefined {
-    const waiting = this.core.folders.all().find((f) => f.status?.state === 'waiting')?.uri;
-    const ws = workspace ?? waiting ?? this.core.folders.firstBusy();
-    if (!/^stepwise wants to /.test(message) || !this.visible || !ws || ws !== this.folder) return undefined;
-    const approval: Approval = { id: this.nextApproval++, message, actions };
+  ask(question: Question, token: vscode.CancellationToken): Promise<Choice | undefined> | undefined {
+    const ws = question.workspace;
+    if (!this.visible || !ws || ws !== this.folder) return undefined;
+    const approval: Approval = { id: this.nextApproval++, question };
     return new Promise((resolve) => {
       const p: Pending = { approval, workspace: ws, resolve };
       this.pending.set(approval.id, p);
+      token.onCancellationRequested(() => this.answer(approval.id, 'withdrawn'));
       const log = this.logs.get(ws);
       if (log) this.add(ws, log, { type: 'approval', approval });
       else void this.askInWindow(p);
@@ -417,23 +419,18 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return index >= 0 ? { index, entry: entries[index] } : {};
   }
 
-  private answer(id: number, answer: string | undefined): void {
+  /** Records what became of a question (no answer: `unanswered`) and gives the server the choice. */
+  private answer(id: number, outcome: Outcome | undefined): void {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);
-    const valid = answer !== undefined && p.approval.actions.includes(answer) ? answer : undefined;
     const log = this.logs.get(p.workspace);
-    if (log) this.add(p.workspace, log, { type: 'answered', id, answer: valid ?? 'unanswered' });
-    p.resolve(valid);
+    if (log) this.add(p.workspace, log, { type: 'answered', id, answer: outcome ?? 'unanswered' });
+    p.resolve(outcome === 'unanswered' || outcome === 'withdrawn' ? undefined : outcome);
   }
 
   private async askInWindow(p: Pending): Promise<void> {
-    const answer = await this.window(p.approval.message, p.approval.actions);
+    const answer = await this.connection.askInWindow(p.approval.question);
     if (this.pending.has(p.approval.id)) this.answer(p.approval.id, answer);
-  }
-
-  private async window(message: string, actions: string[]): Promise<string | undefined> {
-    const pick = await vscode.window.showWarningMessage(message, ...actions.map((title) => ({ title })));
-    return pick?.title;
   }
 }

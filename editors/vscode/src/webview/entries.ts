@@ -1,27 +1,19 @@
 // Draws one conversation entry: a user turn (with "Rewind to here"), the model's text (markdown, drawn when
 // it comes near the screen, so a long conversation opens fast), a tool call's card (its command or path,
 // the step it served, the output collapsed, an error state, the approval's buttons), or a small note.
+import { CHOICES, questionText, type Choice } from '../model/ask';
 import type { Entry } from '../model/conversation';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
 
 export interface EntryActions {
-  approve(id: number, answer: string): void;
+  approve(id: number, answer: Choice): void;
   rewind(index: number): void;
   /** Whether a run is going on (no rewind then). */
   busy(): boolean;
 }
 
 const TOOL_ICON: Record<string, string> = { running: '◌', done: '✓', failed: '✗' };
-const ANSWER_TEXT: Record<string, string> = {
-  Allow: 'Allowed',
-  'Allow for this session': 'Allowed for this session',
-  Deny: 'Denied',
-  unanswered: 'Not answered',
-};
-/** The server's action titles, as the buttons name them. */
-const BUTTON_TEXT: Record<string, string> = { 'Allow for this session': 'Allow for Session' };
-
 export function drawEntry(e: Entry, index: number, actions: EntryActions): HTMLElement {
   switch (e.kind) {
     case 'user':
@@ -88,14 +80,21 @@ function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
 function approvalRow(e: Entry, actions: EntryActions): HTMLElement {
   const a = e.approval;
   if (!a) return el('div');
-  if (a.answer) return el('div', { class: `approval answered ${a.answer === 'Deny' || a.answer === 'unanswered' ? 'denied' : 'allowed'}` }, ANSWER_TEXT[a.answer] ?? a.answer);
-  const row = el('div', { class: 'approval', role: 'group', 'aria-label': a.message }, el('div', { class: 'question' }, a.message));
+  if (a.answer) {
+    const done = CHOICES.find((c) => c.choice === a.answer)?.done ?? 'Not answered';
+    return el('div', { class: `approval answered ${a.answer === 'allow' || a.answer === 'allowSession' ? 'allowed' : 'denied'}` }, done);
+  }
+  const q = questionText(a.question);
+  const row = el('div', { class: 'approval', role: 'group', 'aria-label': q.title, 'data-kind': String(a.question.kind ?? '') });
+  row.append(el('div', { class: 'question' }, q.title));
+  if (q.code) row.append(el('pre', { class: 'concerns' }, q.code));
+  if (q.detail) row.append(el('div', { class: 'detail' }, q.detail));
   const buttons = el('div', { class: 'buttons' });
-  a.actions.forEach((title, i) => {
-    const b = el('button', { class: i === 0 ? 'primary' : 'secondary', 'data-action': title }, BUTTON_TEXT[title] ?? title);
+  CHOICES.forEach(({ choice, label }, i) => {
+    const b = el('button', { class: i === 0 ? 'primary' : 'secondary', 'data-answer': choice }, label);
     b.addEventListener('click', () => {
       for (const x of buttons.querySelectorAll('button')) x.disabled = true;
-      actions.approve(a.id, title);
+      actions.approve(a.id, choice);
     });
     buttons.append(b);
   });

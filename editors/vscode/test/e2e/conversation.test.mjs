@@ -81,7 +81,7 @@ step('a task typed into the view runs; the reply is drawn as markdown, the comma
   assert.equal(await card.locator('.approval button', { hasText: /^Deny$/ }).count(), 1);
   await waitStatus(/stepwise: waiting/, SHORT);
   // No VS Code notification asks meanwhile: the view does.
-  assert.equal(await page.locator('.notifications-toasts .notification-toast', { hasText: 'wants to run a shell command' }).count(), 0);
+  assert.equal(await page.locator('.notifications-toasts .notification-toast', { hasText: 'Run this command?' }).count(), 0);
   await screenshots('approval-in-card');
   await allow.click();
   await card.locator('.approval.answered', { hasText: 'Allowed' }).waitFor({ timeout: LONG });

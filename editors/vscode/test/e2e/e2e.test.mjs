@@ -295,7 +295,7 @@ step('approval "ask": the shell command waits for Allow in a VS Code notificatio
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', 'Count the lines');
   await waitStatus(/stepwise: waiting 0\/1/, LONG);
-  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'wants to run a shell command' });
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Run this command?' });
   await toast.waitFor({ state: 'visible', timeout: LONG });
   assert.match(norm(await toast.textContent()), /wc -l < greet\.js/);
   await screenshot('approval.png');

@@ -177,7 +177,7 @@ step('Run Task becomes Steer while a run goes on: the line reaches the model at 
   await page.keyboard.press('Control+W');
   await runCommand('Stepwise: Run Task');
   await answerInputBox('Stepwise: Run Task', 'Count the lines');
-  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'wants to run a shell command' });
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Run this command?' });
   await toast.waitFor({ state: 'visible', timeout: LONG });
   await waitStatus(/stepwise: waiting/, SHORT);
   const asked = requests().length;
@@ -186,7 +186,7 @@ step('Run Task becomes Steer while a run goes on: the line reaches the model at 
   await waitFor('the steer in the transcript', async () => transcriptLog(), (t) => t.includes('» you: Count the words too'), SHORT);
   // The command palette's Escape hid the toast; the request waits in the notification center.
   await runCommand('Notifications: Show Notifications');
-  const request = page.locator('.notifications-center .notification-list-item', { hasText: 'wants to run a shell command' }).first();
+  const request = page.locator('.notifications-center .notification-list-item', { hasText: 'Run this command?' }).first();
   await request.waitFor({ state: 'visible', timeout: SHORT });
   await request.locator('.monaco-button', { hasText: /^Allow$/ }).click({ timeout: SHORT });
   await waitFor('the next request', async () => requests().length, (n) => n > asked, LONG);

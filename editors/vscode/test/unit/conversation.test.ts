@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
+import { CHOICES, choiceOf, questionLine, questionText } from '../../src/model/ask';
 import { ConversationLog, entriesOf, parseInput } from '../../src/model/conversation';
 
 test('streamed chunks join one assistant entry; a tool call starts and finishes in one card', () => {
@@ -17,17 +18,37 @@ test('streamed chunks join one assistant entry; a tool call starts and finishes 
   assert.equal(log.apply({ type: 'text', runId: 'r1', text: 'Done.' }), 3);
 });
 
-test('an approval goes into the running call; the answer is kept; the run\'s end fails calls left running', () => {
+test('a question goes into its own call\'s card; the answer is kept; a withdrawn one leaves; the run\'s end fails calls left running', () => {
   const log = new ConversationLog();
   log.apply({ type: 'tool', call: { runId: 'r', id: 'a', name: 'bash', phase: 'started', summary: 'rm x' } });
-  assert.equal(log.apply({ type: 'approval', approval: { id: 7, message: 'stepwise wants to run a shell command in demo: rm x', actions: ['Allow', 'Deny'] } }), 0);
-  assert.equal(log.apply({ type: 'answered', id: 7, answer: 'Deny' }), 0);
-  assert.equal(log.entries[0].approval?.answer, 'Deny');
-  assert.deepEqual(log.ended('r'), [0]);
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'b', name: 'write_file', phase: 'started', summary: '.env' } });
+  // By its callId, not the newest running call.
+  assert.equal(log.apply({ type: 'approval', approval: { id: 7, question: { kind: 'command', callId: 'a', command: 'rm x' } } }), 0);
+  assert.equal(log.apply({ type: 'answered', id: 7, answer: 'deny' }), 0);
+  assert.equal(log.entries[0].approval?.answer, 'deny');
+  assert.equal(log.apply({ type: 'approval', approval: { id: 8, question: { kind: 'protectedWrite', callId: 'b', path: '.env' } } }), 1);
+  assert.equal(log.apply({ type: 'answered', id: 8, answer: 'withdrawn' }), 1);
+  assert.equal(log.entries[1].approval, undefined, 'a withdrawn question leaves the card');
+  assert.deepEqual(log.ended('r'), [1, 0]);
   assert.equal(log.entries[0].tool?.state, 'failed');
   // With no call running the question stands alone.
-  assert.equal(log.apply({ type: 'approval', approval: { id: 8, message: 'q', actions: ['Allow'] } }), 1);
-  assert.equal(log.entries[1].kind, 'note');
+  assert.equal(log.apply({ type: 'approval', approval: { id: 9, question: { kind: 'mcpTool', message: 'q' } } }), 2);
+  assert.equal(log.entries[2].kind, 'note');
+});
+
+test('each kind of question shows what it concerns, from its fields', () => {
+  assert.deepEqual(questionText({ kind: 'unsandboxed', command: 'touch /x', stopped: "touch: '/x': Permission denied", message: 'ignored' }), {
+    title: 'The sandbox stopped this command. Run it outside the sandbox?',
+    code: 'touch /x',
+    detail: "the sandbox stopped: touch: '/x': Permission denied",
+  });
+  assert.equal(questionText({ kind: 'protectedWrite', path: '.env', why: 'a .env file' }).code, '.env');
+  assert.equal(questionText({ kind: 'mcpTool', server: 'fs', tool: 'read' }).title, 'Use the MCP tool read of fs?');
+  assert.equal(questionText({ kind: 'command', command: 'ls', message: 'stepwise wants to run' }).code, 'ls');
+  assert.equal(questionLine({ kind: 'command', command: 'ls' }, 'demo'), 'stepwise (demo): Run this command? ls');
+  assert.deepEqual(CHOICES.map((c) => c.label), ['Allow', 'Allow for Session', 'Deny']);
+  assert.equal(choiceOf('Allow for Session'), 'allowSession');
+  assert.equal(choiceOf(undefined), undefined);
 });
 
 test('stepwise.conversation entries are checked; unknown kinds dropped', () => {

@@ -57,8 +57,17 @@ impl Request for SaveDocuments {
     const METHOD: &'static str = "stepwise/saveDocuments";
 }
 
+/// `stepwise/ask`: the user's leave for a tool call, asked of a client that declares
+/// `experimental.stepwise.ask` (others get `window/showMessageRequest`).
+pub enum AskRequest {}
+impl Request for AskRequest {
+    type Params = AskParams;
+    type Result = AskAnswer;
+    const METHOD: &'static str = "stepwise/ask";
+}
+
 /// Requests from the server.
-pub const REQUESTS: &[&str] = &[SaveDocuments::METHOD];
+pub const REQUESTS: &[&str] = &[SaveDocuments::METHOD, AskRequest::METHOD];
 
 #[cfg(test)]
 mod tests {

@@ -96,3 +96,62 @@ pub struct SavedDocuments {
     #[serde(default)]
     pub saved: Vec<String>,
 }
+
+/// `stepwise/ask`'s params: the user's leave for one tool call, typed so a client shows it in the call's
+/// place without reading `message` (the same question in one line, for a client that only shows text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskParams {
+    pub workspace: String,
+    pub run_id: String,
+    /// The tool call asked about (`stepwise/toolCall`'s `id`).
+    pub call_id: String,
+    pub kind: AskKind,
+    pub message: String,
+    /// `command` and `unsandboxed`: the shell command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// `unsandboxed`: what the sandbox stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// `protectedWrite`: the path as the model gave it, and why it is protected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// `mcpTool`: the MCP server and its tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}
+
+/// What a question is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AskKind {
+    /// A shell command (the sandbox off, or not available).
+    Command,
+    /// A write to a protected path.
+    ProtectedWrite,
+    /// Running again outside the sandbox a command it stopped.
+    Unsandboxed,
+    /// A call of an MCP server's tool.
+    McpTool,
+}
+
+/// `stepwise/ask`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AskAnswer {
+    pub answer: AskChoice,
+}
+
+/// The user's answer: `allowSession` also allows what is asked of this kind (this MCP server, running
+/// outside the sandbox, or the agent's own tools) until the session is reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AskChoice {
+    Allow,
+    AllowSession,
+    Deny,
+}

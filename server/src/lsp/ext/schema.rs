@@ -6,7 +6,7 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use super::{Command, SaveDocuments, SaveDocumentsParams};
+use super::{AskAnswer, AskParams, AskRequest, Command, SaveDocuments, SaveDocumentsParams};
 use tower_lsp_server::ls_types::request::Request;
 
 pub fn document() -> Result<Value, String> {
@@ -25,6 +25,10 @@ pub fn document() -> Result<Value, String> {
     let save = json!({
         "params": sent.subschema_for::<SaveDocumentsParams>(),
         "result": read.subschema_for::<<SaveDocuments as Request>::Result>(),
+    });
+    let ask = json!({
+        "params": sent.subschema_for::<AskParams>(),
+        "result": read.subschema_for::<AskAnswer>(),
     });
 
     // One set of definitions: a type both sent and read must have one shape.
@@ -45,7 +49,7 @@ pub fn document() -> Result<Value, String> {
         "title": "stepwise LSP extension",
         "description": "Generated from server/src/lsp/ext (see docs/protocol.md, \"The schema\"); do not edit.",
         "notifications": notifications,
-        "requests": {SaveDocuments::METHOD: save},
+        "requests": {SaveDocuments::METHOD: save, AskRequest::METHOD: ask},
         "commands": commands,
         "$defs": defs,
     }))
