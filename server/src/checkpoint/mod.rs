@@ -421,6 +421,10 @@ impl Checkpoints {
 
     /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
     pub fn before_command(&mut self) {
+        if self.armed {
+            // Still armed by a background task: what changed since is recorded, not taken as the base.
+            self.after_command();
+        }
         self.user_saved.take();
         if self.cps.is_empty() {
             return;
