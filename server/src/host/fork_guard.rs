@@ -142,7 +142,7 @@ pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbo
 extern "C" fn end_group(_: libc::c_int) {
     // SAFETY: only async-signal-safe calls (kill, open, read, close, waitpid, _exit).
     unsafe {
-        libc::kill(0, libc::SIGKILL);
+        // Not the group first: the guard is in it, and would die before the escapees.
         let me = libc::getpid();
         for _ in 0..4096 {
             kill_children(me);
@@ -151,6 +151,7 @@ extern "C" fn end_group(_: libc::c_int) {
                 break;
             }
         }
+        libc::kill(0, libc::SIGKILL);
         libc::_exit(1);
     }
 }
