@@ -97,7 +97,9 @@ async fn a_task_that_exits_by_itself_is_told_in_the_next_request_once() {
     let told: Vec<(usize, String)> = bodies
         .iter()
         .enumerate()
-        .flat_map(|(i, b)| texts(last_message(b)).into_iter().filter(|t| t.starts_with("<background-")).map(move |t| (i, t)))
+        .flat_map(|(i, b)| {
+            texts(last_message(b)).into_iter().filter(|t| t.starts_with("<background-")).map(move |t| (i, t))
+        })
         .collect();
     assert_eq!(told.len(), 1, "told exactly once: {told:?}");
     let (i, block) = &told[0];
@@ -157,7 +159,8 @@ async fn a_task_outlives_the_thread_that_started_it_and_dies_with_its_room() {
     assert_eq!(said, "bg-1: killed by the user (SIGTERM); none of its processes is left");
     assert!(!process_alive(pid));
     // The session going (its room dropped) ends what still runs, escapees included.
-    let started = stepwise::background::spawn(ws.path(), "setsid sleep 300 & echo $! > esc.pid; wait", None).await.unwrap();
+    let started =
+        stepwise::background::spawn(ws.path(), "setsid sleep 300 & echo $! > esc.pid; wait", None).await.unwrap();
     bg.add("escape", started);
     let escaped = read_pid(&ws.join("esc.pid"));
     drop(bg);

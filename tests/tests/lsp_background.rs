@@ -49,7 +49,10 @@ async fn the_editor_sees_a_running_task_and_stops_it() {
     let running = ed
         .await_notification_matching(
             "stepwise/background",
-            |v| v["tasks"][0]["running"] == true && v["tasks"][0]["tail"].as_str().is_some_and(|t| t.contains("serving")),
+            |v| {
+                v["tasks"][0]["running"] == true
+                    && v["tasks"][0]["tail"].as_str().is_some_and(|t| t.contains("serving"))
+            },
             T,
         )
         .await;
@@ -75,7 +78,10 @@ async fn the_editor_sees_a_running_task_and_stops_it() {
 async fn the_editor_vanishing_ends_every_task() {
     let (dir, state) = folder_and_state("bg-vanish");
     let mock = MockModel::start(vec![
-        Step::tool("background_run", json!({"command": "setsid sleep 300 & echo $! > esc.pid; echo $$ > task.pid; exec sleep 300"})),
+        Step::tool(
+            "background_run",
+            json!({"command": "setsid sleep 300 & echo $! > esc.pid; echo $$ > task.pid; exec sleep 300"}),
+        ),
         Step::text("started"),
     ])
     .await;

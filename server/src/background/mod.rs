@@ -78,8 +78,7 @@ impl Background {
     pub fn admit(&self) -> Result<(), String> {
         let n = self.running();
         if n >= MAX_RUNNING {
-            let ids: Vec<String> =
-                lock(&self.tasks).iter().filter(|t| t.is_running()).map(|t| t.id.clone()).collect();
+            let ids: Vec<String> = lock(&self.tasks).iter().filter(|t| t.is_running()).map(|t| t.id.clone()).collect();
             return Err(format!(
                 "background_run: {n} background tasks are running, the most a session may have ({MAX_RUNNING}); \
 stop one with kill_background first (running: {})",

@@ -197,6 +197,22 @@ fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh
     });
 }
 
+/// Sends `stepwise/background` for `folder` whenever its tasks change (a start, output, an end), at most
+/// about ten times a second, for as long as its workspace lives.
+pub(super) fn watch_background(notifier: &Notifier, folder: &super::folder::Folder) {
+    let mut rx = folder.ws.background().subscribe();
+    let (ws, uri, notifier) = (std::sync::Arc::downgrade(&folder.ws), folder.uri.clone(), notifier.clone());
+    tokio::spawn(async move {
+        while rx.changed().await.is_ok() {
+            let Some(ws) = ws.upgrade() else { return };
+            let tasks = ws.background().views();
+            drop(ws);
+            notifier.send(Outgoing::Background(ext::Background { workspace: uri.clone(), tasks }));
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,20 +275,4 @@ mod tests {
         assert_eq!((plans, statuses), (MAX_QUEUED * 2, MAX_QUEUED * 2));
         assert!(q.dropped > 0, "tool calls past the bound were dropped");
     }
-}
-
-/// Sends `stepwise/background` for `folder` whenever its tasks change (a start, output, an end), at most
-/// about ten times a second, for as long as its workspace lives.
-pub(super) fn watch_background(notifier: &Notifier, folder: &super::folder::Folder) {
-    let mut rx = folder.ws.background().subscribe();
-    let (ws, uri, notifier) = (std::sync::Arc::downgrade(&folder.ws), folder.uri.clone(), notifier.clone());
-    tokio::spawn(async move {
-        while rx.changed().await.is_ok() {
-            let Some(ws) = ws.upgrade() else { return };
-            let tasks = ws.background().views();
-            drop(ws);
-            notifier.send(Outgoing::Background(ext::Background { workspace: uri.clone(), tasks }));
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    });
 }

@@ -184,7 +184,8 @@ pub const CHECK_BACKGROUND: Tool = Tool {
     read_only: false,
     asks: Asks::Never,
     style: None,
-    description: "A background task's state and its output since the last check; without task_id, every task on a line.",
+    description:
+        "A background task's state and its output since the last check; without task_id, every task on a line.",
     schema: || json!({"type": "object", "properties": {"task_id": {"type": "string"}}}),
 };
 
@@ -369,7 +370,9 @@ mod tests {
             assert_eq!(refusal_where(name, Mode::Plan, false), None, "{name}");
         }
         assert_eq!(refusal_where("bash", Mode::Plan, true), None, "bash runs in the read-only sandbox");
-        for name in ["write_file", "edit_file", "mcp__fs__write", "background_run", "check_background", "kill_background"] {
+        for name in
+            ["write_file", "edit_file", "mcp__fs__write", "background_run", "check_background", "kill_background"]
+        {
             assert!(refusal_where(name, Mode::Plan, true).is_some(), "{name}");
         }
     }
