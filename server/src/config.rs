@@ -135,6 +135,8 @@ pub struct Overrides {
     pub mcp_servers: Option<crate::mcp::config::Setting>,
     pub sandbox: Option<crate::host::SandboxMode>,
     pub sandbox_network: Option<crate::host::sandbox::NetworkSetting>,
+    /// Folders sandboxed commands may write (`STEPWISE_SANDBOX_WRITABLE`, `:`-separated).
+    pub sandbox_writable: Option<Vec<std::path::PathBuf>>,
     /// Every run plans first (`STEPWISE_PLAN_FIRST`).
     pub plan_first: Option<bool>,
 }
@@ -165,6 +167,7 @@ impl Overrides {
             mcp_servers,
             sandbox,
             sandbox_network,
+            sandbox_writable,
             plan_first
         )
     }
@@ -350,10 +353,10 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
     })
 }
 
-/// The `sandbox` and `sandboxNetwork` settings (editor settings win over `STEPWISE_SANDBOX` and
-/// `STEPWISE_SANDBOX_NETWORK`); an invalid one is reported by name.
+/// The `sandbox`, `sandboxNetwork` and `sandboxWritable` settings (editor settings win over
+/// `STEPWISE_SANDBOX`, `STEPWISE_SANDBOX_NETWORK` and `STEPWISE_SANDBOX_WRITABLE`); an invalid one is reported by name.
 pub fn sandbox(env: &Env, o: &Overrides) -> Result<crate::host::SandboxSettings, String> {
-    use crate::host::sandbox::{NetworkSetting, SandboxMode};
+    use crate::host::sandbox::{NetworkSetting, SandboxMode, Writable};
     let mode = match (o.sandbox, env.get("STEPWISE_SANDBOX")) {
         (Some(m), _) => m,
         (None, None) => SandboxMode::WorkspaceWrite,
@@ -366,7 +369,12 @@ pub fn sandbox(env: &Env, o: &Overrides) -> Result<crate::host::SandboxSettings,
         (None, Some(v)) => NetworkSetting::parse(v)
             .ok_or_else(|| format!("STEPWISE_SANDBOX_NETWORK must be 'off' or 'on', got '{v}'"))?,
     };
-    Ok(crate::host::SandboxSettings { mode, network })
+    let writable = match (&o.sandbox_writable, env.get("STEPWISE_SANDBOX_WRITABLE")) {
+        (Some(list), _) => Writable::check(list.clone())?,
+        (None, None) => Writable::NONE,
+        (None, Some(v)) => Writable::parse(v).map_err(|e| format!("STEPWISE_SANDBOX_WRITABLE: {e}"))?,
+    };
+    Ok(crate::host::SandboxSettings { mode, network, writable })
 }
 
 #[cfg(test)]
@@ -394,6 +402,19 @@ mod tests {
             serde_json::from_value(serde_json::json!({"sandbox": "read-only", "sandboxNetwork": true})).unwrap();
         let s = sandbox(&env(&[("STEPWISE_SANDBOX", "off")]), &o).unwrap();
         assert_eq!((s.mode, s.network), (SandboxMode::ReadOnly, true));
+    }
+
+    #[test]
+    fn sandbox_writable_folders_from_the_variable_or_the_editor() {
+        use std::path::PathBuf;
+        let s = sandbox(&env(&[("STEPWISE_SANDBOX_WRITABLE", "/a/b::/c")]), &Overrides::default()).unwrap();
+        assert_eq!(s.writable.0, [PathBuf::from("/a/b"), PathBuf::from("/c")]);
+        let e = sandbox(&env(&[("STEPWISE_SANDBOX_WRITABLE", "rel/x")]), &Overrides::default()).unwrap_err();
+        assert!(e.contains("STEPWISE_SANDBOX_WRITABLE") && e.contains("'rel/x' is not an absolute path"), "{e}");
+        let o: Overrides = serde_json::from_value(serde_json::json!({"sandboxWritable": ["/x"]})).unwrap();
+        let s = sandbox(&env(&[("STEPWISE_SANDBOX_WRITABLE", "/a")]), &o).unwrap();
+        assert_eq!(s.writable.0, [PathBuf::from("/x")], "the editor's setting wins");
+        assert_eq!(sandbox(&env(&[]), &Overrides::default()).unwrap().writable.0, [] as [PathBuf; 0]);
     }
 
     #[test]

@@ -68,7 +68,7 @@ async fn main() {
     }
     ws.write(".env", "K=v");
     let sandbox = Sandbox::default();
-    let settings = SandboxSettings { mode: SandboxMode::WorkspaceWrite, network: false };
+    let settings = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
     let policy = match sandbox.policy(ws.path(), settings) {
         Ok(p) => p,
         Err(why) => {

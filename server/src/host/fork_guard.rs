@@ -70,11 +70,12 @@ fn is_executable(path: &OsStr) -> bool {
 
 /// The guard's life, in the forked child (std has set up its stdio, working folder and process group).
 /// Never returns. `parent` is stepwise's pid; `status` and `hold` are the status pipe's write end and the read end of the pipe only
-/// stepwise holds open; `sandbox` a Landlock ruleset to impose on the guard (so on the command), or -1.
+/// stepwise holds open; `sandbox` a Landlock ruleset to impose on the guard (so on the command), or -1;
+/// `netns` the (user or -1, net or -1) namespaces to join first (`netns.rs`).
 ///
 /// # Safety
 /// Only in a freshly forked child, as a `pre_exec` hook.
-pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbox: RawFd) -> ! {
+pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbox: RawFd, netns: (RawFd, RawFd)) -> ! {
     // stepwise's handlers (the runtime's) mean nothing here; the command starts with the defaults.
     for sig in 1..32 {
         if sig != libc::SIGKILL && sig != libc::SIGSTOP && sig != libc::SIGTERM {
@@ -91,6 +92,12 @@ pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbo
     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong);
     if libc::getppid() as u32 != parent {
         // stepwise died before the signal was asked for: nothing may start.
+        libc::_exit(1);
+    }
+    if netns.1 >= 0 && !super::netns::join(netns.0, netns.1) {
+        let msg = b"stepwise: the sandbox's network namespace could not be joined, so the command did not run\n";
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::write(status, b"126\n".as_ptr().cast(), 4);
         libc::_exit(1);
     }
     if sandbox >= 0 && !super::landlock::restrict(sandbox) {

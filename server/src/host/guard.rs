@@ -105,6 +105,9 @@ struct Confine {
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     #[cfg(target_os = "linux")]
     ruleset: Option<OwnedFd>,
+    /// The session's network namespace, joined before the ruleset is imposed (kept alive by this).
+    #[cfg(target_os = "linux")]
+    netns: Option<super::netns::NetRef>,
     #[cfg(target_os = "macos")]
     policy: Option<Policy>,
 }
@@ -115,6 +118,8 @@ impl Confine {
             env: policy.map(Policy::env).unwrap_or_default(),
             #[cfg(target_os = "linux")]
             ruleset: policy.map(super::landlock::ruleset).transpose()?,
+            #[cfg(target_os = "linux")]
+            netns: policy.and_then(|p| p.netns.clone()),
             #[cfg(target_os = "macos")]
             policy: policy.cloned(),
         })
@@ -123,6 +128,12 @@ impl Confine {
     #[cfg(target_os = "linux")]
     fn ruleset_fd(&self) -> RawFd {
         self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd())
+    }
+
+    /// (user or -1, net or -1): the namespaces the guard joins.
+    #[cfg(target_os = "linux")]
+    fn netns_fds(&self) -> (RawFd, RawFd) {
+        self.netns.as_ref().map_or((-1, -1), |n| n.0.fds())
     }
 }
 
@@ -159,12 +170,16 @@ fn bash_guard(
     };
     cmd.env(MARKER, id).envs(confine.env.iter().map(|(k, v)| (k, v))).stdin(Stdio::from(hold));
     #[cfg(target_os = "linux")]
-    let ruleset = confine.ruleset_fd();
-    // SAFETY: only async-signal-safe calls (fcntl, dup2; prctl and landlock_restrict_self) between fork
-    // and exec; the ruleset is kept open by `confine`, moved into the hook.
+    let (ruleset, netns) = (confine.ruleset_fd(), confine.netns_fds());
+    // SAFETY: only async-signal-safe calls (fcntl, dup2; setns, prctl and landlock_restrict_self)
+    // between fork and exec; the ruleset and namespaces are kept open by `confine`, moved into the hook.
     unsafe {
         cmd.pre_exec(move || {
             let _keep = &confine;
+            #[cfg(target_os = "linux")]
+            if netns.1 >= 0 && !super::netns::join(netns.0, netns.1) {
+                return Err(std::io::Error::last_os_error());
+            }
             #[cfg(target_os = "linux")]
             if ruleset >= 0 && !super::landlock::restrict(ruleset) {
                 return Err(std::io::Error::last_os_error());
@@ -189,14 +204,14 @@ fn forked_guard(
     let mut cmd = tokio::process::Command::new("bash");
     cmd.stdin(Stdio::null());
     let parent = std::process::id();
-    let ruleset = confine.ruleset_fd();
+    let (ruleset, netns) = (confine.ruleset_fd(), confine.netns_fds());
     // SAFETY: `run` makes only async-signal-safe calls, on memory made before the fork; it owns `hold`
     // and the ruleset (kept open in the parent until the spawn, then closed there by the drop of `cmd`).
     unsafe {
         cmd.pre_exec(move || {
             let _keep = &confine;
             let hold_fd = hold.as_raw_fd();
-            super::fork_guard::run(&image, parent, status_fd, hold_fd, ruleset)
+            super::fork_guard::run(&image, parent, status_fd, hold_fd, ruleset, netns)
         })
     };
     Ok(cmd)

@@ -51,7 +51,8 @@ pub fn probe(network: bool) -> Result<String, String> {
     // A trial: confine a child that does nothing. A container can refuse `landlock_restrict_self` or
     // the path rules (an unsupported file system) even where the version query answers.
     let tmp = std::env::temp_dir();
-    let policy = Policy { root: tmp.clone(), tmp, write: false, network };
+    let policy =
+        Policy { root: tmp.clone(), tmp, write: false, network, writable: Vec::new(), keeper: None, netns: None };
     let fd = ruleset(&policy).map_err(|e| format!("a Landlock ruleset cannot be made: {e}"))?;
     let raw = fd.as_raw_fd();
     let mut trial = std::process::Command::new("/bin/sh");
@@ -71,17 +72,17 @@ pub fn probe(network: bool) -> Result<String, String> {
     }
 }
 
-/// The ruleset for `policy`: reading everywhere, writing in the writable entries and `TMPDIR`, the
+/// The ruleset for `policy`: reading everywhere, writing in the workspace, `TMPDIR` and the user's folders, the
 /// usual character devices, and (network off) no TCP. Made before the fork; `restrict` imposes it.
 pub fn ruleset(policy: &Policy) -> std::io::Result<OwnedFd> {
     let err = |e: landlock::RulesetError| std::io::Error::other(e.to_string());
     // Rights named by ABI, so the same policy holds on every kernel; those a kernel lacks are dropped
     // (best effort), and `probe` made sure the ones the policy depends on are there.
     let all = AccessFs::from_all(ABI::V5);
-    let file = AccessFs::from_file(ABI::V5);
     let read = AccessFs::from_read(ABI::V5);
     let mut rs = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all).map_err(err)?;
-    if !policy.network {
+    // With a private network namespace the namespace is the fence (its loopback is the command's to use).
+    if !policy.network && policy.netns.is_none() {
         rs = rs.handle_access(AccessNet::from_all(ABI::V4)).map_err(err)?;
     }
     // Nor may it reach processes or abstract sockets outside (stepwise, the desktop's services).
@@ -92,16 +93,14 @@ pub fn ruleset(policy: &Policy) -> std::io::Result<OwnedFd> {
         created.as_mut().add_rule(rule).map_err(err).map(|_| ())
     };
     grant(open("/", true)?, read)?;
-    grant(open(&policy.tmp, true)?, all)?;
-    for entry in policy.writable_entries() {
-        // Opened without following: an entry swapped for a symlink since it was listed is skipped.
-        let Ok(fd) = open(&entry.path, false) else { continue };
-        let kind = std::fs::File::from(fd);
-        let Ok(meta) = kind.metadata() else { continue };
-        if meta.is_dir() {
-            grant(kind.into(), all)?;
-        } else if meta.is_file() {
-            grant(kind.into(), file)?;
+    for dir in policy.write_roots() {
+        // The workspace whole, its top level included: the protected paths in it are kept by the keeper
+        // (`keep/`), which Landlock cannot do (it only grants, and a name not made yet has no inode).
+        match open(&dir, true) {
+            Ok(fd) => grant(fd, all)?,
+            // A `sandboxWritable` folder removed since the settings were read: nothing to grant.
+            Err(_) if dir != policy.tmp && dir != policy.root => {}
+            Err(e) => return Err(e),
         }
     }
     for dev in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom", "/dev/random"] {

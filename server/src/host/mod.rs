@@ -10,8 +10,11 @@ pub mod disk;
 #[cfg(target_os = "linux")]
 mod fork_guard;
 pub(crate) mod guard;
+pub mod keep;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+pub mod netns;
 pub mod output;
 mod path;
 mod platform;

@@ -2,33 +2,27 @@
 //! applied by the guard just before the command starts (`landlock.rs` on Linux, `seatbelt.rs` on macOS),
 //! so stepwise itself is never confined.
 //!
-//! The policy: reading is allowed everywhere; writing only in the workspace's top-level entries (files
-//! and the whole tree of folders) other than the protected names (`approval::protected`: `.git`, `.env*`,
-//! `.vscode`, `AGENTS.md`, `CLAUDE.md`, `.mcp.json`, ...) and in a private temporary folder (`TMPDIR`);
-//! with the network off, no TCP connection or listening port.
+//! The policy: reading is allowed everywhere; writing beneath the workspace (its top level included),
+//! in a private temporary folder (`TMPDIR`, where the tools' caches go too) and in the folders the user
+//! lists in `sandboxWritable`; with the network off, no TCP connection or listening port.
 //!
-//! Why per top-level entry rather than "the workspace minus the protected paths": Landlock only grants,
-//! beneath a granted folder it cannot deny a name, and a protected file that does not exist yet (a new
-//! `.env`) has nothing to hang a rule on. A mount namespace (bind-mounting the protected paths read-only)
-//! has the same hole for names that do not exist, and needs user namespaces that containers often forbid.
-//! So the workspace folder itself gets no write right: nothing can be created, removed or renamed at its
-//! top level, which is exactly where the protected names are read (stepwise's `.env`, git's `.git`, the
-//! editors' `.vscode`, the agents' `AGENTS.md`). The cost: a command that creates a new top-level entry
-//! (`npm init`, `sed -i` on a top-level file, which renames a temporary file there) is stopped, and can be
-//! run outside the sandbox once the user approves it. Protected names deeper down (`app/.env`, a nested
-//! repository's `.git`) are inside a writable folder and are not covered; the README says so.
+//! The protected paths beneath the workspace (`keep/rules.rs`: git's hooks and config, `.env*`,
+//! `.vscode/`, `AGENTS.md`, ...) cannot be denied by Landlock, which only grants, and has nothing to
+//! hang a rule on for a name that does not exist yet. So they are kept by the keeper (`keep/`): after
+//! each sandboxed command it puts back whatever protected path the command created, changed or removed,
+//! and the result says so. Seatbelt (macOS) can deny by name, and does, before the keeper.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-pub use super::policy::{Entry, Policy};
+pub use super::policy::{KeeperRef, NetRef, Policy};
 
 /// The `sandbox` setting. An unknown value is refused by name when the settings are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(try_from = "String")]
 pub enum SandboxMode {
-    /// Writes beneath the workspace (not its top level or protected names) and `TMPDIR`.
+    /// Writes beneath the workspace (protected paths put back after each command) and `TMPDIR`.
     WorkspaceWrite,
     /// Writes only in `TMPDIR` (plan mode runs commands so).
     ReadOnly,
@@ -89,18 +83,70 @@ impl TryFrom<serde_json::Value> for NetworkSetting {
     }
 }
 
-/// The `sandbox` and `sandboxNetwork` settings of a run.
+/// The `sandbox`, `sandboxNetwork` and `sandboxWritable` settings of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxSettings {
     pub mode: SandboxMode,
     /// `sandboxNetwork: on`: TCP connections and listening ports are allowed.
     pub network: bool,
+    /// `sandboxWritable`: folders a sandboxed command may write besides the workspace and `TMPDIR`.
+    pub writable: Writable,
+}
+
+/// The `sandboxWritable` folders, as given (made canonical when a command's policy is made). Interned,
+/// so the settings stay `Copy`: each distinct list the user sets is kept once for the process's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Writable(pub &'static [PathBuf]);
+
+impl Writable {
+    pub const NONE: Writable = Writable(&[]);
+
+    /// The list `paths`, interned.
+    pub fn new(paths: Vec<PathBuf>) -> Writable {
+        if paths.is_empty() {
+            return Writable::NONE;
+        }
+        static SEEN: std::sync::Mutex<Vec<&'static [PathBuf]>> = std::sync::Mutex::new(Vec::new());
+        let mut seen = crate::locks::lock(&SEEN);
+        if let Some(s) = seen.iter().find(|s| **s == paths.as_slice()) {
+            return Writable(s);
+        }
+        let leaked: &'static [PathBuf] = Box::leak(paths.into_boxed_slice());
+        seen.push(leaked);
+        Writable(leaked)
+    }
+
+    /// `a:b:c` (`STEPWISE_SANDBOX_WRITABLE`): each must be an absolute path.
+    pub fn parse(s: &str) -> Result<Writable, String> {
+        let paths: Vec<PathBuf> = s.split(':').filter(|p| !p.trim().is_empty()).map(PathBuf::from).collect();
+        Self::check(paths)
+    }
+
+    /// Each must be an absolute path (a relative one would depend on where stepwise was started).
+    pub fn check(paths: Vec<PathBuf>) -> Result<Writable, String> {
+        if let Some(p) = paths.iter().find(|p| !p.is_absolute()) {
+            return Err(format!("sandboxWritable: '{}' is not an absolute path", p.display()));
+        }
+        Ok(Writable::new(paths))
+    }
+
+    /// The folders that exist, canonical (a symlink is granted where it points, which is what the
+    /// user named); those that do not are left out.
+    fn resolved(self) -> Vec<PathBuf> {
+        self.0.iter().filter_map(|p| std::fs::canonicalize(p).ok()).filter(|p| p.is_dir()).collect()
+    }
 }
 
 impl SandboxSettings {
     /// No sandbox: the engine's default for embedders and tests; the adapters read the settings
     /// (`config::sandbox`), whose default is `workspace-write`.
-    pub const OFF: SandboxSettings = SandboxSettings { mode: SandboxMode::Off, network: false };
+    pub const OFF: SandboxSettings =
+        SandboxSettings { mode: SandboxMode::Off, network: false, writable: Writable::NONE };
+
+    /// `mode` and `network`, no folders of the user's.
+    pub const fn of(mode: SandboxMode, network: bool) -> SandboxSettings {
+        SandboxSettings { mode, network, writable: Writable::NONE }
+    }
 
     /// Whether shell commands run confined under these settings (on, and able to start here).
     pub fn confines(&self) -> bool {
@@ -137,6 +183,37 @@ pub fn availability(network: bool) -> Result<String, String> {
     .clone()
 }
 
+/// `1` makes stepwise use Landlock's TCP rules rather than a network namespace (as where none can be
+/// made): for the tests of that path, and for a user whose tools need the host's loopback.
+pub const NO_NETNS_ENV: &str = "STEPWISE_SANDBOX_NO_NETNS";
+
+fn netns_disabled() -> bool {
+    std::env::var_os(NO_NETNS_ENV).is_some_and(|v| v == "1")
+}
+
+/// How a sandboxed command with the network off is kept from the network, or why it cannot be: a
+/// private network namespace where one can be made, else Landlock's TCP rules.
+pub fn network_isolation() -> String {
+    #[cfg(target_os = "linux")]
+    {
+        if netns_disabled() {
+            return format!(
+                "Landlock's TCP rules ({NO_NETNS_ENV}=1): no connection or listening port, loopback included"
+            );
+        }
+        match super::netns::availability() {
+            Ok(how) => format!("a private network namespace per session, made {how}: its own loopback, nothing else"),
+            Err(why) => format!(
+                "Landlock's TCP rules: no connection or listening port, loopback included (no network namespace: {why})"
+            ),
+        }
+    }
+    #[cfg(target_os = "macos")]
+    return "Seatbelt: no IP connection or listening port, loopback included".into();
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    return "none".into();
+}
+
 /// In a debug build, `1` makes the sandbox unavailable, as on an old kernel.
 pub const UNAVAILABLE_ENV: &str = "STEPWISE_TEST_NO_SANDBOX";
 
@@ -163,6 +240,11 @@ fn probe(_network: bool) -> Result<String, String> {
 #[derive(Debug, Default)]
 pub struct Sandbox {
     tmp: OnceLock<Result<PathBuf, String>>,
+    /// The keeper of the workspace's protected paths, made at the first workspace-write command.
+    keeper: OnceLock<std::sync::Arc<super::keep::Keeper>>,
+    /// The private network namespace its commands share with the network off (Linux), or why none.
+    #[cfg(target_os = "linux")]
+    netns: OnceLock<Result<super::netns::NetRef, String>>,
     /// The session was told the sandbox cannot start.
     told: std::sync::atomic::AtomicBool,
 }
@@ -178,18 +260,45 @@ impl Sandbox {
         }
         availability(settings.network)?;
         let tmp = self.tmp.get_or_init(make_tmp).clone()?;
+        let write = settings.mode == SandboxMode::WorkspaceWrite;
+        let keeper = write.then(|| {
+            KeeperRef(self.keeper.get_or_init(|| std::sync::Arc::new(super::keep::Keeper::new(root))).clone())
+        });
         Ok(Some(Policy {
             root: root.to_path_buf(),
             tmp,
-            write: settings.mode == SandboxMode::WorkspaceWrite,
+            write,
             network: settings.network,
+            writable: settings.writable.resolved(),
+            keeper,
+            netns: if settings.network { None } else { self.netns() },
         }))
+    }
+
+    /// The session's network namespace, made at its first command with the network off.
+    #[cfg(target_os = "linux")]
+    fn netns(&self) -> Option<NetRef> {
+        let made = self.netns.get_or_init(|| {
+            if netns_disabled() {
+                return Err(format!("{NO_NETNS_ENV}=1"));
+            }
+            super::netns::NetNs::make().map(|ns| NetRef(std::sync::Arc::new(ns)))
+        });
+        if let Err(why) = made {
+            tracing::debug!("sandbox: no private network namespace ({why}): Landlock's TCP rules instead");
+        }
+        made.clone().ok()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn netns(&self) -> Option<NetRef> {
+        None
     }
 
     /// The policy for a command that must not write (plan mode): `Err(why)` when the sandbox cannot
     /// start here; then the command must not run at all.
     pub fn read_only(&self, root: &Path, network: bool) -> Result<Policy, String> {
-        let settings = SandboxSettings { mode: SandboxMode::ReadOnly, network };
+        let settings = SandboxSettings::of(SandboxMode::ReadOnly, network);
         self.policy(root, settings)?.ok_or_else(|| "the sandbox is off".to_string())
     }
 
@@ -282,8 +391,8 @@ pub fn stopped(output: &str, failed: bool) -> Option<&'static str> {
 /// the question to run it outside.
 pub fn stopped_note(policy: &Policy, outcome: Escalation) -> String {
     let allows = if policy.write {
-        "writes only beneath the workspace's folders and files (not new entries at its top level, nor .git, \
-         .env*, .vscode, AGENTS.md, CLAUDE.md, .mcp.json) and in $TMPDIR"
+        "writes beneath the workspace, in $TMPDIR and in the sandboxWritable folders; what it writes to \
+         git's hooks and config, .env*, .envrc, .vscode/, AGENTS.md, CLAUDE.md or .mcp.json is put back"
     } else {
         "read-only: writes only in $TMPDIR"
     };

@@ -6,13 +6,14 @@
 //! to processes outside the sandbox), rather than Codex's deny-by-default list of Mach services and
 //! sysctls: the policy lets a command read everything, and a deny-list that cannot be run here must not
 //! break the developer tools it was never tried with. Later rules win, so each allowance follows its
-//! deny. The writable paths are the same as Landlock's: the workspace's non-protected top-level
-//! entries (folders with their trees, files for their contents), the private `TMPDIR`, and the usual
-//! character devices.
+//! deny. The writable paths are the same as Landlock's: the workspace whole, the private `TMPDIR`, the
+//! user's `sandboxWritable` folders and the usual character devices; then, unlike Landlock, Seatbelt can
+//! deny by name, so the protected paths are denied beneath the workspace (names made later too), and
+//! the keeper's after-check (`keep/`) is a second line rather than the only one.
 
 use std::fmt::Write;
 
-use super::policy::{Entry, Policy};
+use super::policy::Policy;
 
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
@@ -22,22 +23,45 @@ fn quoted(path: &std::path::Path) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// The profile for `policy`, whose writable top-level entries are `entries`.
-pub fn profile(policy: &Policy, entries: &[Entry]) -> String {
+/// A path as the start of an SBPL regular expression (its metacharacters escaped).
+fn regex_prefix(path: &std::path::Path) -> String {
+    let mut out = String::from("^");
+    for c in path.to_string_lossy().chars() {
+        if "\\.^$|?*+()[]{}\"".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The protected paths beneath the workspace, as regular expressions after its path (CONTRACT "Sandbox").
+const PROTECTED: [&str; 8] = [
+    "(/.*)?/\\.git/(hooks(/.*)?|config|modules/.*/(hooks(/.*)?|config))$",
+    "(/.*)?/\\.env[^/]*$",
+    "(/.*)?/\\.envrc$",
+    "(/.*)?/\\.vscode(/.*)?$",
+    "(/.*)?/(AGENTS|CLAUDE)\\.md$",
+    "(/.*)?/\\.mcp\\.json$",
+    "/(\\.nvim\\.lua|\\.nvimrc|\\.exrc)$",
+    "(/.*)?/\\.husky(/.*)?$",
+];
+
+/// The profile for `policy`.
+pub fn profile(policy: &Policy) -> String {
     let mut p = String::from("(version 1)\n(allow default)\n");
     p.push_str("(deny signal)\n(allow signal (target same-sandbox))\n");
     p.push_str("(deny file-write*)\n(allow file-write*\n");
-    let _ = writeln!(p, "  (subpath {})", quoted(&policy.tmp));
-    for e in entries.iter().filter(|e| e.dir) {
-        let _ = writeln!(p, "  (subpath {})", quoted(&e.path));
+    for dir in policy.write_roots() {
+        let _ = writeln!(p, "  (subpath {})", quoted(&dir));
     }
     p.push_str("  (literal \"/dev/null\") (literal \"/dev/zero\") (literal \"/dev/tty\")\n");
     p.push_str("  (regex #\"^/dev/ttys[0-9]+$\") (regex #\"^/dev/fd/[0-9]+$\"))\n");
-    let files: Vec<&Entry> = entries.iter().filter(|e| !e.dir).collect();
-    if !files.is_empty() {
-        p.push_str("(allow file-write-data\n");
-        for e in files {
-            let _ = writeln!(p, "  (literal {})", quoted(&e.path));
+    if policy.write {
+        let root = regex_prefix(&policy.root);
+        p.push_str("(deny file-write*\n");
+        for r in PROTECTED {
+            let _ = writeln!(p, "  (regex #\"{root}{r}\")");
         }
         p.push_str(")\n");
     }
@@ -51,7 +75,7 @@ pub fn profile(policy: &Policy, entries: &[Entry]) -> String {
 
 /// The program and arguments that start `rest` (the guard's own command line) inside the profile.
 pub fn wrap(policy: &Policy, rest: &[&str]) -> (String, Vec<String>) {
-    let profile = profile(policy, &policy.writable_entries());
+    let profile = profile(policy);
     let mut args = vec!["-p".to_string(), profile, "--".to_string()];
     args.extend(rest.iter().map(|s| s.to_string()));
     (SANDBOX_EXEC.to_string(), args)
@@ -60,47 +84,44 @@ pub fn wrap(policy: &Policy, rest: &[&str]) -> (String, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn policy(write: bool, network: bool) -> Policy {
         Policy {
-            root: "/Users/u/proj".into(),
+            root: "/Users/u/pro.j".into(),
             tmp: "/private/var/folders/x/T/stepwise-sandbox-1-1-0".into(),
             write,
             network,
+            writable: vec!["/Users/u/we\"ird\\".into()],
+            keeper: None,
+            netns: None,
         }
-    }
-
-    fn entry(p: &str, dir: bool) -> Entry {
-        Entry { path: PathBuf::from(p), dir }
     }
 
     #[test]
     fn workspace_write_without_network() {
-        let entries = [
-            entry("/Users/u/proj/Cargo.toml", false),
-            entry("/Users/u/proj/src", true),
-            entry("/Users/u/proj/we\"ird\\", true),
-        ];
-        let want = r#"(version 1)
+        let p = profile(&policy(true, false));
+        let want_start = r#"(version 1)
 (allow default)
 (deny signal)
 (allow signal (target same-sandbox))
 (deny file-write*)
 (allow file-write*
   (subpath "/private/var/folders/x/T/stepwise-sandbox-1-1-0")
-  (subpath "/Users/u/proj/src")
-  (subpath "/Users/u/proj/we\"ird\\")
+  (subpath "/Users/u/pro.j")
+  (subpath "/Users/u/we\"ird\\")
   (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty")
   (regex #"^/dev/ttys[0-9]+$") (regex #"^/dev/fd/[0-9]+$"))
-(allow file-write-data
-  (literal "/Users/u/proj/Cargo.toml")
-)
-(deny network-outbound (remote ip "*:*"))
+(deny file-write*
+  (regex #"^/Users/u/pro\.j(/.*)?/\.git/(hooks(/.*)?|config|modules/.*/(hooks(/.*)?|config))$")
+  (regex #"^/Users/u/pro\.j(/.*)?/\.env[^/]*$")
+"#;
+        assert!(p.starts_with(want_start), "{p}");
+        assert!(p.ends_with(
+            r#"(deny network-outbound (remote ip "*:*"))
 (deny network-inbound (local ip "*:*"))
 (deny network-bind (local ip "*:*"))
-"#;
-        assert_eq!(profile(&policy(true, false), &entries), want);
+"#
+        ));
     }
 
     #[test]
@@ -112,10 +133,11 @@ mod tests {
 (deny file-write*)
 (allow file-write*
   (subpath "/private/var/folders/x/T/stepwise-sandbox-1-1-0")
+  (subpath "/Users/u/we\"ird\\")
   (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty")
   (regex #"^/dev/ttys[0-9]+$") (regex #"^/dev/fd/[0-9]+$"))
 "#;
-        assert_eq!(profile(&policy(false, true), &[]), want);
+        assert_eq!(profile(&policy(false, true)), want);
     }
 
     #[test]

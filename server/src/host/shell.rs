@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::guard::{self, Exit, Reaper};
+use super::keep::{self, Keeper, PutBack};
 pub use super::output::truncate_chars;
 use super::output::Bounded;
 use super::policy::Policy;
@@ -54,6 +55,8 @@ pub struct ShellOutput {
     pub text: String,
     /// Exited non-zero, was killed, or was stopped for its output.
     pub is_error: bool,
+    /// The protected paths a sandboxed command wrote, put back after it (`keep/`); said in `text` too.
+    pub put_back: Vec<PutBack>,
 }
 
 /// Runs `command` in `root` with the user's full rights (no sandbox).
@@ -63,6 +66,42 @@ pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<
 
 /// Runs `command` in `root`, confined by `sandbox` when given (`sandbox.rs`).
 pub async fn run_shell_in(
+    root: &Path,
+    command: &str,
+    timeout: Duration,
+    sandbox: Option<&Policy>,
+) -> Result<ShellOutput, String> {
+    let Some(keeper) = sandbox.and_then(|p| p.keeper.as_ref()) else {
+        return run_guarded(root, command, timeout, sandbox).await;
+    };
+    keeper.0.before();
+    // Cancelled (the run dropped this future): what the command wrote there is still put back.
+    let mut after = AfterCheck(Some(&keeper.0));
+    let result = run_guarded(root, command, timeout, sandbox).await;
+    let put_back = after.0.take().map(|k| k.after()).unwrap_or_default();
+    let note = keep::note(&put_back);
+    match (result, note) {
+        (r, None) => r,
+        (Ok(mut out), Some(note)) => {
+            out.text = format!("{}\n{note}", out.text);
+            out.put_back = put_back;
+            Ok(out)
+        }
+        (Err(e), Some(note)) => Err(format!("{e}\n{note}")),
+    }
+}
+
+struct AfterCheck<'a>(Option<&'a Keeper>);
+
+impl Drop for AfterCheck<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.0.take() {
+            k.after();
+        }
+    }
+}
+
+async fn run_guarded(
     root: &Path,
     command: &str,
     timeout: Duration,
@@ -120,14 +159,14 @@ pub async fn run_shell_in(
 pub fn verdict(output: &str, failure: Option<String>) -> ShellOutput {
     let mut text = truncate_middle(output.trim(), OUTPUT_CAP);
     match failure {
-        None if text.is_empty() => ShellOutput { text: "(no output)".into(), is_error: false },
-        None => ShellOutput { text, is_error: false },
+        None if text.is_empty() => ShellOutput { text: "(no output)".into(), is_error: false, put_back: Vec::new() },
+        None => ShellOutput { text, is_error: false, put_back: Vec::new() },
         Some(note) => {
             if !text.is_empty() {
                 text.push('\n');
             }
             text.push_str(&note);
-            ShellOutput { text, is_error: true }
+            ShellOutput { text, is_error: true, put_back: Vec::new() }
         }
     }
 }

@@ -21,7 +21,8 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
         Gate::Open => return Err("internal error: a shell command without a gate".into()),
     };
     let out = cx.host.run_command(command, cx.bash_timeout, Some(&policy)).await?;
-    if sandbox::stopped(&out.text, out.is_error).is_none() {
+    // Stopped: a write or connection refused, or a write to a protected path undone after it.
+    if out.put_back.is_empty() && sandbox::stopped(&out.text, out.is_error).is_none() {
         return Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None });
     }
     // Read-only (plan mode) never writes, whatever the user would answer.

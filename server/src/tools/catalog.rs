@@ -264,7 +264,7 @@ fn read_only_sandbox() -> bool {
 pub fn sandbox_for(mode: Mode, settings: SandboxSettings) -> SandboxSettings {
     match mode {
         Mode::Default => settings,
-        Mode::Plan => SandboxSettings { mode: SandboxMode::ReadOnly, network: false },
+        Mode::Plan => SandboxSettings::of(SandboxMode::ReadOnly, false),
     }
 }
 
@@ -379,9 +379,9 @@ mod tests {
 
     #[test]
     fn plan_mode_commands_run_read_only_and_offline() {
-        let user = SandboxSettings { mode: SandboxMode::Off, network: true };
+        let user = SandboxSettings::of(SandboxMode::Off, true);
         assert_eq!(sandbox_for(Mode::Default, user), user);
-        assert_eq!(sandbox_for(Mode::Plan, user), SandboxSettings { mode: SandboxMode::ReadOnly, network: false });
+        assert_eq!(sandbox_for(Mode::Plan, user), SandboxSettings::of(SandboxMode::ReadOnly, false));
     }
 
     #[test]

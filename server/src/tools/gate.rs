@@ -254,8 +254,8 @@ mod tests {
     fn a_command_the_sandbox_holds_runs_unasked_and_read_only_without_one_is_refused() {
         let f = fixture();
         let mut cx = cx(&f, Mode::Default);
-        cx.sandbox_settings = SandboxSettings { mode: SandboxMode::WorkspaceWrite, network: false };
-        let read_only = SandboxSettings { mode: SandboxMode::ReadOnly, network: false };
+        cx.sandbox_settings = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
+        let read_only = SandboxSettings::of(SandboxMode::ReadOnly, false);
         let input = json!({"command": "ls"});
         match crate::host::sandbox::availability(false) {
             Ok(_) => {

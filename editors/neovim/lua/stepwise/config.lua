@@ -21,6 +21,7 @@ M.defaults = {
   approval = nil, ---@type 'ask'|'auto'|'deny'|nil
   sandbox = nil, ---@type 'workspace-write'|'read-only'|'off'|nil shell commands in an OS sandbox (default on)
   sandbox_network = nil, ---@type 'off'|'on'|nil whether sandboxed commands may use TCP
+  sandbox_writable = nil, ---@type string[]? absolute folders sandboxed commands may write besides the workspace
   reminder_rounds = nil,
   max_rounds = nil,
   planning_style = nil,
@@ -65,6 +66,7 @@ local server_keys = {
   approval = 'approval',
   sandbox = 'sandbox',
   sandbox_network = 'sandboxNetwork',
+  sandbox_writable = 'sandboxWritable',
   reminder_rounds = 'reminderRounds',
   max_rounds = 'maxRounds',
   planning_style = 'planningStyle',
@@ -105,6 +107,12 @@ function M.set(opts)
   end
   if merged.sandbox_network ~= nil then
     assert(vim.tbl_contains({ 'off', 'on' }, merged.sandbox_network), "stepwise: sandbox_network must be 'off' or 'on'")
+  end
+  if merged.sandbox_writable ~= nil then
+    assert(type(merged.sandbox_writable) == 'table', 'stepwise: sandbox_writable must be a list of absolute paths')
+    for _, p in ipairs(merged.sandbox_writable) do
+      assert(type(p) == 'string' and p:sub(1, 1) == '/', 'stepwise: sandbox_writable must be a list of absolute paths')
+    end
   end
   if opts.mcp_servers ~= nil then
     assert(type(opts.mcp_servers) == 'table', 'stepwise: mcp_servers must be a table of servers by name')

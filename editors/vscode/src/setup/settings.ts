@@ -12,6 +12,7 @@ export const SERVER_KEYS = [
   'approval',
   'sandbox',
   'sandboxNetwork',
+  'sandboxWritable',
   'reminderRounds',
   'maxRounds',
   'planningStyle',
@@ -36,7 +37,7 @@ const POSITIVE_INTS = new Set(['reminderRounds', 'maxRounds', 'bashTimeoutSecs',
  * WorkspaceConfiguration). Unset values (undefined, null, '') are left out so the server falls back to
  * its environment (MODEL_ID, ANTHROPIC_BASE_URL, ...); invalid values are left out too.
  */
-export type SettingValue = string | number | boolean | Record<string, unknown>;
+export type SettingValue = string | number | boolean | string[] | Record<string, unknown>;
 
 export function serverSettings(raw: unknown): Record<string, SettingValue> {
   const out: Record<string, SettingValue> = {};
@@ -52,6 +53,12 @@ export function serverSettings(raw: unknown): Record<string, SettingValue> {
     if (key === 'planFirst') {
       // Plan first: every run plans read-only and waits for approval (planFirst.ts has the toggle).
       if (typeof value === 'boolean') out[key] = value;
+    } else if (key === 'sandboxWritable') {
+      // Folders sandboxed commands may write: absolute paths (the server refuses others by name).
+      if (Array.isArray(value)) {
+        const dirs = value.filter((v): v is string => typeof v === 'string' && v.trim() !== '').map((v) => v.trim());
+        if (dirs.length > 0) out[key] = dirs;
+      }
     } else if (key === 'mcpServers') {
       // Passed whole: the server checks each entry and reports a bad one by name.
       if (typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length > 0) {

@@ -210,3 +210,9 @@ test('doctor: instruction files and MCP servers are listed', () => {
   assert.match(lines, /MCP server docs \(http, settings\): http:\/\/127\.0\.0\.1:1\/mcp \[configured\]/);
   assert.match(lines, /MCP problem: \/ws\/\.mcp\.json: server 'bad'/);
 });
+
+test('sandboxWritable passes a list of folders, leaving out empty ones', () => {
+  assert.deepEqual(initializationOptions({ sandboxWritable: ['/a', ' ', '/b '] }).sandboxWritable, ['/a', '/b']);
+  assert.equal(initializationOptions({ sandboxWritable: [] }).sandboxWritable, undefined);
+  assert.equal(initializationOptions({ sandboxWritable: '/a' }).sandboxWritable, undefined);
+});
