@@ -166,3 +166,38 @@ async fn a_task_outlives_the_thread_that_started_it_and_dies_with_its_room() {
     drop(bg);
     assert!(wait_gone(escaped), "a setsid child {escaped} outlived its session");
 }
+
+/// Sandboxed (network off), a server started in the background is reached by a later sandboxed `bash` on
+/// the session's own loopback, and not from the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_background_server_answers_a_later_sandboxed_command() {
+    use stepwise::host::{SandboxMode, SandboxSettings};
+    let settings = SandboxSettings { mode: SandboxMode::WorkspaceWrite, network: false, writable: Default::default() };
+    if let Err(why) = stepwise::host::sandbox::availability(false) {
+        eprintln!("CANNOT TRY: the sandbox cannot start here ({why})");
+        return;
+    }
+    let port = free_port();
+    let server = format!("exec python3 -u -m http.server {port} --bind 127.0.0.1");
+    let cfg = stepwise::agent::AgentConfig { sandbox: settings, ..Default::default() };
+    let mut h = Harness::with_cfg(
+        vec![
+            call("background_run", json!({"command": server})),
+            call("bash", json!({"command": fetch(port)})),
+            call("kill_background", json!({"task_id": "bg-1"})),
+            done(),
+        ],
+        cfg,
+    )
+    .await;
+    h.ws.write("hello.txt", "hello from the sandbox");
+    let out = h.run("serve sandboxed").await;
+    assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
+    let isolation = stepwise::host::sandbox::network_isolation();
+    let fetched = result_texts(&h.body(2));
+    if fetched[0].is_empty() || !isolation.contains("namespace") {
+        eprintln!("network isolation here: {isolation}; fetched: {fetched:?}");
+    }
+    assert_eq!(fetched, vec!["hello from the sandbox"], "the later sandboxed command reached the server");
+    assert!(result_texts(&h.body(3))[0].starts_with("bg-1: killed by kill_background"));
+}
