@@ -67,6 +67,7 @@ pub struct Shared<'a> {
     pub inbox: &'a Inbox,
     pub approvals: &'a Approvals,
     pub sandbox: &'a crate::host::Sandbox,
+    pub background: &'a crate::background::Background,
 }
 
 /// Everything one run works with besides the conversation.
@@ -89,6 +90,10 @@ pub async fn run<H: Host, E: EventSink + ?Sized>(
     // What the user did while no run went on (a plan edit) comes before the prompt it goes with.
     round::tell_user_news(messages, r);
     push_prompt(messages, prompt);
+    // Tasks that ended while no run went on: told with the prompt.
+    if let Some(block) = r.shared.background.take_results() {
+        push_user_text(messages, block);
+    }
     r.events.checkpoint(messages);
     // The MCP servers are waited for once per run: their tools are in its first request.
     let mcp = match &r.cfg.mcp.set {

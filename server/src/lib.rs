@@ -6,6 +6,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod background;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod background;
 mod bash;
 pub mod catalog;
 mod files;
@@ -77,6 +78,8 @@ pub struct ToolContext<'a, H: Host> {
     pub mcp: Option<&'a McpTools>,
     /// Plan mode refuses every tool that could change something.
     pub mode: Mode,
+    /// The session's background commands.
+    pub background: &'a crate::background::Background,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -143,6 +146,9 @@ async fn run<H: Host>(
     };
     match tool.handler {
         Handler::Shell => bash::run(cx, str_arg(input, name, "command")?, gate).await,
+        Handler::BackgroundRun => background::run(cx, str_arg(input, name, "command")?, gate).await,
+        Handler::KillBackground => background::kill(input, cx.background).await.map(ToolOutput::ok),
+        Handler::CheckBackground => background::check(input, cx.background).map(ToolOutput::ok),
         Handler::WriteFile => {
             let path = resolved(path)?;
             let content = str_arg(input, name, "content")?;
@@ -196,7 +202,13 @@ async fn run_text<H: Host>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, 
             let status = str_arg(input, name, "status")?;
             cx.plan.model_change(false, |p| p.set_status(&id, status))
         }
-        Handler::Shell | Handler::WriteFile | Handler::EditFile | Handler::Mcp => Err(format!("Unknown tool: {name}")),
+        Handler::Shell
+        | Handler::WriteFile
+        | Handler::EditFile
+        | Handler::Mcp
+        | Handler::BackgroundRun
+        | Handler::CheckBackground
+        | Handler::KillBackground => Err(format!("Unknown tool: {name}")),
     }
 }
 
@@ -204,7 +216,8 @@ async fn run_text<H: Host>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, 
 pub fn summary(name: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str).map(|s| s.to_string());
     let s = match catalog::find(name).map(|t| t.handler) {
-        Some(Handler::Shell) => field("command"),
+        Some(Handler::Shell | Handler::BackgroundRun) => field("command"),
+        Some(Handler::CheckBackground | Handler::KillBackground) => field("task_id"),
         Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
         Some(Handler::Todo | Handler::CreateTodos) => Some(match input.get("items") {
             Some(Value::Array(a)) if a.len() == 1 => "1 item".to_string(),

@@ -35,6 +35,8 @@ pub enum Kind {
     Reminder,
     Steer,
     PlanEdit,
+    /// `<background-results>`: background tasks that ended, as the model was told.
+    Background,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -134,6 +136,8 @@ fn user_kind(text: &str, origin: Option<&Origin>) -> Kind {
         Kind::Reminder
     } else if text.starts_with("<plan-edit>") {
         Kind::PlanEdit
+    } else if text.starts_with("<background-results>") {
+        Kind::Background
     } else {
         match origin {
             // A compaction keeps the task at the head of its summary.

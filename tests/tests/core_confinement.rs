@@ -159,6 +159,7 @@ async fn read_file_shows_the_head_of_a_huge_file() {
     let plan = stepwise::plan::PlanBoard::new(Default::default(), 0);
     let approvals = Default::default();
     let sandbox = Default::default();
+    let background = Default::default();
     let mut cx = ToolContext {
         host: &h,
         plan: &plan,
@@ -170,6 +171,7 @@ async fn read_file_shows_the_head_of_a_huge_file() {
         call_id: "call-1",
         mcp: None,
         mode: Default::default(),
+        background: &background,
     };
     let out = execute("read_file", &json!({"path": "big.log", "limit": 2}), &mut cx).await;
     assert_eq!(out.text, "line1\nline2\n... (2 more lines)");

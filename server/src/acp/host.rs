@@ -119,4 +119,15 @@ impl Host for AcpHost {
         }
         crate::host::run_shell_in(self.session.root(), command, timeout, sandbox).await
     }
+
+    /// Never in a client terminal (the client would run it with the user's full rights, and it would
+    /// outlive a `kill -9` of stepwise): under stepwise's own guard and sandbox, shown through tool call
+    /// updates.
+    async fn start_background(
+        &self,
+        command: &str,
+        sandbox: Option<&crate::host::Policy>,
+    ) -> Result<crate::background::Started, String> {
+        crate::background::spawn(self.session.root(), command, sandbox).await
+    }
 }

@@ -210,6 +210,7 @@ impl Turn {
             call_id: id,
             mcp: self.mcp.as_deref(),
             mode: r.cfg.mode,
+            background: r.shared.background,
         };
         let call = tools::prepare(name, input, &cx);
         let asks = call.will_ask(&cx);
@@ -254,6 +255,7 @@ impl Turn {
             results.push(Block::Text { text: REMINDER.into() });
             r.events.emit(Event::Reminder { text: REMINDER });
         }
+        crate::tools::background::results_into(&mut results, r.host, r.shared.background);
         messages.push(Message { role: Role::User, content: results.into() });
         r.events.checkpoint(messages);
         if let Some(reason) = stop {

@@ -66,6 +66,34 @@ impl<H: Host> Host for Tracked<'_, H> {
         let _after = AfterCommand(self.checkpoints);
         self.inner.run_command(command, timeout, sandbox).await
     }
+
+    async fn start_background(
+        &self,
+        command: &str,
+        sandbox: Option<&crate::host::Policy>,
+    ) -> Result<crate::background::Started, String> {
+        self.arm();
+        self.inner.start_background(command, sandbox).await
+    }
+
+    /// Records what the tasks changed since the last look (into the round's checkpoint), and keeps the
+    /// scan armed while one still runs.
+    fn background_seen(&self, running: bool) {
+        self.with(|c| match running {
+            true => c.before_command(),
+            false => {
+                c.after_command();
+            }
+        });
+        self.inner.background_seen(running);
+    }
+}
+
+impl<H: Host> Tracked<'_, H> {
+    /// Arms the scan before a background command starts, so what it changes is recorded.
+    pub fn arm(&self) {
+        self.with(|c| c.before_command());
+    }
 }
 
 struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>);

@@ -5,6 +5,7 @@ mod checkpoints;
 mod demo;
 pub mod doctor;
 mod input;
+mod jobs;
 mod plan_edit;
 mod plan_first;
 mod render;
@@ -182,10 +183,15 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
             return 1;
         }
     };
-    if opts.plan_first || s.cfg.mode == crate::plan::Mode::Plan {
-        return exit_code(plan_first::run(&ws, &s, &task, &input).await.reason);
-    }
-    exit_code(run_task(&ws, &s, &task).await.reason)
+    let watcher = jobs::watch(&ws);
+    let reason = if opts.plan_first || s.cfg.mode == crate::plan::Mode::Plan {
+        plan_first::run(&ws, &s, &task, &input).await.reason
+    } else {
+        run_task(&ws, &s, &task).await.reason
+    };
+    watcher.abort();
+    jobs::end_all(&ws);
+    exit_code(reason)
 }
 
 /// `stepwise chat`; returns the exit code.
@@ -198,6 +204,8 @@ pub async fn chat(opts: Options) -> i32 {
             return 1;
         }
     };
+    let _watcher = AbortOnDrop(jobs::watch(&ws));
+    let _end = EndJobs(&ws);
     let tty = std::io::stdin().is_terminal();
     let prompt = "\x1b[36mstepwise >> \x1b[0m";
     loop {
@@ -242,5 +250,23 @@ pub async fn chat(opts: Options) -> i32 {
             slash::plan_waits(&ws);
         }
         println!();
+    }
+}
+
+/// Chat's background watcher, stopped however chat returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Chat's tasks, ended however chat returns.
+struct EndJobs<'a>(&'a Arc<Workspace>);
+
+impl Drop for EndJobs<'_> {
+    fn drop(&mut self) {
+        jobs::end_all(self.0);
     }
 }

@@ -1,6 +1,6 @@
 //! Chat's own commands, handled here and never sent to the model: `/compact`, `/plan`, `/plan edit`,
 //! `/plan first [off]`, `/plan approve [fresh]`, `/plan comment [#ID] TEXT`, `/checkpoints`, `/rewind ID`,
-//! `/review`, `/undo PATH`.
+//! `/review`, `/undo PATH`, `/jobs`, `/kill ID`.
 
 use std::sync::Arc;
 
@@ -42,6 +42,8 @@ pub(super) async fn run(command: &str, ws: &Arc<Workspace>, s: &mut Setup, input
         ("rewind", args) if !args.is_empty() => super::checkpoints::rewind(ws, args),
         ("review", "") => super::review::show(ws),
         ("undo", args) if !args.is_empty() => super::review::undo(ws, args),
+        ("jobs", "") => super::jobs::list(ws),
+        ("kill", id) if !id.is_empty() => super::jobs::kill(ws, id).await,
         _ => return false,
     }
     true

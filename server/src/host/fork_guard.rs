@@ -143,9 +143,58 @@ pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbo
     libc::_exit(0)
 }
 
+/// The parent-death signal (stepwise is gone, even by `kill -9`): the group dies, and so does every
+/// process that left it (`setsid`, double forks): as a subreaper the guard is the parent of each one whose
+/// parent died, so it kills its children and reaps until it has none left, then ends.
 extern "C" fn end_group(_: libc::c_int) {
-    // SAFETY: plain syscall on our own process group.
-    unsafe { libc::kill(0, libc::SIGKILL) };
+    // SAFETY: only async-signal-safe calls (kill, open, read, close, waitpid, _exit).
+    unsafe {
+        // Not the group first: the guard is in it, and would die before the escapees.
+        let me = libc::getpid();
+        for _ in 0..4096 {
+            kill_children(me);
+            let mut st = 0;
+            if libc::waitpid(-1, &mut st, 0) < 0 && *libc::__errno_location() == libc::ECHILD {
+                break;
+            }
+        }
+        libc::kill(0, libc::SIGKILL);
+        libc::_exit(1);
+    }
+}
+
+/// SIGKILLs the children `/proc` lists for `pid` (the guard is single-threaded: one task).
+unsafe fn kill_children(pid: libc::pid_t) {
+    let mut path = *b"/proc/self/task/0000000000/children\0";
+    // "/proc/self/task/" then the pid's digits then "/children".
+    let mut digits = [0u8; 12];
+    let n = decimal(pid, &mut digits) - 1;
+    let mut at = 16;
+    path[at..at + n].copy_from_slice(&digits[..n]);
+    at += n;
+    let rest = b"/children\0";
+    path[at..at + rest.len()].copy_from_slice(rest);
+    let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return;
+    }
+    let mut buf = [0u8; 4096];
+    let len = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+    libc::close(fd);
+    let mut child: libc::pid_t = 0;
+    for &b in &buf[..len.max(0) as usize] {
+        if b.is_ascii_digit() {
+            child = child * 10 + (b - b'0') as libc::pid_t;
+        } else {
+            if child > 0 {
+                libc::kill(child, libc::SIGKILL);
+            }
+            child = 0;
+        }
+    }
+    if child > 0 {
+        libc::kill(child, libc::SIGKILL);
+    }
 }
 
 /// The command's exit status as a shell gives it.

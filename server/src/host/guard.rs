@@ -299,6 +299,26 @@ impl Reaper {
     }
 }
 
+impl Reaper {
+    /// Asks the command's processes to end (SIGTERM), the guard excepted (its own SIGTERM ends them all
+    /// at once, which is `kill_all`'s job). False where they cannot be listed (the portable guard, or a
+    /// guard that was lost): the caller goes straight to `kill_all`.
+    pub fn terminate(&self) -> bool {
+        if self.guard <= 0 || self.done.load(Ordering::Relaxed) || self.portable || self.lost.load(Ordering::Relaxed) {
+            return false;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(all) = subtree(self.guard) {
+            for &p in all.iter().skip(1) {
+                // SAFETY: plain syscall; the process may already be gone.
+                unsafe { libc::kill(p, libc::SIGTERM) };
+            }
+            return true;
+        }
+        false
+    }
+}
+
 impl Drop for Reaper {
     fn drop(&mut self) {
         self.kill_all();

@@ -9,7 +9,7 @@ mod change;
 pub mod disk;
 #[cfg(target_os = "linux")]
 mod fork_guard;
-mod guard;
+pub(crate) mod guard;
 pub mod keep;
 #[cfg(target_os = "linux")]
 mod landlock;
@@ -92,6 +92,22 @@ pub trait Host: Send + Sync {
         timeout: Duration,
         sandbox: Option<&Policy>,
     ) -> impl Future<Output = Result<ShellOutput, String>> + Send;
+
+    /// Starts a background command (`background_run`) in the workspace, confined by `sandbox` when given,
+    /// under stepwise's own guard wherever the host is (an ACP client's terminal would run it with the
+    /// user's full rights, beyond stepwise's reach after a `kill -9`). It runs until it ends, is killed or
+    /// the session's `Background` goes.
+    fn start_background(
+        &self,
+        command: &str,
+        sandbox: Option<&Policy>,
+    ) -> impl Future<Output = Result<crate::background::Started, String>> + Send {
+        crate::background::spawn(self.root(), command, sandbox)
+    }
+
+    /// Background tasks may have changed files since the last look: a host that records changes
+    /// (checkpoints) looks now; `running` says whether a task still runs (keep watching).
+    fn background_seen(&self, _running: bool) {}
 }
 
 /// Byte range of the first occurrence of `old` in `text`.

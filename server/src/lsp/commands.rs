@@ -54,6 +54,11 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             let run_id = run::start_with(shared, folder, ticket, Job::Prompt(prompt, None));
             answer::<cmd::ApprovePlan>(ext::RunStarted { run_id })
         }
+        Command::KillBackground(args) => {
+            let ws = folder()?.ws.clone();
+            let said = ws.background().kill(&args.task_id, crate::background::Killer::User).await;
+            answer::<cmd::KillBackground>(said.map_err(invalid_request)?)
+        }
         Command::Cancel(_) => {
             folder()?.ws.cancel();
             answer::<cmd::Cancel>(())

@@ -292,4 +292,15 @@ impl Host for EditorHost {
         self.flush_unsaved().await?;
         crate::host::run_shell_in(&self.folder.root, command, timeout, sandbox).await
     }
+
+    /// As a command: the buffers saved first, then stepwise's own guard (the sidecar lives as long as
+    /// the editor, and so may the task, no longer).
+    async fn start_background(
+        &self,
+        command: &str,
+        sandbox: Option<&crate::host::Policy>,
+    ) -> Result<crate::background::Started, String> {
+        self.flush_unsaved().await?;
+        crate::background::spawn(&self.folder.root, command, sandbox).await
+    }
 }

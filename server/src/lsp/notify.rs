@@ -17,6 +17,7 @@ pub enum Outgoing {
     Compacted(ext::Compacted),
     Checkpoint(ext::Checkpoint),
     Mcp(ext::Mcp),
+    Background(ext::Background),
     Review(ext::Review),
     Status(ext::Status),
     AssistantText(ext::AssistantText),
@@ -114,6 +115,7 @@ impl Notifier {
                     Outgoing::Compacted(v) => client.send_notification::<CompactedNotification>(v).await,
                     Outgoing::Checkpoint(v) => client.send_notification::<CheckpointNotification>(v).await,
                     Outgoing::Mcp(v) => client.send_notification::<McpNotification>(v).await,
+                    Outgoing::Background(v) => client.send_notification::<ext::BackgroundNotification>(v).await,
                     Outgoing::Review(v) => client.send_notification::<ReviewNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
@@ -191,6 +193,22 @@ fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh
                 s.in_flight = false;
                 return;
             }
+        }
+    });
+}
+
+/// Sends `stepwise/background` for `folder` whenever its tasks change (a start, output, an end), at most
+/// about ten times a second, for as long as its workspace lives.
+pub(super) fn watch_background(notifier: &Notifier, folder: &super::folder::Folder) {
+    let mut rx = folder.ws.background().subscribe();
+    let (ws, uri, notifier) = (std::sync::Arc::downgrade(&folder.ws), folder.uri.clone(), notifier.clone());
+    tokio::spawn(async move {
+        while rx.changed().await.is_ok() {
+            let Some(ws) = ws.upgrade() else { return };
+            let tasks = ws.background().views();
+            drop(ws);
+            notifier.send(Outgoing::Background(ext::Background { workspace: uri.clone(), tasks }));
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     });
 }

@@ -154,6 +154,7 @@ impl Shared {
             ));
         }
         let folder = Arc::new(Folder::new(key.clone(), ws));
+        super::notify::watch_background(&self.notifier, &folder);
         self.folders.insert(key.clone(), folder.clone());
         let mut order = locks::write(&self.order);
         if !order.contains(&key) {
@@ -165,6 +166,7 @@ impl Shared {
     pub fn remove_folder(&self, uri: &Uri) {
         if let Some((_, f)) = self.folders.remove(uri.as_str()) {
             f.ws.cancel();
+            f.ws.background().kill_all_now();
             f.ws.flush();
         }
         locks::write(&self.order).retain(|u| u != uri.as_str());

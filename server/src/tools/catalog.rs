@@ -35,6 +35,10 @@ pub enum Handler {
     UpdateTodo,
     /// A tool of an MCP server.
     Mcp,
+    /// `background_run`: a shell command that keeps running (`crate::background`).
+    BackgroundRun,
+    CheckBackground,
+    KillBackground,
 }
 
 /// When a call asks the user before it runs.
@@ -159,8 +163,57 @@ pub const UPDATE_TODO: Tool = Tool {
     schema: || json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
 };
 
+pub const BACKGROUND_RUN: Tool = Tool {
+    name: "background_run",
+    title: "Run in background",
+    kind: Kind::Execute,
+    handler: Handler::BackgroundRun,
+    read_only: false,
+    asks: Asks::Always,
+    style: None,
+    description: "Run a shell command in the background (a dev server, a watcher, a long build); returns its task id at once. Tasks that end are reported before your next step.",
+    schema: || json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+};
+
+pub const CHECK_BACKGROUND: Tool = Tool {
+    name: "check_background",
+    title: "Check background",
+    // Read: checking again and again is how one waits, not a loop.
+    kind: Kind::Read,
+    handler: Handler::CheckBackground,
+    read_only: false,
+    asks: Asks::Never,
+    style: None,
+    description:
+        "A background task's state and its output since the last check; without task_id, every task on a line.",
+    schema: || json!({"type": "object", "properties": {"task_id": {"type": "string"}}}),
+};
+
+pub const KILL_BACKGROUND: Tool = Tool {
+    name: "kill_background",
+    title: "Stop background",
+    kind: Kind::Execute,
+    handler: Handler::KillBackground,
+    read_only: false,
+    asks: Asks::Never,
+    style: None,
+    description: "Stop a background task and every process it started.",
+    schema: || json!({"type": "object", "properties": {"task_id": {"type": "string"}}, "required": ["task_id"]}),
+};
+
 /// The built-in tools, in the order the model is offered them.
-pub const BUILTIN: [Tool; 7] = [BASH, READ_FILE, WRITE_FILE, EDIT_FILE, TODO, CREATE_TODOS, UPDATE_TODO];
+pub const BUILTIN: [Tool; 10] = [
+    BASH,
+    READ_FILE,
+    WRITE_FILE,
+    EDIT_FILE,
+    TODO,
+    CREATE_TODOS,
+    UPDATE_TODO,
+    BACKGROUND_RUN,
+    CHECK_BACKGROUND,
+    KILL_BACKGROUND,
+];
 
 /// An MCP tool as the catalog describes it: the server's code runs, with the model's arguments.
 const MCP: Tool = Tool {
@@ -226,7 +279,8 @@ impl Tool {
     fn allowed_where(&self, mode: Mode, sandbox: bool) -> bool {
         match mode {
             Mode::Default => true,
-            Mode::Plan => self.read_only || (self.kind == Kind::Execute && sandbox),
+            // The shell in the read-only sandbox; never background commands (nothing may keep running).
+            Mode::Plan => self.read_only || (self.handler == Handler::Shell && sandbox),
         }
     }
 
@@ -284,7 +338,16 @@ mod tests {
         for sandbox in [false, true] {
             assert_eq!(
                 names(&specs_where(PlanningStyle::Todo, Mode::Default, None, sandbox)),
-                ["bash", "read_file", "write_file", "edit_file", "todo"]
+                [
+                    "bash",
+                    "read_file",
+                    "write_file",
+                    "edit_file",
+                    "todo",
+                    "background_run",
+                    "check_background",
+                    "kill_background"
+                ]
             );
         }
         assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false)), ["read_file", "todo"]);
@@ -298,7 +361,7 @@ mod tests {
 
     #[test]
     fn plan_mode_refuses_what_writes_and_nothing_else() {
-        for name in ["bash", "write_file", "edit_file", "mcp__fs__write"] {
+        for name in ["bash", "write_file", "edit_file", "mcp__fs__write", "background_run", "kill_background"] {
             let why = refusal_where(name, Mode::Plan, false).unwrap();
             assert!(why.starts_with("Error: plan mode: "), "{why}");
             assert_eq!(refusal_where(name, Mode::Default, false), None);
@@ -307,7 +370,9 @@ mod tests {
             assert_eq!(refusal_where(name, Mode::Plan, false), None, "{name}");
         }
         assert_eq!(refusal_where("bash", Mode::Plan, true), None, "bash runs in the read-only sandbox");
-        for name in ["write_file", "edit_file", "mcp__fs__write"] {
+        for name in
+            ["write_file", "edit_file", "mcp__fs__write", "background_run", "check_background", "kill_background"]
+        {
             assert!(refusal_where(name, Mode::Plan, true).is_some(), "{name}");
         }
     }

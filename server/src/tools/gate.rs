@@ -94,7 +94,7 @@ fn decide<'a, H: Host>(
     let refused = |e: String| (Gate::Refused(ToolOutput::error(e)), None);
     match (tool.asks, tool.handler) {
         (Asks::Never, _) => (Gate::Open, None),
-        (_, Handler::Shell) => match str_arg(input, name, "command") {
+        (_, Handler::Shell | Handler::BackgroundRun) => match str_arg(input, name, "command") {
             Ok(command) => (shell(command, cx), None),
             Err(e) => refused(e),
         },
@@ -186,6 +186,7 @@ mod tests {
         plan: PlanBoard,
         approvals: Approvals,
         sandbox: Sandbox,
+        background: crate::background::Background,
     }
 
     fn fixture() -> Fixture {
@@ -195,6 +196,7 @@ mod tests {
             plan: PlanBoard::new(Default::default(), 0),
             approvals: Approvals::default(),
             sandbox: Sandbox::default(),
+            background: Default::default(),
         }
     }
 
@@ -211,6 +213,7 @@ mod tests {
             call_id: "c1",
             mcp: None,
             mode,
+            background: &f.background,
         }
     }
 

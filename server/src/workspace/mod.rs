@@ -57,6 +57,8 @@ pub struct Workspace {
     mcp: tokio::sync::OnceCell<Arc<crate::mcp::McpSet>>,
     /// Plan first: the task whose plan waits for the user's approval (`plan_first.rs`).
     awaiting: std::sync::Mutex<Option<String>>,
+    /// Its background commands; every one's process tree ends when the workspace goes.
+    background: crate::background::Background,
 }
 
 /// What became of a line the user steered with.
@@ -87,6 +89,7 @@ impl Workspace {
             user_saves: std::sync::OnceLock::new(),
             mcp: tokio::sync::OnceCell::new(),
             awaiting: std::sync::Mutex::new(None),
+            background: Default::default(),
             root,
         })
     }
@@ -121,6 +124,11 @@ impl Workspace {
     /// The session's sandbox (its temporary folder; whether it was said that it cannot start).
     pub fn sandbox(&self) -> &crate::host::Sandbox {
         &self.sandbox
+    }
+
+    /// The session's background commands (`background_run`), for the views: list, watch, stop.
+    pub fn background(&self) -> &crate::background::Background {
+        &self.background
     }
 
     /// The running run's id.

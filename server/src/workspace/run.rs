@@ -89,7 +89,13 @@ impl Workspace {
     }
 
     fn shared(&self) -> Shared<'_> {
-        Shared { plan: &self.plan, inbox: &self.inbox, approvals: &self.approvals, sandbox: &self.sandbox }
+        Shared {
+            plan: &self.plan,
+            inbox: &self.inbox,
+            approvals: &self.approvals,
+            sandbox: &self.sandbox,
+            background: &self.background,
+        }
     }
 
     /// Runs a prompt to the end of the model's turn with the adapter's host and events.

@@ -54,6 +54,27 @@ export interface AssistantTextParams {
   text: string;
 }
 
+/**
+ * `stepwise/background`: the folder's background commands (`background_run`), sent when one starts,
+ * prints (at most about ten times a second) or ends.
+ */
+export interface BackgroundParams {
+  workspace: string;
+  tasks: BackgroundTask[];
+}
+
+/** One task as the views show it (`stepwise/background`). */
+export interface BackgroundTask {
+  /** `bg-<n>`. */
+  id: string;
+  command: string;
+  /** `running`, `exited <code>` or `killed by <what>`. */
+  state: string;
+  running: boolean;
+  /** The last bytes of its output. */
+  tail: string;
+}
+
 /** Who made the latest change. */
 export type By = 'model' | 'user';
 
@@ -151,7 +172,7 @@ export interface Entry {
   tool?: ToolEntry;
 }
 
-export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit';
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'background';
 
 /** Why a run ended in `error`, so an editor can offer the right next step without reading the text. */
 export type ErrorKind = 'setup' | 'model' | 'internal';
@@ -185,6 +206,13 @@ export interface Hunk {
   beforeStart: number;
   beforeEnd: number;
   reviewed: boolean;
+}
+
+/** `stepwise.killBackground`: stop a background task (the user's Stop). */
+export interface KillBackgroundArgs {
+  workspace?: string;
+  /** `bg-<n>`. */
+  taskId: string;
 }
 
 /** `stepwise/mcp`: how the folder's MCP servers started (failed ones with why). */
@@ -417,6 +445,7 @@ export interface Notifications {
   'stepwise/checkpoint': CheckpointParams;
   'stepwise/mcp': McpParams;
   'stepwise/review': ReviewParams;
+  'stepwise/background': BackgroundParams;
 }
 
 /** Requests from the server: method to params and result. */
@@ -441,4 +470,5 @@ export interface Commands {
   'stepwise.review': { arguments: ReviewArgs; result: Reviewed };
   'stepwise.commentPlan': { arguments: CommentPlanArgs; result: RunStarted };
   'stepwise.approvePlan': { arguments: ApprovePlanArgs; result: RunStarted };
+  'stepwise.killBackground': { arguments: KillBackgroundArgs; result: string };
 }

@@ -80,6 +80,7 @@ commands! {
     Review "stepwise.review" (ReviewArgs) -> Reviewed;
     CommentPlan "stepwise.commentPlan" (CommentPlanArgs) -> RunStarted;
     ApprovePlan "stepwise.approvePlan" (ApprovePlanArgs) -> RunStarted;
+    KillBackground "stepwise.killBackground" (KillBackgroundArgs) -> String;
 }
 
 impl Command {
@@ -100,8 +101,19 @@ impl Command {
             Command::Review(a) => a.workspace.as_deref(),
             Command::CommentPlan(a) => a.workspace.as_deref(),
             Command::ApprovePlan(a) => a.workspace.as_deref(),
+            Command::KillBackground(a) => a.workspace.as_deref(),
         }
     }
+}
+
+/// `stepwise.killBackground`: stop a background task (the user's Stop).
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KillBackgroundArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// `bg-<n>`.
+    pub task_id: String,
 }
 
 /// Commands that take only the folder (without it: the only folder, or the first).
@@ -276,7 +288,7 @@ mod tests {
         assert_eq!((r.action, r.hunks), (ReviewAction::Undo, Some(vec![2])));
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
-        assert_eq!(COMMANDS.len(), 14);
+        assert_eq!(COMMANDS.len(), 15);
     }
 
     #[test]

@@ -47,6 +47,7 @@ notifications! {
     CheckpointNotification "stepwise/checkpoint" (Checkpoint);
     McpNotification "stepwise/mcp" (Mcp);
     ReviewNotification "stepwise/review" (Review);
+    BackgroundNotification "stepwise/background" (Background);
 }
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.

@@ -238,3 +238,12 @@ pub struct Pending {
     pub path: String,
     pub hunks: usize,
 }
+
+/// `stepwise/background`: the folder's background commands (`background_run`), sent when one starts,
+/// prints (at most about ten times a second) or ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "BackgroundParams")]
+pub struct Background {
+    pub workspace: String,
+    pub tasks: Vec<crate::background::TaskView>,
+}

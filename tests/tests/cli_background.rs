@@ -1,0 +1,121 @@
+//! Background commands from the command line: nothing of a task outlives `stepwise run`, a `kill -9` of
+//! stepwise, or chat; chat's `/jobs` and `/kill ID`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+use stepwise_tests::lsp_client::stepwise_binary;
+use stepwise_tests::mock::{MockModel, Step};
+use tokio::io::AsyncWriteExt;
+
+fn stepwise(ws: &Path, mock: &MockModel) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(stepwise_binary(false));
+    cmd.env_clear();
+    for keep in ["PATH", "HOME", "TMPDIR", "LANG", stepwise::host::PORTABLE_ENV] {
+        if let Ok(v) = std::env::var(keep) {
+            cmd.env(keep, v);
+        }
+    }
+    cmd.env("STEPWISE_SANDBOX", "off")
+        .env("ANTHROPIC_BASE_URL", mock.url())
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("MODEL_ID", "m")
+        .env("STEPWISE_RETRY_BASE_MS", "10");
+    cmd.current_dir(ws).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd
+}
+
+/// A task with a child in its own session (it leaves the process group) and one in the group.
+const TASK: &str = "setsid sleep 300 & echo $! > esc.pid; sleep 300 & echo $! > kid.pid; echo $$ > task.pid; wait";
+
+/// True once `pid` is gone, within 5 s.
+fn gone_within_5s(pid: i32) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if !process_alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn task_pids(ws: &TempDir) -> Vec<i32> {
+    ["task.pid", "kid.pid", "esc.pid"].iter().map(|f| read_pid(&ws.join(f))).collect()
+}
+
+#[tokio::test]
+async fn the_end_of_stepwise_run_ends_every_task() {
+    let mock = MockModel::start(vec![
+        call("background_run", json!({"command": TASK})),
+        call("bash", json!({"command": "while [ ! -s esc.pid ]; do sleep 0.02; done; echo up"})),
+        Step::text("started"),
+    ])
+    .await;
+    let ws = TempDir::new("bg-run");
+    let mut cmd = stepwise(ws.path(), &mock);
+    cmd.args(["run", "--yes", "start", "a", "server"]);
+    let o = tokio::time::timeout(Duration::from_secs(30), cmd.output()).await.expect("stepwise hung").unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("stepwise: stopping background tasks: bg-1"), "{err}");
+    for pid in task_pids(&ws) {
+        assert!(gone_within_5s(pid), "{pid} outlived stepwise run");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_9_of_stepwise_ends_every_task() {
+    let mock = MockModel::start(vec![
+        call("background_run", json!({"command": TASK})),
+        call("bash", json!({"command": "sleep 300"})),
+    ])
+    .await;
+    let ws = TempDir::new("bg-kill9");
+    let mut cmd = stepwise(ws.path(), &mock);
+    cmd.args(["run", "--yes", "start", "a", "server"]);
+    let child = cmd.spawn().unwrap();
+    let pids = task_pids(&ws);
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGKILL) };
+    let _ = child.wait_with_output().await;
+    for pid in pids {
+        assert!(gone_within_5s(pid), "{pid} outlived a kill -9 of stepwise");
+    }
+}
+
+#[tokio::test]
+async fn chat_lists_and_kills_tasks_and_says_when_one_ends() {
+    let mock = MockModel::start(vec![
+        call("background_run", json!({"command": "echo serving; exec sleep 300"})),
+        Step::text("started"),
+        call("background_run", json!({"command": "echo quick; touch quick.done; exit 4"})),
+        // Past the task's end (the end is seen a moment after its exit).
+        call("bash", json!({"command": "while [ ! -f quick.done ]; do sleep 0.02; done; sleep 0.5"})),
+        Step::text("again"),
+    ])
+    .await;
+    let ws = TempDir::new("bg-chat");
+    let mut cmd = stepwise(ws.path(), &mock);
+    cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"start it\n/jobs\n/kill bg-1\n/kill bg-1\n/jobs\nonce more\n/kill nope\n").await.unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.expect("chat hung").unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("bg-1  running  echo serving; exec sleep 300\n      serving"), "{out}");
+    assert!(out.contains("bg-1: killed by the user (SIGTERM); none of its processes is left"), "{out}");
+    assert!(out.contains("bg-1 is not running (killed by the user (SIGTERM)): nothing to kill"), "{out}");
+    assert!(out.contains("bg-1  killed by the user (SIGTERM)  echo serving"), "{out}");
+    assert!(err.contains("stepwise: no background task nope in this session (tasks: bg-1, bg-2)"), "{err}");
+    // The second task ended by itself: said on the terminal without the model asked.
+    assert!(err.contains("stepwise: bg-2 exited 4 (echo quick; touch quick.done; exit 4)"), "{err}");
+}

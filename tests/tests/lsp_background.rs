@@ -1,0 +1,95 @@
+//! Background commands in the sidecar: `stepwise/background` shows a running task and its output, the
+//! user's `stepwise.killBackground` stops it; the editor's pipe closing ends every task.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step};
+
+const T: Duration = Duration::from_secs(10);
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !matches!(s.rsplit(')').next().unwrap_or("").trim_start().chars().next(), Some('Z' | 'X')))
+}
+
+fn gone_within(pid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+async fn pid_in(path: std::path::PathBuf) -> i32 {
+    for _ in 0..500 {
+        if let Some(p) = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse().ok()) {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no pid in {}", path.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_sees_a_running_task_and_stops_it() {
+    let (dir, state) = folder_and_state("bg-lsp");
+    let mock = MockModel::start(vec![
+        Step::tool("background_run", json!({"command": "echo $$ > task.pid; echo serving; exec sleep 300"})),
+        Step::text("started"),
+    ])
+    .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+    let ws = ed.folder_uri(0);
+    assert_eq!(ed.run("start the server").await.reason(), "end_turn");
+    let running = ed
+        .await_notification_matching(
+            "stepwise/background",
+            |v| {
+                v["tasks"][0]["running"] == true
+                    && v["tasks"][0]["tail"].as_str().is_some_and(|t| t.contains("serving"))
+            },
+            T,
+        )
+        .await;
+    assert_eq!(running["workspace"], ws.as_str());
+    assert_eq!(running["tasks"][0]["id"], "bg-1");
+    assert_eq!(running["tasks"][0]["state"], "running");
+    let pid = pid_in(dir.path().join("task.pid")).await;
+    let said = ed.execute("stepwise.killBackground", json!({"taskId": "bg-1"})).await.unwrap();
+    assert_eq!(said, "bg-1: killed by the user (SIGTERM); none of its processes is left");
+    assert!(!alive(pid), "the task {pid} outlived its Stop");
+    ed.await_notification_matching(
+        "stepwise/background",
+        |v| v["tasks"][0]["state"] == "killed by the user (SIGTERM)" && v["tasks"][0]["running"] == false,
+        T,
+    )
+    .await;
+    let unknown = ed.execute("stepwise.killBackground", json!({"taskId": "bg-5"})).await.unwrap_err();
+    assert!(unknown.message.contains("no background task bg-5 in this session (tasks: bg-1)"), "{unknown:?}");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_vanishing_ends_every_task() {
+    let (dir, state) = folder_and_state("bg-vanish");
+    let mock = MockModel::start(vec![
+        Step::tool(
+            "background_run",
+            json!({"command": "setsid sleep 300 & echo $! > esc.pid; echo $$ > task.pid; exec sleep 300"}),
+        ),
+        Step::text("started"),
+    ])
+    .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().start().await;
+    assert_eq!(ed.run("start it").await.reason(), "end_turn");
+    let task = pid_in(dir.path().join("task.pid")).await;
+    let escaped = pid_in(dir.path().join("esc.pid")).await;
+    ed.vanish().await;
+    assert!(gone_within(task, Duration::from_secs(5)), "the task {task} outlived its editor");
+    assert!(gone_within(escaped, Duration::from_secs(5)), "a setsid child {escaped} outlived its editor");
+}
