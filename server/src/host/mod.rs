@@ -88,6 +88,13 @@ pub trait Host: Send + Sync {
         timeout: Duration,
         sandbox: Option<&Policy>,
     ) -> impl Future<Output = Result<ShellOutput, String>> + Send;
+
+    /// The session's source of code intelligence (an editor answering `stepwise/query`, or the language
+    /// servers stepwise starts), `None` where there is none: then no code-intelligence tool is offered and
+    /// no `<diagnostics>` block is sent. Cheap: an `Arc` clone.
+    fn intelligence(&self) -> Option<crate::intel::Source> {
+        None
+    }
 }
 
 /// Byte range of the first occurrence of `old` in `text`.
