@@ -35,6 +35,8 @@ pub enum Kind {
     Reminder,
     Steer,
     PlanEdit,
+    /// The `<diagnostics>` block after a round that changed files: the errors the model was told of.
+    Diagnostics,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -132,6 +134,8 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
 fn user_kind(text: &str, origin: Option<&Origin>) -> Kind {
     if text.starts_with("<reminder>") || text == crate::agent::CONTINUE {
         Kind::Reminder
+    } else if text.starts_with(crate::intel::session::OPEN) {
+        Kind::Diagnostics
     } else if text.starts_with("<plan-edit>") {
         Kind::PlanEdit
     } else {
