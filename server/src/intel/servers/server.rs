@@ -77,7 +77,12 @@ impl Running {
         let Some((prog, args)) = spec.command.split_first() else {
             return Err(format!("{}: no command", spec.name));
         };
-        let child = crate::mcp::process::spawn_confined(root, prog, args, &Default::default(), policy)?;
+        // In the sandbox only the workspace and the session's temporary folder are writable: caches go there.
+        let mut env = std::collections::BTreeMap::new();
+        if let Some(p) = policy {
+            env.insert("XDG_CACHE_HOME".to_string(), p.tmp.join("cache").to_string_lossy().into_owned());
+        }
+        let child = crate::mcp::process::spawn_confined(root, prog, args, &env, policy)?;
         let crate::mcp::process::Child { stdout, stdin, mut reaper, stderr_tail } = child;
         let (inc_tx, inc_rx) = mpsc::unbounded_channel();
         let (closed_tx, closed_rx) = oneshot::channel();
