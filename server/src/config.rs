@@ -347,12 +347,13 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
         (None, Some(v)) => crate::intel::DiagnosticsMode::parse(v)
             .ok_or_else(|| format!("STEPWISE_DIAGNOSTICS must be auto, tool or off, got '{v}'"))?,
     };
-    let max_wait = match env.get("STEPWISE_DIAGNOSTICS_WAIT_MS") {
-        None => None,
-        Some(v) => Some(Duration::from_millis(v.trim().parse().map_err(|_| {
-            format!("STEPWISE_DIAGNOSTICS_WAIT_MS must be a whole number of milliseconds, got '{v}'")
-        })?)),
-    };
+    let max_wait =
+        match env.get("STEPWISE_DIAGNOSTICS_WAIT_MS") {
+            None => None,
+            Some(v) => Some(Duration::from_millis(v.trim().parse().map_err(|_| {
+                format!("STEPWISE_DIAGNOSTICS_WAIT_MS must be a whole number of milliseconds, got '{v}'")
+            })?)),
+        };
     Ok(AgentConfig {
         intel: crate::intel::Setup { mode: diagnostics, servers: None, max_wait },
         mode: if plan_first { crate::plan::Mode::Plan } else { crate::plan::Mode::Default },

@@ -164,7 +164,9 @@ async fn run<H: Host>(
         Handler::Diagnostics | Handler::CodeNav | Handler::Rename => {
             let Some(intel) = cx.intel else { return Err(format!("Unknown tool: {name}")) };
             match tool.handler {
-                Handler::Diagnostics => crate::intel::tools::diagnostics(intel, cx.host, input).await.map(ToolOutput::ok),
+                Handler::Diagnostics => {
+                    crate::intel::tools::diagnostics(intel, cx.host, input).await.map(ToolOutput::ok)
+                }
                 Handler::CodeNav => crate::intel::tools::code_nav(intel, cx.host, input).await.map(ToolOutput::ok),
                 _ => {
                     let ctx = files::context(cx, tool.name);

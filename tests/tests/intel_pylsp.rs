@@ -81,7 +81,9 @@ fn user_texts(mock: &MockModel, n: usize) -> Vec<String> {
     let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
     last["content"]
         .as_array()
-        .map(|c| c.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str().map(str::to_string)).collect())
+        .map(|c| {
+            c.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str().map(str::to_string)).collect()
+        })
         .unwrap_or_default()
 }
 
@@ -143,7 +145,11 @@ async fn a_new_error_reaches_the_model_an_old_one_does_not_and_a_fix_leaves_no_b
     assert_eq!(diagnostics_block(&mock, 3), None);
     assert_eq!(diagnostics_block(&mock, 4), None);
     // The terminal shows the line under the call.
-    assert!(String::from_utf8_lossy(&o.stdout).contains("m.py:6:5: error: undefined name 'undefined_new'"), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("m.py:6:5: error: undefined name 'undefined_new'"),
+        "{}",
+        show(&o)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,33 +167,16 @@ async fn definition_references_and_rename_through_the_server_and_a_rewind_undoes
         Step::text("done"),
     ])
     .await;
+    // One chat session: the task, then a rewind to the checkpoint before the rename's round.
     let e = env(Some(&bin));
-    let o = run(&mock, &ws, &e, &[], "navigate").await;
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(tool_result(&mock, 1), "lib.py:1: def greet(name):", "{}", show(&o));
-    let refs = tool_result(&mock, 2);
-    for want in ["lib.py:1: def greet(name):", "app.py:1: from lib import greet", "app.py:3: print(greet('a'))", "app.py:4: print(greet('b'))"] {
-        assert!(refs.lines().any(|l| l == want), "{want} in {refs}");
-    }
-    assert!(tool_result(&mock, 3).contains("greet (function) line 1"), "{}", tool_result(&mock, 3));
-    let renamed = tool_result(&mock, 4);
-    assert!(renamed.starts_with("Renamed 'greet' to 'welcome' in 2 files"), "{renamed}");
-    assert_eq!(std::fs::read_to_string(ws.join("lib.py")).unwrap(), "def welcome(name):\n    return 'hi ' + name\n");
-    assert_eq!(
-        std::fs::read_to_string(ws.join("app.py")).unwrap(),
-        "from lib import welcome\n\nprint(welcome('a'))\nprint(welcome('b'))\n"
-    );
-    assert_eq!(tool_result(&mock, 5), "Error: app.py: 'nothing_here' is not in the file");
-
-    // The rename is the agent's own edit: a rewind to the checkpoint before it puts both files back.
-    let mock2 = MockModel::start(vec![Step::text("ok")]).await;
     let mut cmd = tokio::process::Command::new(stepwise_binary(false));
     cmd.env_clear()
         .env("PATH", &e.path)
         .env("HOME", std::env::var("HOME").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", mock2.url())
+        .env("ANTHROPIC_BASE_URL", mock.url())
         .env("ANTHROPIC_API_KEY", "k")
         .env("MODEL_ID", "m")
+        .env("STEPWISE_PROMPT_CACHE", "off")
         .env("STEPWISE_STATE_DIR", e.state.path())
         .env("XDG_CONFIG_HOME", e.config.path())
         .current_dir(ws.path())
@@ -200,11 +189,36 @@ async fn definition_references_and_rename_through_the_server_and_a_rewind_undoes
     {
         use tokio::io::AsyncWriteExt;
         let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"/checkpoints\n/rewind 4 files\n").await.unwrap();
+        stdin.write_all(b"navigate\n/rewind 4 files\n").await.unwrap();
     }
-    let o = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
+    let o = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output()).await.unwrap().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(std::fs::read_to_string(ws.join("lib.py")).unwrap(), "def greet(name):\n    return 'hi ' + name\n", "{}", show(&o));
+    assert_eq!(tool_result(&mock, 1), "lib.py:1: def greet(name):", "{}", show(&o));
+    let refs = tool_result(&mock, 2);
+    for want in [
+        "lib.py:1: def greet(name):",
+        "app.py:1: from lib import greet",
+        "app.py:3: print(greet('a'))",
+        "app.py:4: print(greet('b'))",
+    ] {
+        assert!(refs.lines().any(|l| l == want), "{want} in {refs}");
+    }
+    assert!(tool_result(&mock, 3).contains("greet (function) line 1"), "{}", tool_result(&mock, 3));
+    // pylsp's rename (jedi) is one whole-file edit per file; the count is the server's edits.
+    let renamed = tool_result(&mock, 4);
+    assert!(renamed.starts_with("Renamed 'greet' to 'welcome' in 2 files: app.py ("), "{renamed}");
+    assert!(renamed.contains(", lib.py ("), "{renamed}");
+    // The rename was applied: the next request's code_nav read the renamed file.
+    assert_eq!(tool_result(&mock, 5), "Error: app.py: 'nothing_here' is not in the file");
+    // The rename is the agent's own edit: the rewind puts both files back.
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Rewound to checkpoint 4"), "{}", show(&o));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("lib.py")).unwrap(),
+        "def greet(name):\n    return 'hi ' + name\n",
+        "{}",
+        show(&o)
+    );
     assert_eq!(
         std::fs::read_to_string(ws.join("app.py")).unwrap(),
         "from lib import greet\n\nprint(greet('a'))\nprint(greet('b'))\n"
@@ -221,11 +235,9 @@ fn fake_server(config: &TempDir, name: &str, script: &str) {
 async fn a_server_that_never_reports_gives_not_checked_within_the_deadline() {
     let ws = TempDir::new("intel-silent");
     ws.write("m.py", "x = 1\n");
-    let mock = MockModel::start(vec![
-        call("write_file", json!({"path": "m.py", "content": "x = 2\n"})),
-        Step::text("done"),
-    ])
-    .await;
+    let mock =
+        MockModel::start(vec![call("write_file", json!({"path": "m.py", "content": "x = 2\n"})), Step::text("done")])
+            .await;
     let e = env(None);
     fake_server(&e.config, "silent", "silent_server.py");
     let started = Instant::now();
@@ -235,7 +247,11 @@ async fn a_server_that_never_reports_gives_not_checked_within_the_deadline() {
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a not checked line\n{}", show(&o)));
     let line = block.lines().nth(1).unwrap();
     assert!(line.starts_with("m.py: not checked (silent did not answer in "), "{block}");
-    let ms: u64 = line.trim_start_matches("m.py: not checked (silent did not answer in ").trim_end_matches(" ms)").parse().unwrap();
+    let ms: u64 = line
+        .trim_start_matches("m.py: not checked (silent did not answer in ")
+        .trim_end_matches(" ms)")
+        .parse()
+        .unwrap();
     assert!((1400..5000).contains(&ms), "{ms} ms");
 }
 
@@ -288,7 +304,9 @@ async fn without_a_server_no_tool_is_offered_and_a_broken_one_is_a_clear_line() 
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a line\n{}", show(&o)));
     assert!(
-        block.contains("m.py: not checked (broken could not start: it exited with code 1: error: the component is not installed)"),
+        block.contains(
+            "m.py: not checked (broken could not start: it exited with code 1: error: the component is not installed)"
+        ),
         "{block}"
     );
 }

@@ -132,7 +132,8 @@ impl EventSink for Terminal {
             }
             // Under the round's last call: the errors the model is told of, a line each.
             Event::Diagnostics { text, .. } => {
-                for line in text.lines().filter(|l| !l.starts_with("<diagnostics>") && !l.starts_with("</diagnostics>")) {
+                for line in text.lines().filter(|l| !l.starts_with("<diagnostics>") && !l.starts_with("</diagnostics>"))
+                {
                     let _ = writeln!(out, "  {}", self.paint("\x1b[31m", line));
                 }
             }

@@ -3,11 +3,11 @@
 //! elsewhere `servers/` starts language servers itself); `session.rs` feeds it what the agent writes and
 //! makes the round's `<diagnostics>` block; `tools.rs` is the three tools; `text.rs` the lines the model reads.
 
+pub mod rename;
 pub mod servers;
 pub mod session;
 pub mod source;
 pub mod text;
-pub mod rename;
 pub mod tools;
 
 pub use session::Session;

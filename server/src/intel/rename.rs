@@ -101,9 +101,13 @@ fn edits_by_file(edit: WorkspaceEdit) -> Result<BTreeMap<PathBuf, Vec<TextEdit>>
         Some(DocumentChanges::Operations(ops)) => {
             for op in ops {
                 match op {
-                    DocumentChangeOperation::Edit(d) => add(&d.text_document.uri, d.edits.into_iter().map(plain).collect())?,
+                    DocumentChangeOperation::Edit(d) => {
+                        add(&d.text_document.uri, d.edits.into_iter().map(plain).collect())?
+                    }
                     DocumentChangeOperation::Op(_) => {
-                        return Err(format!("{T}: the rename would create, rename or delete files; nothing was changed"))
+                        return Err(format!(
+                            "{T}: the rename would create, rename or delete files; nothing was changed"
+                        ))
                     }
                 }
             }
@@ -131,7 +135,9 @@ fn offset(text: &str, pos: Position) -> Option<usize> {
         }
         units += ch.len_utf16() as u32;
     }
-    (units >= pos.character).then_some(start + line.len()).or((units + 1 == pos.character).then_some(start + line.len()))
+    (units >= pos.character)
+        .then_some(start + line.len())
+        .or((units + 1 == pos.character).then_some(start + line.len()))
 }
 
 /// `text` with the edits applied (from the last, so earlier offsets stay right); `None` if one does not

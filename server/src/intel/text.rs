@@ -65,7 +65,9 @@ pub fn diagnostic_line(rel: &str, text: Option<&str>, d: &Diagnostic) -> String 
     let source = d.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
     let at = match text.map(|t| one_based(t, d.range.start)) {
         Some(Some((l, c))) => format!("{l}:{c}"),
-        Some(None) => format!("{}:{} (a position past the end of the file)", d.range.start.line + 1, d.range.start.character + 1),
+        Some(None) => {
+            format!("{}:{} (a position past the end of the file)", d.range.start.line + 1, d.range.start.character + 1)
+        }
         None => format!("{}:{}", d.range.start.line + 1, d.range.start.character + 1),
     };
     format!("{rel}:{at}: {}: {message}{source}", severity(d))
@@ -124,7 +126,9 @@ pub fn find_symbol(text: &str, symbol: &str, line: Option<u32>) -> Result<Positi
     };
     match line {
         Some(0) => Err("line is 1-based".into()),
-        Some(n) if n as usize > lines.len() => Err(format!("line {n} is past the end of the file ({} lines)", lines.len())),
+        Some(n) if n as usize > lines.len() => {
+            Err(format!("line {n} is past the end of the file ({} lines)", lines.len()))
+        }
         Some(n) => at(n as usize - 1).ok_or_else(|| format!("'{symbol}' is not on line {n}")),
         None => (0..lines.len()).find_map(at).ok_or_else(|| format!("'{symbol}' is not in the file")),
     }
@@ -189,7 +193,10 @@ mod tests {
         let now = vec![(key(Some(after_text), &a), &a), (key(Some(after_text), &b), &b)];
         let new = new_errors(&before, &now);
         assert_eq!(new.len(), 1);
-        assert_eq!(diagnostic_line("m.py", Some(after_text), new[0]), "m.py:5:5: error: undefined name 'undefined_b' (pyflakes)");
+        assert_eq!(
+            diagnostic_line("m.py", Some(after_text), new[0]),
+            "m.py:5:5: error: undefined name 'undefined_b' (pyflakes)"
+        );
     }
 
     #[test]

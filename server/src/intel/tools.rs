@@ -85,7 +85,8 @@ pub async fn code_nav<H: Host>(s: &Session, host: &H, input: &Value) -> Result<S
         let path = resolve(root, str_arg(input, T, "path")?)?;
         let symbol = str_arg(input, T, "symbol")?;
         let body = host.read_file(&path).await?;
-        let position = text::find_symbol(&body, symbol, line_arg(input, T)?).map_err(|e| format!("{}: {e}", path.given))?;
+        let position =
+            text::find_symbol(&body, symbol, line_arg(input, T)?).map_err(|e| format!("{}: {e}", path.given))?;
         Ok::<_, String>((path.abs, position))
     };
     let q = match action {
@@ -148,13 +149,16 @@ pub async fn code_nav<H: Host>(s: &Session, host: &H, input: &Value) -> Result<S
             capped(lines, "symbols").join("\n")
         }
         Answer::DocumentSymbols(Some(DocumentSymbolResponse::Flat(syms))) => {
-            let lines = syms.iter().map(|s| format!("{} ({}) line {}", s.name, kind(s.kind), s.location.range.start.line + 1));
+            let lines =
+                syms.iter().map(|s| format!("{} ({}) line {}", s.name, kind(s.kind), s.location.range.start.line + 1));
             capped(lines.collect(), "symbols").join("\n")
         }
         Answer::WorkspaceSymbols(None) => "No symbols found.".into(),
         Answer::WorkspaceSymbols(Some(r)) => {
             let items: Vec<(String, String, Option<tower_lsp_server::ls_types::Location>)> = match r {
-                WorkspaceSymbolResponse::Flat(v) => v.into_iter().map(|s| (s.name, kind(s.kind), Some(s.location))).collect(),
+                WorkspaceSymbolResponse::Flat(v) => {
+                    v.into_iter().map(|s| (s.name, kind(s.kind), Some(s.location))).collect()
+                }
                 WorkspaceSymbolResponse::Nested(v) => v
                     .into_iter()
                     .map(|s| {

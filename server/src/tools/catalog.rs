@@ -358,7 +358,10 @@ mod tests {
             ["read_file", "create_todos", "update_todo"]
         );
         // With a read-only sandbox the shell comes back, and only the shell.
-        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, true)), ["bash", "read_file", "todo"]);
+        assert_eq!(
+            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, true)),
+            ["bash", "read_file", "todo"]
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub async fn ask(r: &Running, q: &Query, timeout: Duration) -> Result<Answer, St
         let uri = Uri::from_file_path(path).ok_or("not a file path")?;
         Ok(json!({"uri": uri}))
     };
-    let at = |path, position| -> Result<Value, String> { Ok(json!({"textDocument": doc(path)?, "position": position})) };
+    let at =
+        |path, position| -> Result<Value, String> { Ok(json!({"textDocument": doc(path)?, "position": position})) };
     let (method, params) = match q {
         Query::Definition { path, position } => ("textDocument/definition", at(path, position)?),
         Query::Implementation { path, position } => ("textDocument/implementation", at(path, position)?),

@@ -167,7 +167,8 @@ impl Servers {
 
     /// One file: its server started and fed, settled if asked.
     async fn file(&self, path: &Path, settle: bool) -> FileDiagnostics {
-        let report = |checked| FileDiagnostics { path: path.to_path_buf(), diagnostics: Vec::new(), before: None, checked };
+        let report =
+            |checked| FileDiagnostics { path: path.to_path_buf(), diagnostics: Vec::new(), before: None, checked };
         let Some(spec) = self.spec_for(path) else {
             return report(Checked::Failed("no language server for this kind of file".into()));
         };

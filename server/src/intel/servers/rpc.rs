@@ -174,7 +174,9 @@ fn dispatch(
             };
             let reply = match result {
                 Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
-                Err(m) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("{m} is not supported")}}),
+                Err(m) => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("{m} is not supported")}})
+                }
             };
             let _ = out.send(frame(&reply));
             let _ = incoming.send(Incoming { method, params });

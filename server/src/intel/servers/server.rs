@@ -292,7 +292,9 @@ async fn listen(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<Mutex<Stat
                 let diags: Vec<Diagnostic> = params
                     .get("diagnostics")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().take(KEEP_PER_FILE).filter_map(|d| serde_json::from_value(d.clone()).ok()).collect())
+                    .map(|a| {
+                        a.iter().take(KEEP_PER_FILE).filter_map(|d| serde_json::from_value(d.clone()).ok()).collect()
+                    })
                     .unwrap_or_default();
                 tracing::debug!("publishDiagnostics {} v{version:?}: {}", path.display(), diags.len());
                 record(&state, path, version, diags);

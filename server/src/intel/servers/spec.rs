@@ -41,7 +41,11 @@ const WELL_KNOWN: &[(&str, &[&str], &[&str])] = &[
     ("basedpyright", &["basedpyright-langserver", "--stdio"], &["py", "pyi"]),
     ("pyright", &["pyright-langserver", "--stdio"], &["py", "pyi"]),
     ("rust-analyzer", &["rust-analyzer"], &["rs"]),
-    ("typescript-language-server", &["typescript-language-server", "--stdio"], &["ts", "tsx", "js", "jsx", "mjs", "cjs"]),
+    (
+        "typescript-language-server",
+        &["typescript-language-server", "--stdio"],
+        &["ts", "tsx", "js", "jsx", "mjs", "cjs"],
+    ),
     ("gopls", &["gopls"], &["go"]),
     ("clangd", &["clangd"], &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"]),
 ];
@@ -94,7 +98,8 @@ pub fn discover() -> (Vec<Spec>, Vec<String>) {
                     for (name, s) in u.servers {
                         named.insert(name.clone());
                         if s.command.is_empty() || s.extensions.is_empty() {
-                            problems.push(format!("{}: {name}: command and extensions must not be empty", file.display()));
+                            problems
+                                .push(format!("{}: {name}: command and extensions must not be empty", file.display()));
                             continue;
                         }
                         let program = on_path(&s.command[0]);
