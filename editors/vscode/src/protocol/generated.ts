@@ -114,7 +114,7 @@ export interface Entry {
   tool?: ToolEntry;
 }
 
-export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit';
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'diagnostics';
 
 /** Why a run ended in `error`, so an editor can offer the right next step without reading the text. */
 export type ErrorKind = 'setup' | 'model' | 'internal';
