@@ -47,6 +47,9 @@ struct Slot {
     since: Option<u64>,
 }
 
+/// A file's text before the agent first wrote it, and its latest.
+type Wrote = (Option<Arc<str>>, Arc<str>);
+
 struct Inner {
     root: PathBuf,
     specs: Vec<Arc<Spec>>,
@@ -54,7 +57,7 @@ struct Inner {
     max_wait: Duration,
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     /// The agent's latest text of each file it wrote, with the text before its first write.
-    written: Mutex<HashMap<PathBuf, (Option<Arc<str>>, Arc<str>)>>,
+    written: Mutex<HashMap<PathBuf, Wrote>>,
     notices: Mutex<Vec<String>>,
 }
 
