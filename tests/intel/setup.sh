@@ -13,18 +13,15 @@ mkdir -p "$dir"
 exec 9>"$dir/.lock"
 flock 9
 if [ ! -x "$venv/bin/pylsp" ]; then
-  rm -rf "$venv.tmp"
-  if ! python3 -m venv "$venv.tmp" >&2; then
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv" >&2; then
     echo "tests/intel/setup.sh: cannot make a Python venv (python3 -m venv); install python3-venv" >&2
     exit 1
   fi
-  if ! "$venv.tmp/bin/pip" install --quiet --disable-pip-version-check 'python-lsp-server[pyflakes]==1.12.*' >&2; then
+  if ! "$venv/bin/pip" install --quiet --disable-pip-version-check 'python-lsp-server[pyflakes]==1.12.*' >&2; then
+    rm -rf "$venv"
     echo "tests/intel/setup.sh: cannot install python-lsp-server[pyflakes] from PyPI" >&2
     exit 1
   fi
-  # A venv records its own path: make it at its final place.
-  rm -rf "$venv.tmp"
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'python-lsp-server[pyflakes]==1.12.*' >&2
 fi
 echo "$venv/bin"
