@@ -13,6 +13,8 @@ echo "== macOS: clippy for aarch64-apple-darwin and x86_64-apple-darwin (cross-c
 bash tests/cross/check.sh
 
 echo "== cargo test (workspace)"
+# The Python language server the code-intelligence tests run against (cached; fails loudly if it cannot install).
+bash "$(dirname "$0")/intel/setup.sh" >/dev/null
 cargo build --workspace --bins
 cargo test --workspace
 

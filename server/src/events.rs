@@ -49,6 +49,12 @@ pub enum Event<'a> {
     Reminder {
         text: &'a str,
     },
+    /// After a round that changed files: the `<diagnostics>` block the next request carries (new errors,
+    /// files not checked), with the last call of the round that changed a file.
+    Diagnostics {
+        text: &'a str,
+        call_id: Option<&'a str>,
+    },
     /// After every answer: its tokens (`round.input_tokens` is the latest prompt's size), the run's
     /// totals, and the model's context window.
     Usage {

@@ -42,8 +42,8 @@ impl ToolOutput {
 }
 
 /// The tools offered in `mode` (the catalog's): the built-in ones, then the MCP servers' (`mcp__<server>__<tool>`).
-pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
-    catalog::specs(style, mode, mcp)
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool) -> Vec<ToolSpec> {
+    catalog::specs(style, mode, mcp, intel)
 }
 
 pub fn system_prompt(root: &std::path::Path, style: PlanningStyle, mode: Mode) -> String {
@@ -80,6 +80,8 @@ pub struct ToolContext<'a, H: Host> {
     pub mode: Mode,
     /// The session's background commands.
     pub background: &'a crate::background::Background,
+    /// The session's code intelligence (`None`: its tools are unknown).
+    pub intel: Option<&'a crate::intel::Session>,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -165,6 +167,20 @@ async fn run<H: Host>(
             let change = files::edit(cx, &gate, &path, old, new).await?;
             Ok(ToolOutput { change: Some(change), ..ToolOutput::ok(format!("Edited {given}")) })
         }
+        Handler::Diagnostics | Handler::CodeNav | Handler::Rename => {
+            let Some(intel) = cx.intel else { return Err(format!("Unknown tool: {name}")) };
+            match tool.handler {
+                Handler::Diagnostics => {
+                    crate::intel::tools::diagnostics(intel, cx.host, input).await.map(ToolOutput::ok)
+                }
+                Handler::CodeNav => crate::intel::tools::code_nav(intel, cx.host, input).await.map(ToolOutput::ok),
+                _ => {
+                    let ctx = files::context(cx, tool.name);
+                    let (text, change) = crate::intel::rename::rename_symbol(intel, cx.host, input, &ctx).await?;
+                    Ok(ToolOutput { change, ..ToolOutput::ok(text) })
+                }
+            }
+        }
         _ => run_text(tool, input, cx).await.map(ToolOutput::ok),
     }
 }
@@ -208,7 +224,10 @@ async fn run_text<H: Host>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, 
         | Handler::Mcp
         | Handler::BackgroundRun
         | Handler::CheckBackground
-        | Handler::KillBackground => Err(format!("Unknown tool: {name}")),
+        | Handler::KillBackground
+        | Handler::Diagnostics
+        | Handler::CodeNav
+        | Handler::Rename => Err(format!("Unknown tool: {name}")),
     }
 }
 
@@ -219,6 +238,23 @@ pub fn summary(name: &str, input: &Value) -> String {
         Some(Handler::Shell | Handler::BackgroundRun) => field("command"),
         Some(Handler::CheckBackground | Handler::KillBackground) => field("task_id"),
         Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
+        Some(Handler::Diagnostics) => match input.get("paths") {
+            Some(Value::Array(a)) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
+            _ => Some("all files".to_string()),
+        },
+        Some(Handler::CodeNav) => Some(
+            [field("action"), field("symbol").or_else(|| field("query")), field("path")]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        Some(Handler::Rename) => Some(format!(
+            "{} -> {} in {}",
+            field("symbol").unwrap_or_default(),
+            field("new_name").unwrap_or_default(),
+            field("path").unwrap_or_default()
+        )),
         Some(Handler::Todo | Handler::CreateTodos) => Some(match input.get("items") {
             Some(Value::Array(a)) if a.len() == 1 => "1 item".to_string(),
             Some(Value::Array(a)) => format!("{} items", a.len()),

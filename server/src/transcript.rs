@@ -37,6 +37,8 @@ pub enum Kind {
     PlanEdit,
     /// `<background-results>`: background tasks that ended, as the model was told.
     Background,
+    /// The `<diagnostics>` block after a round that changed files: the errors the model was told of.
+    Diagnostics,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -134,6 +136,8 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
 fn user_kind(text: &str, origin: Option<&Origin>) -> Kind {
     if text.starts_with("<reminder>") || text == crate::agent::CONTINUE {
         Kind::Reminder
+    } else if text.starts_with(crate::intel::session::OPEN) {
+        Kind::Diagnostics
     } else if text.starts_with("<plan-edit>") {
         Kind::PlanEdit
     } else if text.starts_with("<background-results>") {

@@ -201,6 +201,7 @@ async fn events_of_a_run_in_order() {
             Ev::ToolFinished { .. } => "finished",
             Ev::Plan(_) => "plan",
             Ev::Reminder(_) => "reminder",
+            Ev::Diagnostics(_) => "diagnostics",
             Ev::Usage { .. } => "usage",
             Ev::Compacted { .. } => "compacted",
             Ev::Finished(_) => "end",

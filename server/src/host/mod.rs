@@ -34,6 +34,8 @@ use std::time::Duration;
 pub use approval::{protected, Approval, ApprovalMode, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;
+#[cfg(target_os = "linux")]
+pub(crate) use landlock::{restrict as landlock_restrict, ruleset as landlock_ruleset};
 pub use path::{resolve, ResolvedPath};
 pub use platform::PORTABLE_ENV;
 pub use sandbox::{Policy, Sandbox, SandboxMode, SandboxSettings};
@@ -108,6 +110,12 @@ pub trait Host: Send + Sync {
     /// Background tasks may have changed files since the last look: a host that records changes
     /// (checkpoints) looks now; `running` says whether a task still runs (keep watching).
     fn background_seen(&self, _running: bool) {}
+    /// The session's source of code intelligence (an editor answering `stepwise/query`, or the language
+    /// servers stepwise starts), `None` where there is none: then no code-intelligence tool is offered and
+    /// no `<diagnostics>` block is sent. Cheap: an `Arc` clone.
+    fn intelligence(&self) -> Option<crate::intel::Source> {
+        None
+    }
 }
 
 /// Byte range of the first occurrence of `old` in `text`.

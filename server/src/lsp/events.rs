@@ -69,6 +69,12 @@ impl EventSink for EditorEvents {
                 );
                 return announce_plan(&self.notifier, &self.folder, state);
             }
+            // The conversation view shows it from `stepwise.conversation` (kind `diagnostics`); live, a log line.
+            Event::Diagnostics { text, .. } => {
+                let line = format!("stepwise diagnostics ({}): {}", self.folder.name(), one_line(text));
+                self.notifier.send(Outgoing::Log(MessageType::INFO, line));
+                return;
+            }
             Event::Reminder { text } => {
                 let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));

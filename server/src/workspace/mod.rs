@@ -8,6 +8,7 @@
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
 mod checkpoints;
+pub mod intel;
 mod open;
 mod plan_first;
 mod review;
@@ -59,6 +60,10 @@ pub struct Workspace {
     awaiting: std::sync::Mutex<Option<String>>,
     /// Its background commands; every one's process tree ends when the workspace goes.
     background: crate::background::Background,
+    /// The language servers stepwise would start here (`intel.rs`), found at the first run's preparation.
+    servers: tokio::sync::OnceCell<Option<crate::intel::Source>>,
+    /// The code-intelligence session runs share (`intel.rs`).
+    intel: std::sync::Mutex<Option<Arc<crate::intel::Session>>>,
 }
 
 /// What became of a line the user steered with.
@@ -90,6 +95,8 @@ impl Workspace {
             mcp: tokio::sync::OnceCell::new(),
             awaiting: std::sync::Mutex::new(None),
             background: Default::default(),
+            servers: tokio::sync::OnceCell::new(),
+            intel: std::sync::Mutex::new(None),
             root,
         })
     }

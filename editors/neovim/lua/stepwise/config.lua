@@ -26,6 +26,7 @@ M.defaults = {
   max_rounds = nil,
   planning_style = nil,
   plan_first = nil, ---@type boolean? every run plans read-only first and waits for :Stepwise plan approve
+  diagnostics = nil, ---@type 'auto'|'tool'|'off'|nil code intelligence: errors the agent's edits caused, and the tools
   -- MCP servers whose tools the agent may use, by name: { fs = { command = 'npx', args = { ... } } } or
   -- { docs = { type = 'http', url = 'https://...' } }; they join ~/.config/stepwise/mcp.json and the
   -- workspace's .mcp.json (started only once trusted)
@@ -71,6 +72,7 @@ local server_keys = {
   max_rounds = 'maxRounds',
   planning_style = 'planningStyle',
   plan_first = 'planFirst',
+  diagnostics = 'diagnostics',
   mcp_servers = 'mcpServers',
 }
 
