@@ -256,6 +256,17 @@ function H.setup(m, extra, state_dir)
   return require('stepwise').setup(opts)
 end
 
+--- A run in a workspace with `a.txt`, from `:Stepwise run {prompt}` to its end, against a mock model of `steps`
+--- (the set-up of the specs that check what a whole run sends). Returns the mock, the capture, the idle status.
+function H.run_task(prompt, steps, extra, ms)
+  H.workspace({ ['a.txt'] = 'a\n' })
+  local m = H.mock(steps)
+  H.setup(m, extra)
+  local cap = H.capture()
+  vim.cmd('Stepwise run ' .. prompt)
+  return m, cap, H.wait_idle(cap, ms or 15000)
+end
+
 function H.client()
   return require('stepwise.client').get()
 end

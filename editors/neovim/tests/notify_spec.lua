@@ -6,17 +6,12 @@ return H.spec({
     name = 'reminders go to vim.notify at DEBUG and to the transcript',
     timeout = 30000,
     fn = function()
-      H.workspace({ ['a.txt'] = 'a\n' })
-      local m = H.mock({
+      local m, cap = H.run_task('Look around', {
         H.turn({ calls = { H.todo({ { 'Look around', 'in_progress' } }) } }),
         H.turn({ calls = { { 'read_file', { path = 'a.txt' } } } }),
         H.turn({ calls = { { 'read_file', { path = 'a.txt', limit = 1 } } } }),
         H.turn({ text = 'Done looking.' }),
-      })
-      H.setup(m, { reminder_rounds = 1 })
-      local cap = H.capture()
-      vim.cmd('Stepwise run Look around')
-      H.wait_idle(cap, 15000)
+      }, { reminder_rounds = 1 })
       local reminders = vim.tbl_filter(function(n)
         return n.msg:find('todo', 1, true) and n.msg:find('stepwise:', 1, true) and not n.msg:find('run finished', 1, true)
       end, cap.notify)
@@ -37,12 +32,7 @@ return H.spec({
     name = 'a run that fails ends with a quiet notification carrying the error',
     timeout = 30000,
     fn = function()
-      H.workspace({ ['a.txt'] = 'a\n' })
-      local m = H.mock({ { type = 'http_error', status = 400 } })
-      H.setup(m)
-      local cap = H.capture()
-      vim.cmd('Stepwise run Fail please')
-      local idle = H.wait_idle(cap, 20000)
+      local _, cap, idle = H.run_task('Fail please', { { type = 'http_error', status = 400 } }, nil, 20000)
       H.eq('error', idle.reason, 'idle reason')
       local ended = vim.tbl_filter(function(n)
         return n.msg:find('run failed', 1, true)

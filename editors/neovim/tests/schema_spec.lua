@@ -29,19 +29,14 @@ return H.spec({
     name = 'a run: every notification and command result received fits the schema',
     timeout = 30000,
     fn = function()
-      H.workspace({ ['a.txt'] = 'a\n' })
-      local m = H.mock({
+      local before = H.schema.checked
+      H.run_task('Look around', {
         H.turn({ calls = { H.todo({ { 'Look around', 'in_progress' } }) } }),
         H.turn({ calls = { { 'read_file', { path = 'a.txt' } } } }),
         H.turn({ text = 'Done looking.' }),
       })
-      H.setup(m)
-      local cap = H.capture()
-      local before = H.schema.checked
-      vim.cmd('Stepwise run Look around')
-      H.wait_idle(cap, 15000)
       local done
-      require('stepwise.execute').execute(H.truthy(require('stepwise').current_folder(), 'a folder'), 'stepwise.checkpoints', nil, function(err, result)
+      require('stepwise').execute(H.truthy(require('stepwise').current_folder(), 'a folder'), 'stepwise.checkpoints', nil, function(err, result)
         done = { err = err, result = result }
       end)
       H.wait(function()

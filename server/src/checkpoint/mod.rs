@@ -5,7 +5,7 @@
 //! path held at the checkpoint (`Pre`). Changes come from two places:
 //! - the file tools, which say so (`before_write` keeps the file's content before the first change after
 //!   the checkpoint, `after_write` what the agent left);
-//! - shell commands, found by scanning (`before_command` / `after_command`, `scan.rs`): a shadow copy of the
+//! - shell commands, found by scanning (`before_command` / `after_command` in `commands.rs`, `scan.rs`): a shadow copy of the
 //!   workspace lives in the object store, made in the background from when the workspace opens (`copy.rs`);
 //!   the file system's change notifications (`watch/`) name the paths to look at, and `lstat` tells which
 //!   of them to read again. `.gitignore` is honoured (the `ignore` crate, as ripgrep), `.git` is never read
@@ -32,13 +32,17 @@
 //! (or accept a few milliseconds).
 
 mod clone;
+mod commands;
 mod conversation;
 mod copy;
+mod entry;
 mod file_tools;
 mod files;
 mod hash;
 mod host;
+mod info;
 mod journal;
+mod limits;
 mod loose;
 mod origins;
 mod record;
@@ -56,122 +60,22 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
-
 use crate::locks;
 
+pub use commands::UserSaves;
 pub use host::Tracked;
+pub use info::{Info, Meta};
+pub use limits::{Limits, DEFAULT_MB};
 pub use review::{Base, Bases, ChangeStatus, FileChanges, Hunk, Scope, Undo};
-pub use rewind::{apply_on_disk, Action, Applied, FileRestore, RewindPlan, Rewound};
+pub use rewind::{apply_on_disk, Action, Applied, FileRestore, Restore, RewindPlan, Rewound};
 pub use scan::ScanKind;
 pub use state::key_of;
 
 use conversation::SessionRef;
-use journal::{Journal, Record};
+use journal::Journal;
 use scan::Scanner;
 use state::{Mark, Pre};
 use store::{Hash, Pack};
-
-/// The size limit per file (as the file tools'), and for the whole store; how a scan runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_file: u64,
-    pub max_total: u64,
-    /// Threads a scan lists folders with; 0: one per core, up to 4.
-    pub threads: usize,
-    /// Whether scans use the file system's change notifications (false: every scan walks the whole
-    /// workspace, as before them; the benchmark compares the two).
-    pub watch: bool,
-    /// Whether files are stored as copy-on-write clones where the file system can (false: always copied
-    /// into the pack, as before clones; the benchmark compares the two).
-    pub clones: bool,
-    /// The smallest file cloned; smaller ones are packed (`loose::CLONE_MIN`, which says why).
-    pub clone_min: u64,
-}
-
-pub const DEFAULT_MB: u64 = 1024;
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            max_file: crate::host::disk::MAX_FILE,
-            max_total: DEFAULT_MB << 20,
-            threads: 0,
-            watch: true,
-            clones: true,
-            clone_min: loose::CLONE_MIN,
-        }
-    }
-}
-
-impl Limits {
-    /// `STEPWISE_CHECKPOINT_MB` (the store's limit in MiB), else the default.
-    pub fn from_env(env: &crate::config::Env) -> Result<Limits, String> {
-        match env.get("STEPWISE_CHECKPOINT_MB") {
-            None => Ok(Limits::default()),
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(mb) if mb > 0 => Ok(Limits { max_total: mb << 20, ..Limits::default() }),
-                _ => Err(format!("STEPWISE_CHECKPOINT_MB must be a positive number of megabytes, not {v:?}")),
-            },
-        }
-    }
-}
-
-/// What a checkpoint is taken for.
-#[derive(Debug, Clone, Default)]
-pub struct Meta {
-    pub run_id: String,
-    pub round: u32,
-    pub prompt: String,
-    /// The plan step in progress.
-    pub step: Option<String>,
-}
-
-/// A checkpoint as `stepwise.checkpoints` lists it (serialises to the contract's shape).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "CheckpointInfo")]
-pub struct Info {
-    pub id: String,
-    pub run_id: String,
-    pub round: u32,
-    pub prompt: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub step: Option<String>,
-    /// UTC, RFC 3339.
-    pub time: String,
-    /// Every path changed after the checkpoint (what a rewind to it puts back), relative, sorted.
-    pub files: Vec<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Restore {
-    #[default]
-    Both,
-    Files,
-    Conversation,
-}
-
-impl Restore {
-    /// The contract's `"both" | "files" | "conversation"`.
-    pub fn parse(s: &str) -> Option<Restore> {
-        match s {
-            "both" => Some(Restore::Both),
-            "files" => Some(Restore::Files),
-            "conversation" => Some(Restore::Conversation),
-            _ => None,
-        }
-    }
-
-    pub fn files(self) -> bool {
-        self != Restore::Conversation
-    }
-
-    pub fn conversation(self) -> bool {
-        self != Restore::Files
-    }
-}
 
 /// A session stored, waiting to become a checkpoint.
 #[derive(Debug, Clone)]
@@ -223,24 +127,6 @@ pub struct Checkpoints {
     /// Paths the user saved in the editor while a command ran (the sidecar tells, without taking the
     /// store's lock): their change, not the command's.
     user_saved: UserSaves,
-}
-
-/// Where the sidecar notes the user's saves (keys as `state::key_of` makes them); clones share the set.
-#[derive(Clone, Default)]
-pub struct UserSaves(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
-
-impl UserSaves {
-    /// The user saved `rel` in the editor: while a command runs, what the scan after it finds there is
-    /// the user's, left alone by a rewind (a conflict), unless it is the text the agent wrote.
-    pub fn note(&self, rel: &Path) {
-        if let Some(k) = state::key_of(rel) {
-            crate::locks::lock(&self.0).insert(k);
-        }
-    }
-
-    fn take(&self) -> std::collections::HashSet<String> {
-        std::mem::take(&mut *crate::locks::lock(&self.0))
-    }
 }
 
 /// Takes the directory's lock, or says it is held.
@@ -417,102 +303,6 @@ impl Checkpoints {
         self.last_list = Some((id, list));
         self.enforce_limit();
         Ok(id.to_string())
-    }
-
-    /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
-    pub fn before_command(&mut self) {
-        self.user_saved.take();
-        if self.cps.is_empty() {
-            return;
-        }
-        // A copy still being made is finished here, at this thread's priority.
-        if let Some(c) = &self.copy {
-            c.stop();
-        }
-        let mut scan = locks::lock(&self.scan);
-        match scan.sync(&self.pack, &self.limits) {
-            Ok(_) => self.armed = true,
-            Err(e) => tracing::warn!("checkpoints cannot follow this command: {e}"),
-        }
-        let marks = &self.marks;
-        self.unflushed.retain(|k| scan.mark_of(k).as_ref() != marks.get(k));
-    }
-
-    /// After a shell command: what it created, modified or deleted (relative paths), now recorded.
-    pub fn after_command(&mut self) -> Vec<PathBuf> {
-        if !std::mem::take(&mut self.armed) {
-            return Vec::new();
-        }
-        let synced = locks::lock(&self.scan).sync(&self.pack, &self.limits);
-        let synced = match synced {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("checkpoints cannot tell what this command changed: {e}");
-                return Vec::new();
-            }
-        };
-        let id = self.cps.last().map_or(0, |c| c.id);
-        let mut records = Vec::new();
-        let mut changed = Vec::new();
-        let user_saved = self.user_saved.take();
-        for d in synced.new_dirs {
-            records.push(Record::Dir { cp: id, path: d });
-        }
-        let known = self.cps.last().map(|c| &c.pre);
-        for c in synced.changes {
-            // A file tool's text still in an editor buffer at the scan before the command: the editor
-            // saving it (before the command runs) is not the command's change, and what the file held
-            // before the command is that text, not the older disk content.
-            let agent = self.marks.get(&c.key);
-            let unflushed = self.unflushed.remove(&c.key);
-            if unflushed && agent == Some(&c.mark) {
-                continue;
-            }
-            let pre = match (unflushed, agent, &c.pre) {
-                (true, Some(Mark::Hash { hash }), old) if self.pack.contains(hash) => {
-                    let mode = if let Pre::File { mode, .. } = old { *mode } else { 0o644 };
-                    Pre::File { hash: *hash, mode }
-                }
-                _ => c.pre,
-            };
-            // Saved by the user meanwhile (and not the agent's text): not the command's change. A file
-            // the agent changed earlier keeps its old agent mark, so a rewind reports a conflict.
-            if user_saved.contains(&c.key) && agent != Some(&c.mark) {
-                continue;
-            }
-            if !known.is_some_and(|k| k.contains_key(&c.key)) {
-                records.push(Record::Pre { cp: id, path: c.key.clone(), pre });
-            }
-            changed.push(PathBuf::from(&c.key));
-            records.push(Record::Agent { path: c.key, mark: c.mark });
-        }
-        self.record(records);
-        self.enforce_limit();
-        changed
-    }
-
-    /// The checkpoints, oldest first.
-    pub fn list(&self) -> Vec<Info> {
-        let mut after = BTreeSet::new();
-        let mut out: Vec<Info> = self
-            .cps
-            .iter()
-            .rev()
-            .map(|c| {
-                after.extend(c.pre.keys().cloned());
-                Info {
-                    id: c.id.to_string(),
-                    run_id: c.run_id.clone(),
-                    round: c.round,
-                    prompt: c.prompt.clone(),
-                    step: c.step.clone(),
-                    time: record::rfc3339(c.time),
-                    files: after.iter().map(PathBuf::from).collect(),
-                }
-            })
-            .collect();
-        out.reverse();
-        out
     }
 
     /// Drops every checkpoint (a new conversation); the workspace's copy stays.

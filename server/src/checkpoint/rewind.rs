@@ -7,11 +7,43 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use super::files;
 use super::journal::Record;
 use super::state::{in_git, key_of, Mark, Pre};
-use super::{conversation, Checkpoints, Restore};
+use super::{conversation, Checkpoints};
 use crate::session::Session;
+
+/// What a rewind puts back: the files, the conversation (and plan), or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Restore {
+    #[default]
+    Both,
+    Files,
+    Conversation,
+}
+
+impl Restore {
+    /// The contract's `"both" | "files" | "conversation"`.
+    pub fn parse(s: &str) -> Option<Restore> {
+        match s {
+            "both" => Some(Restore::Both),
+            "files" => Some(Restore::Files),
+            "conversation" => Some(Restore::Conversation),
+            _ => None,
+        }
+    }
+
+    pub fn files(self) -> bool {
+        self != Restore::Conversation
+    }
+
+    pub fn conversation(self) -> bool {
+        self != Restore::Files
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {

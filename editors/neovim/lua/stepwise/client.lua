@@ -1,11 +1,14 @@
--- The single `stepwise lsp` client of this Neovim instance: starting it, workspace folders,
--- attaching buffers, and the handlers of the server's notifications and requests.
+-- The single `stepwise lsp` client of this Neovim instance: starting it, workspace folders, attaching buffers.
+-- The handlers of the server's notifications and requests (handlers.lua, above this module) are handed in
+-- with use_handlers() by whoever loads the plugin (init.lua, lsp/stepwise.lua), so this module requires none
+-- of them and they may require it.
 local M = {}
 
 local api = vim.api
 local util = require('stepwise.util')
 local config = require('stepwise.config')
 local state = require('stepwise.state')
+local marks = require('stepwise.marks')
 
 M.name = 'stepwise'
 
@@ -30,6 +33,22 @@ function M.get()
       return c
     end
   end
+end
+
+--- The folder a notification is about (its `workspace`), else the client's first folder.
+---@param params table?
+---@return stepwise.Folder?
+function M.folder_of(params)
+  local uri = params and params.workspace
+  if type(uri) ~= 'string' then
+    local c = M.get()
+    local wf = c and c.workspace_folders and c.workspace_folders[1]
+    uri = wf and wf.uri
+  end
+  if not uri then
+    return nil
+  end
+  return state.ensure(uri)
 end
 
 -- ---------------------------------------------------------------------------
@@ -186,11 +205,19 @@ local function on_exit(code, signal, id)
     end
     client_id = nil
     for _, f in pairs(state.folders) do
-      require('stepwise.marks').clear(f)
+      marks.clear(f)
       f.state = 'idle'
       f.mcp = nil -- a new server starts its MCP servers again at the folder's next run
     end
   end)
+end
+
+local handlers_fn ---@type (fun(): table<string, function>)?
+
+--- Hand in the handlers of the server's messages (a function giving the table, called at each start).
+---@param fn fun(): table<string, function>
+function M.use_handlers(fn)
+  handlers_fn = fn
 end
 
 --- What every start of the client has, the plugin's own (make_config) and vim.lsp.enable's (lsp_config).
@@ -204,7 +231,7 @@ local function base_config()
     init_options = settings,
     settings = { stepwise = settings },
     capabilities = capabilities(),
-    handlers = require('stepwise.handlers').handlers(),
+    handlers = handlers_fn and handlers_fn() or error('stepwise: the client has no handlers: the plugin was not loaded'),
     on_init = on_init,
     on_exit = on_exit,
   }

@@ -11,6 +11,10 @@ local marks = require('stepwise.marks')
 local log = require('stepwise.log')
 local execute = require('stepwise.execute')
 local events = require('stepwise.events')
+local lenses = require('stepwise.lenses')
+
+-- The client (below) gets the handlers of the server's messages (above it) here, where the plugin is put together.
+client.use_handlers(require('stepwise.handlers').handlers)
 
 M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review' }
 
@@ -53,6 +57,12 @@ function M.current_folder(buf)
     root = client.root_for_path(vim.fn.getcwd()) or util.normalize(vim.fn.getcwd())
   end
   return client.folder_for_root(root)
+end
+
+--- The configuration of `vim.lsp.enable('stepwise')` (lsp/stepwise.lua): the plugin's own client.
+---@return vim.lsp.Config
+function M.lsp_config()
+  return client.lsp_config()
 end
 
 --- Run a stepwise.* command of the server for a folder.
@@ -416,7 +426,7 @@ function M.setup(opts)
         local name = api.nvim_buf_get_name(ev.buf)
         local folder = name ~= '' and state.containing(util.normalize(name)) or nil
         if folder and folder.plan and #(folder.plan.items or {}) > 0 then
-          require('stepwise.handlers').refresh_lenses(folder.uri)
+          lenses.refresh(folder.uri)
         end
       end
     end,

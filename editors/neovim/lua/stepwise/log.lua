@@ -2,6 +2,8 @@
 local M = {}
 
 local api = vim.api
+local state = require('stepwise.state')
+local client = require('stepwise.client')
 local ns = api.nvim_create_namespace('stepwise.log')
 M.name = 'stepwise://log'
 
@@ -80,8 +82,7 @@ end
 
 local function prefix_ws(uri)
   -- name the folder when it changes and more than one folder is known
-  local state = require('stepwise.state')
-  if uri and uri ~= last_ws and require('stepwise.client').folder_count() > 1 then
+  if uri and uri ~= last_ws and client.folder_count() > 1 then
     last_ws = uri
     local f = state.get(uri)
     append({ '', '# ' .. (f and f.path or uri) }, 'StepwiseLogHeader')

@@ -2,10 +2,12 @@
 local M = {}
 
 local api = vim.api
+local config = require('stepwise.config')
+local plan = require('stepwise.plan')
 M.ns = api.nvim_create_namespace('stepwise.step')
 
 local function step_text(folder)
-  local item = require('stepwise.plan').active_item(folder.plan)
+  local item = plan.active_item(folder.plan)
   if item then
     local t = item.activeForm
     if type(t) ~= 'string' or t == '' then
@@ -48,7 +50,7 @@ end
 ---@param line integer 0-based
 ---@param label_step string? the plan step named in the edit's label
 function M.edited(folder, buf, line, label_step)
-  if not require('stepwise.config').get().virtual_text then
+  if not config.get().virtual_text then
     return
   end
   if label_step and label_step ~= '' then

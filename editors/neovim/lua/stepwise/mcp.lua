@@ -1,5 +1,6 @@
 -- A folder's MCP servers as `stepwise/mcp` reports them (once they all started or failed, at the folder's
 -- first run), and the failed ones in words: `:Stepwise status`, the plan window's title, the statusline.
+-- Words only: it requires nothing (the handler that keeps the list is in handlers.lua).
 local M = {}
 
 ---@class stepwise.McpServer
@@ -74,21 +75,6 @@ function M.short(folder)
     return s.name
   end, failed), ', ') or (#failed .. ' servers')
   return '⚠ MCP: ' .. names .. ' failed'
-end
-
---- The `stepwise/mcp` handler: keeps the list in the folder's state; failed servers go to the transcript,
---- and the plan window is redrawn (its title names them).
-function M.on_notification(_, params)
-  if type(params) ~= 'table' or type(params.workspace) ~= 'string' then
-    return
-  end
-  local folder = require('stepwise.state').ensure(params.workspace)
-  folder.mcp = M.servers(params)
-  for _, s in ipairs(M.failed(folder)) do
-    require('stepwise.log').line(folder.uri, '⚠ ' .. M.failure_line(s), 'WarningMsg')
-  end
-  require('stepwise.plan').update(folder)
-  require('stepwise.util').emit('StepwiseMcp', { workspace = folder.uri, servers = folder.mcp })
 end
 
 return M

@@ -2,6 +2,9 @@
 local M = {}
 
 local api = vim.api
+local config = require('stepwise.config')
+local state = require('stepwise.state')
+local mcp = require('stepwise.mcp')
 local ns = api.nvim_create_namespace('stepwise.plan')
 
 local marks = {
@@ -121,7 +124,7 @@ function M.status_lines(folder)
     end
     lines[#lines + 1] = line
   end
-  vim.list_extend(lines, require('stepwise.mcp').status_lines(folder))
+  vim.list_extend(lines, mcp.status_lines(folder))
   return lines
 end
 
@@ -168,12 +171,12 @@ local function title_for(folder)
   if folder and folder.state and folder.state ~= 'idle' then
     t = t .. '(' .. folder.state .. ') '
   end
-  local mcp = require('stepwise.mcp').short(folder)
-  return mcp and (t .. mcp .. ' ') or t
+  local failed = mcp.short(folder)
+  return failed and (t .. failed .. ' ') or t
 end
 
 local function geometry(lines, folder)
-  local opts = require('stepwise.config').get().plan_window or {}
+  local opts = config.get().plan_window or {}
   local width = vim.fn.strdisplaywidth(title_for(folder)) + 2
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l))
@@ -211,7 +214,7 @@ end
 ---@param folder table
 function M.open(folder)
   local lines = fill(folder)
-  local opts = require('stepwise.config').get().plan_window or {}
+  local opts = config.get().plan_window or {}
   local cfg = geometry(lines, folder)
   cfg.style = 'minimal'
   cfg.border = opts.border or 'rounded'
@@ -288,7 +291,7 @@ end
 
 function M.reposition()
   if win_valid() and shown_ws then
-    local folder = require('stepwise.state').get(shown_ws)
+    local folder = state.get(shown_ws)
     if folder then
       M.open(folder)
     end

@@ -5,7 +5,8 @@ local M = {}
 
 local api = vim.api
 local util = require('stepwise.util')
-local client = require('stepwise.client')
+local execute = require('stepwise.execute').execute
+local plan_first = require('stepwise.plan_first')
 
 local MARK = { completed = 'x', in_progress = '>', pending = ' ' }
 
@@ -64,9 +65,9 @@ end
 ---@param folder stepwise.Folder
 function M.write(buf, folder)
   -- Lines `> comment` are plan first's comments, not steps (plan_first.lua).
-  local comments, lines = require('stepwise.plan_first').split(api.nvim_buf_get_lines(buf, 0, -1, false))
+  local comments, lines = plan_first.split(api.nvim_buf_get_lines(buf, 0, -1, false))
   if #comments > 0 and M.text_of(lines) == M.text_of(M.render(folder.plan)) then
-    return require('stepwise.plan_first').comment(folder, comments, function(err)
+    return plan_first.comment(folder, comments, function(err)
       if not err and api.nvim_buf_is_valid(buf) then
         fill(buf, folder)
       end
@@ -76,34 +77,32 @@ function M.write(buf, folder)
     util.notify('plan not changed: comment (> lines) or edit the steps, one at a time', vim.log.levels.ERROR)
     return
   end
-  local args = { workspace = folder.uri, text = M.text_of(lines) }
+  local args = { text = M.text_of(lines) }
   local base = vim.b[buf].stepwise_plan_revision
   if type(base) == 'number' then
     args.baseRevision = base
   end
-  client.with_client(folder.path, function(c)
-    util.request(c, 'workspace/executeCommand', { command = 'stepwise.editPlan', arguments = { args } }, function(err, result)
-      if err then
-        local msg = tostring(err.message or err)
-        if msg:find('changed', 1, true) then
-          msg = msg .. ' (:edit! shows the plan as it is now)'
-        end
-        -- The buffer keeps the user's text, still modified.
-        util.notify('plan not changed: ' .. msg, vim.log.levels.ERROR)
-        util.emit('StepwisePlanEditError', { workspace = folder.uri, message = msg })
-        return
+  execute(folder, 'stepwise.editPlan', args, function(err, result)
+    if err then
+      local msg = tostring(err.message or err)
+      if msg:find('changed', 1, true) then
+        msg = msg .. ' (:edit! shows the plan as it is now)'
       end
-      if type(result) == 'table' and type(result.items) == 'table' then
-        if not folder.plan or not folder.plan.revision or not result.revision or result.revision >= folder.plan.revision then
-          folder.plan = { items = result.items, completed = result.completed, total = result.total, revision = result.revision, by = 'user' }
-        end
+      -- The buffer keeps the user's text, still modified.
+      util.notify('plan not changed: ' .. msg, vim.log.levels.ERROR)
+      util.emit('StepwisePlanEditError', { workspace = folder.uri, message = msg })
+      return
+    end
+    if type(result) == 'table' and type(result.items) == 'table' then
+      if not folder.plan or not folder.plan.revision or not result.revision or result.revision >= folder.plan.revision then
+        folder.plan = { items = result.items, completed = result.completed, total = result.total, revision = result.revision, by = 'user' }
       end
-      if api.nvim_buf_is_valid(buf) then
-        fill(buf, folder)
-      end
-      util.emit('StepwisePlanEdited', { workspace = folder.uri, plan = folder.plan })
-    end)
-  end)
+    end
+    if api.nvim_buf_is_valid(buf) then
+      fill(buf, folder)
+    end
+    util.emit('StepwisePlanEdited', { workspace = folder.uri, plan = folder.plan })
+  end, true)
 end
 
 --- `:Stepwise plan edit`: opens (or shows again) the folder's plan buffer in the current window.

@@ -5,20 +5,7 @@
 local M = {}
 
 local util = require('stepwise.util')
-local client = require('stepwise.client')
-
---- A `stepwise.*` command in the folder (as init.lua's `execute`; here so no module requires back).
-local function execute(folder, command, extra, cb)
-  client.with_client(folder.path, function(c)
-    local args = vim.tbl_extend('force', { workspace = folder.uri }, extra or {})
-    util.request(c, 'workspace/executeCommand', { command = command, arguments = { args } }, function(err, result)
-      if err then
-        util.notify(command .. ': ' .. tostring(err.message or err), vim.log.levels.WARN)
-      end
-      cb(err, result)
-    end)
-  end)
-end
+local execute = require('stepwise.execute').execute
 
 --- `:Stepwise plan first`: every run of this Neovim plans first.
 M.enabled = false
