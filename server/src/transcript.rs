@@ -35,6 +35,8 @@ pub enum Kind {
     Reminder,
     Steer,
     PlanEdit,
+    /// The `<diagnostics>` block the harness told the model after a round that changed files.
+    Diagnostics,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -134,6 +136,8 @@ fn user_kind(text: &str, origin: Option<&Origin>) -> Kind {
         Kind::Reminder
     } else if text.starts_with("<plan-edit>") {
         Kind::PlanEdit
+    } else if text.starts_with("<diagnostics>") {
+        Kind::Diagnostics
     } else {
         match origin {
             // A compaction keeps the task at the head of its summary.
@@ -247,6 +251,15 @@ mod tests {
         assert_eq!(v, json!({"kind": "reminder", "runId": "r1", "text": crate::agent::REMINDER}));
         // Without origins, plain text is the user's.
         assert_eq!(entries(&messages[..1], &[])[0].kind, User);
+    }
+
+    #[test]
+    fn a_diagnostics_block_is_not_the_users_words() {
+        let block = "<diagnostics>\nsrc/a.ts:3:7: error: Type 'string' is not assignable to type 'number'. (ts)\n</diagnostics>";
+        let messages = vec![msg(Role::User, vec![text("fix it")]), msg(Role::User, vec![text(block)])];
+        let o = Some(Origin { run_id: "r1".into(), prompt: "fix it".into(), step: None, checkpoint: 1 });
+        let kinds: Vec<Kind> = entries(&messages, &[o.clone(), o]).iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [Kind::User, Kind::Diagnostics]);
     }
 
     #[test]

@@ -126,6 +126,11 @@ impl EventSink for AcpEvents {
                 let used = round.input_tokens + round.output_tokens;
                 self.send(SessionUpdate::UsageUpdate(UsageUpdate::new(used, context_window)));
             }
+            // What the model was told of its edits' errors, as a thought: the user sees what the model sees.
+            Event::Diagnostics { lines, .. } => {
+                let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+                self.send(SessionUpdate::AgentThoughtChunk(text_block(text.join("\n"))));
+            }
             Event::Compacted { tokens_before, tokens_after, error } => {
                 let mut text = format!(
                     "Compacted the conversation to fit the context window: about {tokens_before} → {tokens_after} tokens."

@@ -130,6 +130,12 @@ impl EventSink for Terminal {
             Event::Reminder { text } => {
                 let _ = writeln!(out, "{}", self.paint("\x1b[35m", text));
             }
+            // Listed under the round's calls, as the model reads them.
+            Event::Diagnostics { lines, .. } => {
+                for l in lines {
+                    let _ = writeln!(out, "  {}", self.paint("\x1b[31m", &l.text));
+                }
+            }
             Event::Compacted { tokens_before, tokens_after, error } => {
                 self.spin(false);
                 let mut err = anstream::stderr().lock();
