@@ -13,6 +13,9 @@ pub struct Caps {
     /// `experimental.stepwise.saveDocuments`: the editor saves documents on `stepwise/saveDocuments`.
     pub save_documents: bool,
     pub refresh_lenses: bool,
+    /// `experimental.stepwise.query`: the editor answers `stepwise/query` from its own language servers,
+    /// so it is the folders' source of code intelligence.
+    pub query: bool,
 }
 
 impl Caps {
@@ -27,13 +30,13 @@ impl Caps {
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
             work_done_progress: c.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false),
             configuration: ws.and_then(|w| w.configuration).unwrap_or(false),
-            save_documents: c
-                .experimental
-                .as_ref()
-                .and_then(|e| e.pointer("/stepwise/saveDocuments"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            save_documents: experimental(c, "/stepwise/saveDocuments"),
+            query: experimental(c, "/stepwise/query"),
             refresh_lenses: ws.and_then(|w| w.code_lens.as_ref()).and_then(|l| l.refresh_support).unwrap_or(false),
         }
     }
+}
+
+fn experimental(c: &ClientCapabilities, pointer: &str) -> bool {
+    c.experimental.as_ref().and_then(|e| e.pointer(pointer)).and_then(Value::as_bool).unwrap_or(false)
 }

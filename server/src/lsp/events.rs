@@ -95,6 +95,12 @@ impl EventSink for EditorEvents {
             }),
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,
+            Event::Diagnostics { calls, lines } => Outgoing::Diagnostics(ext::Diagnostics {
+                workspace: ws,
+                run_id: run,
+                calls: calls.to_vec(),
+                lines: lines.to_vec(),
+            }),
             Event::Checkpoint { id, run_id, round, step } => {
                 // The round before it may have changed files: what is left to review may have changed.
                 let (shared, folder) = (self.shared.clone(), self.folder.clone());

@@ -295,6 +295,14 @@ impl Host for EditorHost {
         }
     }
 
+    fn intelligence(&self) -> Option<crate::intel::Source> {
+        // An editor that answers `stepwise/query` is the source; no language server of stepwise's own then.
+        self.shared
+            .caps()
+            .query
+            .then(|| Arc::new(super::query::EditorIntel { shared: self.shared.clone() }) as crate::intel::Source)
+    }
+
     async fn run_command(
         &self,
         command: &str,

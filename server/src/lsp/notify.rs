@@ -8,7 +8,7 @@ use tower_lsp_server::Client;
 
 use super::ext::{
     self, AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
-    ReminderNotification, ReviewNotification, StatusNotification, ToolCallNotification, UsageNotification,
+    DiagnosticsNotification, ReminderNotification, ReviewNotification, StatusNotification, ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {
@@ -18,6 +18,7 @@ pub enum Outgoing {
     Checkpoint(ext::Checkpoint),
     Mcp(ext::Mcp),
     Review(ext::Review),
+    Diagnostics(ext::Diagnostics),
     Status(ext::Status),
     AssistantText(ext::AssistantText),
     ToolCall(ext::ToolCall),
@@ -115,6 +116,7 @@ impl Notifier {
                     Outgoing::Checkpoint(v) => client.send_notification::<CheckpointNotification>(v).await,
                     Outgoing::Mcp(v) => client.send_notification::<McpNotification>(v).await,
                     Outgoing::Review(v) => client.send_notification::<ReviewNotification>(v).await,
+                    Outgoing::Diagnostics(v) => client.send_notification::<DiagnosticsNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,

@@ -47,6 +47,7 @@ notifications! {
     CheckpointNotification "stepwise/checkpoint" (Checkpoint);
     McpNotification "stepwise/mcp" (Mcp);
     ReviewNotification "stepwise/review" (Review);
+    DiagnosticsNotification "stepwise/diagnostics" (Diagnostics);
 }
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
@@ -57,8 +58,18 @@ impl Request for SaveDocuments {
     const METHOD: &'static str = "stepwise/saveDocuments";
 }
 
+/// `stepwise/query`: the editor answers from its own language servers (docs/protocol.md, "Code
+/// intelligence"). The result is the LSP result of the kind asked, or `null`; `DiagnosticsAnswer` for
+/// `diagnostics`.
+pub enum Query {}
+impl Request for Query {
+    type Params = QueryParams;
+    type Result = Option<serde_json::Value>;
+    const METHOD: &'static str = "stepwise/query";
+}
+
 /// Requests from the server.
-pub const REQUESTS: &[&str] = &[SaveDocuments::METHOD];
+pub const REQUESTS: &[&str] = &[SaveDocuments::METHOD, Query::METHOD];
 
 #[cfg(test)]
 mod tests {

@@ -238,3 +238,15 @@ pub struct Pending {
     pub path: String,
     pub hunks: usize,
 }
+
+/// `stepwise/diagnostics`: the `<diagnostics>` block the model was told after a round that changed files,
+/// with the ids of that round's tool calls (a view shows the lines under those calls).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "DiagnosticsParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostics {
+    pub workspace: String,
+    pub run_id: String,
+    pub calls: Vec<String>,
+    pub lines: Vec<crate::events::DiagnosticLine>,
+}
