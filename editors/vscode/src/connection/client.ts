@@ -20,6 +20,7 @@ import {
 import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from '../model/commands';
 import { Core, errorText, folderRefs, readSettings } from '../setup/core';
 import { Events } from './events';
+import { QueryAnswerer } from './query';
 import type { PlanParams } from '../model/plan';
 import { effectiveProvider, initializationOptions, secretKeyName, serverEnv, serverSettings } from '../setup/settings';
 import { foldersWithSession, type Setup } from '../setup/setup';
@@ -27,12 +28,16 @@ import type { Requests } from '../protocol/generated';
 import type { Display } from '../setup/core';
 
 type SaveDocuments = Requests['stepwise/saveDocuments'];
+type Query = Requests['stepwise/query'];
 
-/** Declares `experimental.stepwise.saveDocuments` so the server asks us to save documents before shell commands. */
-class SaveDocumentsCapability implements StaticFeature {
+/**
+ * Declares `experimental.stepwise.saveDocuments` (the server asks us to save documents before shell commands) and
+ * `experimental.stepwise.query` (the server asks VS Code's language features instead of starting its own servers).
+ */
+class StepwiseCapabilities implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
     const experimental = (capabilities.experimental ??= {}) as Record<string, any>;
-    experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true };
+    experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true, query: true };
   }
   initialize(): void {}
   getState(): FeatureState {
@@ -49,6 +54,8 @@ export class Connection {
   askInView: ((message: string, actions: string[]) => Promise<string | undefined> | undefined) | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private lensTimer: NodeJS.Timeout | undefined;
+  /** Follows diagnostics from activation on, so a query knows what was published before it came. */
+  private readonly query = new QueryAnswerer();
 
   constructor(
     private readonly core: Core,
@@ -150,7 +157,7 @@ export class Connection {
     };
 
     const client = new LanguageClient('stepwise', 'Stepwise', serverOptions, clientOptions);
-    client.registerFeature(new SaveDocumentsCapability());
+    client.registerFeature(new StepwiseCapabilities());
     // Approvals go to the Conversation view while it shows; everything else (and approvals when it is closed)
     // as the language client would show them.
     client.onRequest(ShowMessageRequest.type, async (params) => {
@@ -169,6 +176,7 @@ export class Connection {
       return (await show(String(params?.message ?? ''), ...actions)) ?? null;
     });
     client.onRequest('stepwise/saveDocuments', (params: SaveDocuments['params']) => this.saveDocuments(params));
+    client.onRequest('stepwise/query', (params: Query['params']) => this.query.answer(params));
     this.events.listen(client);
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped && core.client === client) core.folders.serverStopped();
@@ -293,6 +301,7 @@ export class Connection {
   async dispose(): Promise<void> {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     if (this.lensTimer) clearTimeout(this.lensTimer);
+    this.query.dispose();
     const client = this.core.client;
     this.core.client = undefined;
     if (client) await client.stop(3000).catch(() => undefined);
