@@ -235,3 +235,6 @@ impl Intelligence for EditorIntel {
         Box::pin(self.query_of(q))
     }
 }
+
+#[cfg(test)]
+mod tests;
