@@ -1,7 +1,7 @@
 ;;; eglot-test.el --- stepwise driven by eglot, as an Emacs user without stepwise code has it  -*- lexical-binding: t -*-
 
 ;; Run by test.sh: emacs --batch -q -l eglot-test.el. Environment: STEPWISE_TEST_RECIPE (the elisp of
-;; README.md's eglot recipe, loaded as a user's init would), STEPWISE_TEST_DIR (the workspace, with
+;; docs/editors.md's eglot recipe, loaded as a user's init would), STEPWISE_TEST_DIR (the workspace, with
 ;; greet.txt), STEPWISE_TEST_RECORD (the mock model's record of requests); `stepwise' is on PATH, and the
 ;; model endpoint (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, MODEL_ID) and STEPWISE_STATE_DIR are in the
 ;; environment eglot starts the server with.
@@ -44,7 +44,7 @@
 (defun st-notes-of (method)
   (reverse (cl-loop for (m . p) in st-notes when (equal m method) collect p)))
 
-;; The README's recipe, as a user's init file has it.
+;; docs/editors.md's recipe, as a user's init file has it.
 (load (getenv "STEPWISE_TEST_RECIPE") nil t)
 (setq eglot-sync-connect t)
 
@@ -94,7 +94,7 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
                                              collect (let ((c (gethash "content" block)))
                                                        (if (stringp c) c (format "%S" c))))))))
 
-;; Review through the lenses: what the user does is go to the line and run the README's command.
+;; Review through the lenses: what the user does is go to the line and run docs/editors.md's command.
 (defun st-pending-is (want)
   "Whether the newest stepwise/review lists WANT as its pending files."
   (let ((last (car (last (st-notes-of "stepwise/review")))))
@@ -135,7 +135,7 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
               (and server (with-current-buffer st-buffer eglot--managed-mode)))
     (unless server (error "no server"))
     (cl-letf (((symbol-function 'completing-read) #'st-answer-approval))
-      ;; The README's `stepwise-run', as `M-x stepwise-run' calls it in the buffer: an asynchronous
+      ;; docs/editors.md's `stepwise-run', as `M-x stepwise-run' calls it in the buffer: an asynchronous
       ;; workspace/executeCommand. (A synchronous one, `eglot-execute-command', leaves what the server sends
       ;; right after its answer unread in Emacs 28's jsonrpc until more output arrives: the progress the
       ;; server asks to create would wait 10 s.)
@@ -180,7 +180,7 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
     (st-check "the buffer stays unsaved (the edit is the editor's, in its undo history)"
               (and (buffer-modified-p st-buffer)
                    (consp (buffer-local-value (quote buffer-undo-list) st-buffer))))
-    ;; The README's `stepwise-set-plan' on a region in the plan's text form, then `stepwise-steer' with no
+    ;; docs/editors.md's `stepwise-set-plan' on a region in the plan's text form, then `stepwise-steer' with no
     ;; run going on: it starts one, whose request carries the user's plan edit and the steer's text.
     ;; (A scratch buffer of the project, in a mode the server manages, as the user's would be.)
     (with-temp-buffer
@@ -218,7 +218,7 @@ Idle timers never run in batch mode, so the test calls eglot's own function for 
                      (string-match-p "<plan-edit>The user changed the plan. It is now:" last)
                      (string-match-p "Say goodbye" last))
                 (and last (substring last (max 0 (- (length last) 800))))))
-;; Review through the server's code lenses with the README's `stepwise-lens-at-point': the first
+;; Review through the server's code lenses with docs/editors.md's `stepwise-lens-at-point': the first
     ;; hunk (line 1) kept, the other (line 3) undone in the buffer.
     (st-wait "both runs to be over (an undo waits for no run)"
              (lambda () (>= (cl-count-if (lambda (p) (equal (plist-get p :state) "idle")) (st-notes-of "stepwise/status")) 2))

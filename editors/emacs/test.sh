@@ -2,7 +2,7 @@
 # stepwise under Emacs's eglot, a client with no stepwise-specific code, in `emacs --batch`:
 # a run edits the open buffer (workspace/applyEdit), a shell command's approval (window/showMessageRequest)
 # is answered, $/progress and the plan's log lines (window/logMessage) arrive, a hunk of the agent's change is
-# kept and another undone through the server's code lenses (README's `stepwise-lens-at-point'), and shutdown
+# kept and another undone through the server's code lenses (docs/editors.md's `stepwise-lens-at-point'), and shutdown
 # is clean.
 #   editors/emacs/test.sh
 # Installs Debian's emacs-nox and elpa-eglot with apt-get when Emacs or eglot is missing (eglot is built in
@@ -48,10 +48,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The README's eglot recipe, exactly as written there (the elisp block of the "Emacs (eglot)" item).
+# The eglot recipe of docs/editors.md, exactly as written there (the elisp block of the "Emacs (eglot)" item).
 awk '/\*\*Emacs \(eglot\)\*\*/ { item = 1 } item && /```elisp/ { code = 1; next } code && /```/ { exit } code' \
-  "$repo_root/README.md" > "$work/recipe.el"
-grep -q 'stepwise-run' "$work/recipe.el" || die "no eglot recipe with stepwise-run found in README.md"
+  "$repo_root/docs/editors.md" > "$work/recipe.el"
+grep -q 'stepwise-run' "$work/recipe.el" || die "no eglot recipe with stepwise-run found in docs/editors.md"
 
 mkdir -p "$work/demo" "$work/state" "$work/bin"
 # The recipe starts `stepwise lsp' from PATH.

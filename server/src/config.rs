@@ -1,4 +1,4 @@
-//! Configuration from the environment and `.env` files (README "Configuration", docs/protocol.md "Configuration"), with overrides from editors.
+//! Configuration from the environment and `.env` files (docs/configuration.md, docs/protocol.md "Configuration"), with overrides from editors.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

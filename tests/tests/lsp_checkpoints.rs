@@ -26,11 +26,7 @@ async fn lsp_checkpoints_are_listed_and_a_rewind_puts_back_buffers_files_and_the
         Step::text("Again."),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let a = ed.open("a.txt", "one\n");
 
@@ -113,11 +109,7 @@ async fn lsp_no_run_starts_while_a_rewind_waits_on_the_editor() {
         Step::text("After the rewind."),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let a = ed.open("a.txt", "one\n");
     let run = ed.start_run(&ws, "change a").await;
@@ -165,11 +157,7 @@ async fn lsp_a_file_the_user_saves_while_a_command_runs_is_theirs_not_the_comman
     fifo(&go);
     let command = format!("echo made > made.txt && echo up > {} && cat {}", started.display(), go.display());
     let mock = MockModel::start(vec![Step::tool("bash", json!({ "command": command })), Step::text("Done.")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let notes = ed.open("notes.txt", "mine 1\n");
     let run = ed.start_run(&ws, "make a file").await;

@@ -43,7 +43,7 @@ async fn lsp_an_idle_edit_reaches_the_next_prompt_once_and_the_model_keeps_plann
         Step::text("continued"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     assert_eq!(ed.run("plan it").await.reason(), "end_turn");
 
@@ -87,7 +87,7 @@ async fn lsp_the_rules_and_the_revision_guard_the_users_edit() {
         Step::text("planned"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     assert_eq!(ed.run("plan it").await.reason(), "end_turn");
     let before = ed.execute("stepwise.plan", json!({})).await.unwrap();
 
@@ -131,7 +131,7 @@ async fn lsp_an_edit_while_the_answer_is_in_flight_is_never_overwritten_unseen()
         Step::text("done"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "work").await;
     mock.wait_for_requests(1, T).await;
@@ -163,7 +163,7 @@ async fn lsp_a_mid_run_edit_and_a_steer_reach_the_next_request() {
         Step::text("steered"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "read it").await;
     mock.wait_for_requests(1, T).await;
@@ -186,7 +186,7 @@ async fn lsp_a_mid_run_edit_and_a_steer_reach_the_next_request() {
 async fn lsp_a_steer_with_no_run_starts_one_and_an_empty_one_is_refused() {
     let (dir, state) = folder_and_state("steer-idle");
     let mock = MockModel::start(vec![Step::text("on it")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     assert_eq!(ed.execute("stepwise.steer", json!({"text": "  "})).await.unwrap_err().code, -32602);
     assert_eq!(ed.execute("stepwise.steer", json!({"workspace": ws, "text": "Tidy up"})).await, Ok(Value::Null));
@@ -203,14 +203,14 @@ async fn lsp_a_steer_with_no_run_starts_one_and_an_empty_one_is_refused() {
 async fn lsp_a_restart_keeps_the_revision() {
     let (dir, state) = folder_and_state("plan-restart");
     let mock = MockModel::start(vec![]).await;
-    let first = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let first = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     first.execute("stepwise.editPlan", json!({"text": "[ ] one\n[ ] two"})).await.unwrap();
     first.execute("stepwise.editPlan", json!({"text": "[x] #1: one\n[ ] #2: two", "baseRevision": 1})).await.unwrap();
     first.await_notification("stepwise/plan").await;
     first.await_notification("stepwise/plan").await;
     first.finish().await;
 
-    let second = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let second = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let restored = second.await_notification("stepwise/plan").await;
     assert_eq!(restored["revision"], 2);
     assert_eq!(restored["items"], json!([item("1", "one", "completed"), item("2", "two", "pending")]));

@@ -179,7 +179,7 @@ async fn lsp_comments_reach_the_model_as_one_block_and_it_keeps_planning() {
         Step::text("revised"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let early = ed.execute("stepwise.commentPlan", json!({"comments": [{"text": "hm"}]})).await.unwrap_err();
     assert!(early.message.contains("no plan waits"), "{}", early.message);
@@ -222,7 +222,7 @@ async fn lsp_approval_starts_the_run_that_acts_told_once_and_a_stale_revision_is
         Step::text("done"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     assert_eq!(plan_run(&ed, &ws, "change a.txt").await.reason(), "plan_ready");
     let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
@@ -266,11 +266,7 @@ async fn lsp_approval_with_a_fresh_context_starts_from_the_task_and_the_plan_onl
     ])
     .await;
     // Every run plans first (the setting); the approved run acts anyway.
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("planFirst", json!(true))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).option("planFirst", json!(true)).start().await;
     let ws = ed.folder_uri(0);
     assert_eq!(ed.run("create b.txt").await.reason(), "plan_ready");
     let r = ed.execute("stepwise.approvePlan", json!({"clearContext": true})).await.unwrap();
@@ -292,11 +288,7 @@ async fn lsp_approval_with_a_fresh_context_starts_from_the_task_and_the_plan_onl
 async fn lsp_a_run_may_choose_its_mode_and_a_bad_one_is_refused() {
     let (dir, state) = folder_and_state("plan-first-mode");
     let mock = MockModel::start(vec![Step::text("acted")]).await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("planFirst", json!(true))
-        .ignore(&TRANSCRIPT)
-        .start()
-        .await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).option("planFirst", json!(true)).start().await;
     let ws = ed.folder_uri(0);
     let bad = ed.execute("stepwise.run", json!({"prompt": "x", "mode": "act"})).await.unwrap_err();
     assert_eq!(bad.code, -32602);
@@ -317,7 +309,7 @@ async fn lsp_each_plan_notification_says_what_the_change_was() {
         Step::text("done"),
     ])
     .await;
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock).ignore(&TRANSCRIPT).start().await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
     let ws = ed.folder_uri(0);
     let change = |p: &Value| (p["by"].clone(), p["change"].clone());
     let planned = plan_run(&ed, &ws, "fix the bug").await;

@@ -13,7 +13,7 @@ use super::Limits;
 const RACY_NS: i64 = 100_000_000;
 
 /// One followed file of the copy. Kept small (64 bytes): a workspace of 250,000 files holds as many
-/// (README).
+/// (docs/benchmarks.md).
 pub(super) struct Entry {
     /// A fingerprint of the `lstat` it was read with: the same fingerprint, the same `lstat`.
     pub(super) stat: u64,

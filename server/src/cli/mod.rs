@@ -30,7 +30,7 @@ pub use render::Terminal;
 pub const MODEL_HELP: &str = "\
 The model is configured by the environment or a .env file (in the workspace or the current directory):
 STEPWISE_PROVIDER (anthropic | openai), MODEL_ID, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL,
-OPENAI_API_KEY / OPENAI_BASE_URL. See README.md for every setting.";
+OPENAI_API_KEY / OPENAI_BASE_URL. See docs/configuration.md for every setting.";
 
 /// What `run` and `chat` take from the command line.
 pub struct Options {

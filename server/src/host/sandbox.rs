@@ -16,7 +16,7 @@
 //! editors' `.vscode`, the agents' `AGENTS.md`). The cost: a command that creates a new top-level entry
 //! (`npm init`, `sed -i` on a top-level file, which renames a temporary file there) is stopped, and can be
 //! run outside the sandbox once the user approves it. Protected names deeper down (`app/.env`, a nested
-//! repository's `.git`) are inside a writable folder and are not covered; the README says so.
+//! repository's `.git`) are inside a writable folder and are not covered; docs/sandbox.md says so.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
