@@ -42,6 +42,8 @@ pub struct AgentConfig {
     /// Plan first (`planFirst`, `STEPWISE_PLAN_FIRST`, or one run's choice): only tools that change
     /// nothing are offered, and the run ends `plan_ready` when the model ends its turn.
     pub mode: Mode,
+    /// Code intelligence: the `diagnostics` setting and the language servers stepwise starts (`intel/`).
+    pub intel: crate::intel::Setup,
 }
 
 impl Default for AgentConfig {
@@ -55,6 +57,7 @@ impl Default for AgentConfig {
             mcp: crate::mcp::McpConfig::default(),
             sandbox: crate::host::SandboxSettings::OFF,
             mode: Mode::Default,
+            intel: crate::intel::Setup::default(),
         }
     }
 }
@@ -77,6 +80,9 @@ pub struct Run<'a, H: Host, E: EventSink + ?Sized> {
     pub cfg: &'a AgentConfig,
     pub cancel: &'a CancellationToken,
     pub shared: Shared<'a>,
+    /// The session's code intelligence (`intel/`): its tools, and the `<diagnostics>` block after a round
+    /// that changed files. The loop knows nothing of where it comes from.
+    pub intel: Option<&'a crate::intel::Session>,
 }
 
 /// One user prompt, run to the end of the model's turn (or until a guard, an error or `cancel` stops it).

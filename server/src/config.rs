@@ -137,6 +137,8 @@ pub struct Overrides {
     pub sandbox_network: Option<crate::host::sandbox::NetworkSetting>,
     /// Every run plans first (`STEPWISE_PLAN_FIRST`).
     pub plan_first: Option<bool>,
+    /// Code intelligence: `auto`, `tool` or `off` (`STEPWISE_DIAGNOSTICS`).
+    pub diagnostics: Option<crate::intel::DiagnosticsMode>,
 }
 
 impl Overrides {
@@ -165,7 +167,8 @@ impl Overrides {
             mcp_servers,
             sandbox,
             sandbox_network,
-            plan_first
+            plan_first,
+            diagnostics
         )
     }
 }
@@ -338,7 +341,20 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
             },
         },
     };
+    let diagnostics = match (o.diagnostics, env.get("STEPWISE_DIAGNOSTICS")) {
+        (Some(m), _) => m,
+        (None, None) => crate::intel::DiagnosticsMode::Auto,
+        (None, Some(v)) => crate::intel::DiagnosticsMode::parse(v)
+            .ok_or_else(|| format!("STEPWISE_DIAGNOSTICS must be auto, tool or off, got '{v}'"))?,
+    };
+    let max_wait = match env.get("STEPWISE_DIAGNOSTICS_WAIT_MS") {
+        None => None,
+        Some(v) => Some(Duration::from_millis(v.trim().parse().map_err(|_| {
+            format!("STEPWISE_DIAGNOSTICS_WAIT_MS must be a whole number of milliseconds, got '{v}'")
+        })?)),
+    };
     Ok(AgentConfig {
+        intel: crate::intel::Setup { mode: diagnostics, servers: None, max_wait },
         mode: if plan_first { crate::plan::Mode::Plan } else { crate::plan::Mode::Default },
         compact_at_percent,
         reminder_rounds: num(o.reminder_rounds, "STEPWISE_REMINDER_ROUNDS", 3)?.max(1),

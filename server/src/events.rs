@@ -49,6 +49,12 @@ pub enum Event<'a> {
     Reminder {
         text: &'a str,
     },
+    /// After a round that changed files: the `<diagnostics>` block the next request carries (new errors,
+    /// files not checked), with the last call of the round that changed a file.
+    Diagnostics {
+        text: &'a str,
+        call_id: Option<&'a str>,
+    },
     /// After every answer: its tokens (`round.input_tokens` is the latest prompt's size), the run's
     /// totals, and the model's context window.
     Usage {
@@ -73,28 +79,6 @@ pub enum Event<'a> {
     RunFinished {
         outcome: &'a RunOutcome,
     },
-    /// The `<diagnostics>` block the model is told after a round that changed files (issue 36): the ids
-    /// of that round's tool calls (the views show the lines under them) and the block's lines.
-    Diagnostics {
-        calls: &'a [String],
-        lines: &'a [DiagnosticLine],
-    },
-}
-
-/// One line of a `<diagnostics>` block: an error with its place, or a file that was not checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DiagnosticLine {
-    /// Relative to the workspace, as the model read it.
-    pub path: String,
-    /// 1-based; `None` for a line about the whole file (`not checked`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    /// 1-based.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub column: Option<u32>,
-    /// The line as the model read it (`path:line:col: error: message (source)`).
-    pub text: String,
 }
 
 pub trait EventSink: Send + Sync {

@@ -41,8 +41,8 @@ impl ToolOutput {
 }
 
 /// The tools offered in `mode` (the catalog's): the built-in ones, then the MCP servers' (`mcp__<server>__<tool>`).
-pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
-    catalog::specs(style, mode, mcp)
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool) -> Vec<ToolSpec> {
+    catalog::specs(style, mode, mcp, intel)
 }
 
 pub fn system_prompt(root: &std::path::Path, style: PlanningStyle, mode: Mode) -> String {
@@ -77,6 +77,8 @@ pub struct ToolContext<'a, H: Host> {
     pub mcp: Option<&'a McpTools>,
     /// Plan mode refuses every tool that could change something.
     pub mode: Mode,
+    /// The session's code intelligence (`None`: its tools are unknown).
+    pub intel: Option<&'a crate::intel::Session>,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -159,6 +161,18 @@ async fn run<H: Host>(
             let change = files::edit(cx, &gate, &path, old, new).await?;
             Ok(ToolOutput { change: Some(change), ..ToolOutput::ok(format!("Edited {given}")) })
         }
+        Handler::Diagnostics | Handler::CodeNav | Handler::Rename => {
+            let Some(intel) = cx.intel else { return Err(format!("Unknown tool: {name}")) };
+            match tool.handler {
+                Handler::Diagnostics => crate::intel::tools::diagnostics(intel, cx.host, input).await.map(ToolOutput::ok),
+                Handler::CodeNav => crate::intel::tools::code_nav(intel, cx.host, input).await.map(ToolOutput::ok),
+                _ => {
+                    let ctx = files::context(cx, tool.name);
+                    let (text, change) = crate::intel::rename::rename_symbol(intel, cx.host, input, &ctx).await?;
+                    Ok(ToolOutput { change, ..ToolOutput::ok(text) })
+                }
+            }
+        }
         _ => run_text(tool, input, cx).await.map(ToolOutput::ok),
     }
 }
@@ -196,7 +210,13 @@ async fn run_text<H: Host>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, 
             let status = str_arg(input, name, "status")?;
             cx.plan.model_change(false, |p| p.set_status(&id, status))
         }
-        Handler::Shell | Handler::WriteFile | Handler::EditFile | Handler::Mcp => Err(format!("Unknown tool: {name}")),
+        Handler::Shell
+        | Handler::WriteFile
+        | Handler::EditFile
+        | Handler::Mcp
+        | Handler::Diagnostics
+        | Handler::CodeNav
+        | Handler::Rename => Err(format!("Unknown tool: {name}")),
     }
 }
 
@@ -206,6 +226,23 @@ pub fn summary(name: &str, input: &Value) -> String {
     let s = match catalog::find(name).map(|t| t.handler) {
         Some(Handler::Shell) => field("command"),
         Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
+        Some(Handler::Diagnostics) => match input.get("paths") {
+            Some(Value::Array(a)) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
+            _ => Some("all files".to_string()),
+        },
+        Some(Handler::CodeNav) => Some(
+            [field("action"), field("symbol").or_else(|| field("query")), field("path")]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        Some(Handler::Rename) => Some(format!(
+            "{} -> {} in {}",
+            field("symbol").unwrap_or_default(),
+            field("new_name").unwrap_or_default(),
+            field("path").unwrap_or_default()
+        )),
         Some(Handler::Todo | Handler::CreateTodos) => Some(match input.get("items") {
             Some(Value::Array(a)) if a.len() == 1 => "1 item".to_string(),
             Some(Value::Array(a)) => format!("{} items", a.len()),

@@ -35,7 +35,7 @@ pub enum Kind {
     Reminder,
     Steer,
     PlanEdit,
-    /// The `<diagnostics>` block the harness told the model after a round that changed files.
+    /// The `<diagnostics>` block after a round that changed files: the errors the model was told of.
     Diagnostics,
 }
 
@@ -134,10 +134,10 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
 fn user_kind(text: &str, origin: Option<&Origin>) -> Kind {
     if text.starts_with("<reminder>") || text == crate::agent::CONTINUE {
         Kind::Reminder
+    } else if text.starts_with(crate::intel::session::OPEN) {
+        Kind::Diagnostics
     } else if text.starts_with("<plan-edit>") {
         Kind::PlanEdit
-    } else if text.starts_with("<diagnostics>") {
-        Kind::Diagnostics
     } else {
         match origin {
             // A compaction keeps the task at the head of its summary.

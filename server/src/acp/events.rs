@@ -28,6 +28,9 @@ pub(crate) struct RunState {
     pending: Mutex<bool>,
     /// The client terminal the call in flight runs in, shown as its content to the end.
     terminal: Mutex<Option<String>>,
+    /// The content the latest finished call was shown with, so the round's diagnostics are added to it
+    /// (a `tool_call_update`'s content replaces the call's).
+    last_content: Mutex<Option<(String, Vec<ToolCallContent>)>>,
 }
 
 impl RunState {
@@ -104,6 +107,7 @@ impl EventSink for AcpEvents {
                     Some(t) => vec![ToolCallContent::Terminal(Terminal::new(t))],
                     None => tool_calls::content(name, output, change),
                 };
+                *lock(&self.state.last_content) = Some((id.to_string(), content.clone()));
                 let announced = lock(&self.state.started).remove(id);
                 if !announced {
                     let call = tool_calls::started(id, name, input, self.session.root())
@@ -120,16 +124,23 @@ impl EventSink for AcpEvents {
                 self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields)));
             }
             Event::PlanChanged { state } => self.send(SessionUpdate::Plan(tool_calls::plan(&state.plan))),
+            // The errors the model is told of, in the content of the call that caused them.
+            Event::Diagnostics { text, call_id } => {
+                let last = lock(&self.state.last_content).take();
+                match (call_id, last) {
+                    (Some(id), Some((last_id, mut content))) if id == last_id => {
+                        content.push(ToolCallContent::from(text.to_string()));
+                        let fields = ToolCallUpdateFields::new().content(content);
+                        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields)));
+                    }
+                    _ => self.send(SessionUpdate::AgentThoughtChunk(text_block(text))),
+                }
+            }
             // Shown to the user as a thought; the model still gets it in the tool results.
             Event::Reminder { text } => self.send(SessionUpdate::AgentThoughtChunk(text_block(text))),
             Event::Usage { round, context_window, .. } => {
                 let used = round.input_tokens + round.output_tokens;
                 self.send(SessionUpdate::UsageUpdate(UsageUpdate::new(used, context_window)));
-            }
-            // What the model was told of its edits' errors, as a thought: the user sees what the model sees.
-            Event::Diagnostics { lines, .. } => {
-                let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
-                self.send(SessionUpdate::AgentThoughtChunk(text_block(text.join("\n"))));
             }
             Event::Compacted { tokens_before, tokens_after, error } => {
                 let mut text = format!(

@@ -49,7 +49,7 @@ impl Turn {
             // Instruction files are read once per run: the prompt's prefix stays byte-stable.
             system: tools::system_prompt(r.host.root(), r.cfg.planning, r.cfg.mode)
                 + &instructions::load(r.host.root()).prompt,
-            specs: tools::specs(r.cfg.planning, r.cfg.mode, mcp.as_deref()),
+            specs: tools::specs(r.cfg.planning, r.cfg.mode, mcp.as_deref(), r.intel.is_some()),
             mcp,
             round: 0,
             usage: Usage::default(),
@@ -159,7 +159,8 @@ impl Turn {
         calls: Vec<(String, String, Value)>,
         text: String,
     ) -> Next {
-        let mut results = Vec::with_capacity(calls.len() + 1);
+        let mut results = Vec::with_capacity(calls.len() + 2);
+        let mut changed_by: Option<&str> = None;
         let mut used_plan = false;
         let mut stop: Option<FinishReason> = None;
         for (id, name, input) in &calls {
@@ -173,10 +174,26 @@ impl Turn {
                     used_plan |= planning;
                     let (out, halt) = self.call(r, id, name, input, planning).await;
                     stop = halt;
+                    if out.change.is_some() || catalog::find(name).is_some_and(|t| t.kind == catalog::Kind::Execute) {
+                        changed_by = Some(id);
+                    }
                     out
                 }
             };
             results.push(Block::ToolResult { tool_use_id: id.clone(), content: out.text, is_error: out.is_error });
+        }
+        // The servers have worked on the round's writes since each was applied; what is left is waited for
+        // here, once (nothing at all when no file changed).
+        if let (Some(intel), None) = (r.intel, stop) {
+            let block = tokio::select! {
+                biased;
+                _ = r.cancel.cancelled() => None,
+                b = intel.round_block(r.host) => b,
+            };
+            if let Some(block) = block {
+                r.events.emit(Event::Diagnostics { text: &block, call_id: changed_by });
+                results.push(Block::Text { text: block });
+            }
         }
         self.close_round(messages, r, results, used_plan, stop, text)
     }
@@ -210,6 +227,7 @@ impl Turn {
             call_id: id,
             mcp: self.mcp.as_deref(),
             mode: r.cfg.mode,
+            intel: r.intel,
         };
         let call = tools::prepare(name, input, &cx);
         let asks = call.will_ask(&cx);

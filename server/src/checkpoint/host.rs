@@ -12,12 +12,19 @@ use crate::locks;
 pub struct Tracked<'a, H> {
     inner: &'a H,
     checkpoints: Option<&'a Mutex<Checkpoints>>,
+    /// Told of every file the agent changes, so the language servers start on it at once.
+    intel: Option<&'a crate::intel::Session>,
 }
 
 impl<'a, H: Host> Tracked<'a, H> {
     /// `inner` with the hooks; without checkpoints, `inner` as it is.
     pub fn new(inner: &'a H, checkpoints: Option<&'a Mutex<Checkpoints>>) -> Tracked<'a, H> {
-        Tracked { inner, checkpoints }
+        Tracked { inner, checkpoints, intel: None }
+    }
+
+    /// With code intelligence told of each change (file tools, renames, what a command changed).
+    pub fn with_intel(self, intel: Option<&'a crate::intel::Session>) -> Tracked<'a, H> {
+        Tracked { intel, ..self }
     }
 
     fn with(&self, f: impl FnOnce(&mut Checkpoints)) {
@@ -47,7 +54,14 @@ impl<H: Host> Host for Tracked<'_, H> {
         self.with(|c| c.before_write(&path.rel, change.old_text.as_deref()));
         self.inner.apply_change(path, change, ctx).await?;
         self.with(|c| c.after_write(&path.rel, &change.new_text));
+        if let Some(intel) = self.intel {
+            intel.wrote(&path.abs, change.old_text.as_deref(), &change.new_text);
+        }
         Ok(())
+    }
+
+    fn intelligence(&self) -> Option<crate::intel::Source> {
+        self.intel.map(|s| s.source.clone()).or_else(|| self.inner.intelligence())
     }
 
     async fn approve(&self, ask: &Ask<'_>, call_id: &str) -> Approval {
@@ -63,17 +77,20 @@ impl<H: Host> Host for Tracked<'_, H> {
     ) -> Result<ShellOutput, String> {
         self.with(|c| c.before_command());
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
-        let _after = AfterCommand(self.checkpoints);
+        let _after = AfterCommand(self.checkpoints, self.intel);
         self.inner.run_command(command, timeout, sandbox).await
     }
 }
 
-struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>);
+struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel::Session>);
 
 impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
         if let Some(c) = self.0 {
-            locks::lock(c).after_command();
+            let changed = locks::lock(c).after_command();
+            if let Some(intel) = self.1 {
+                intel.command_changed(&changed);
+            }
         }
     }
 }

@@ -130,10 +130,10 @@ impl EventSink for Terminal {
             Event::Reminder { text } => {
                 let _ = writeln!(out, "{}", self.paint("\x1b[35m", text));
             }
-            // Listed under the round's calls, as the model reads them.
-            Event::Diagnostics { lines, .. } => {
-                for l in lines {
-                    let _ = writeln!(out, "  {}", self.paint("\x1b[31m", &l.text));
+            // Under the round's last call: the errors the model is told of, a line each.
+            Event::Diagnostics { text, .. } => {
+                for line in text.lines().filter(|l| !l.starts_with("<diagnostics>") && !l.starts_with("</diagnostics>")) {
+                    let _ = writeln!(out, "  {}", self.paint("\x1b[31m", line));
                 }
             }
             Event::Compacted { tokens_before, tokens_after, error } => {

@@ -27,6 +27,8 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
+pub(crate) use landlock::{restrict as landlock_restrict, ruleset as landlock_ruleset};
 pub use approval::{protected, Approval, ApprovalMode, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;

@@ -62,8 +62,9 @@ pub struct FileDiagnostics {
     pub path: PathBuf,
     /// The file's diagnostics now (for the text last written, when `checked` is `Yes`).
     pub diagnostics: Vec<Diagnostic>,
-    /// The diagnostics from before the latest `wrote` of this file, when the source knows them (it saw
-    /// the file before, or opened it with `Written::before`); `None`: the engine's own last view counts.
+    /// The file's diagnostics from before the agent first wrote to it, when the source knows them (it
+    /// saw the file before, or opened it with `Written::before`). The engine prefers its own view from
+    /// its previous report of the file; with neither, every diagnostic counts as new.
     pub before: Option<Vec<Diagnostic>>,
     pub checked: Checked,
 }
@@ -114,6 +115,12 @@ pub trait Intelligence: Send + Sync {
     /// A navigation or rename question. `Err`: one line the model reads (no server for the file, the
     /// server failed or did not answer in time).
     fn query(&self, q: Query) -> BoxFuture<'_, Result<Answer, String>>;
+
+    /// Lines the model is told once, in the next `<diagnostics>` block (a server crashed and was
+    /// restarted). Taking them empties them.
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A session's source, shared by the host, the tools and the round.

@@ -69,6 +69,18 @@ impl EventSink for EditorEvents {
                 );
                 return announce_plan(&self.notifier, &self.folder, state);
             }
+            // Live: `stepwise/diagnostics` under the round's call (and a log line for plain clients); after a
+            // reload the views read it from `stepwise.conversation` (kind `diagnostics`).
+            Event::Diagnostics { text, call_id } => {
+                let line = format!("stepwise diagnostics ({}): {}", self.folder.name(), one_line(text));
+                self.notifier.send(Outgoing::Log(MessageType::INFO, line));
+                Outgoing::Diagnostics(ext::Diagnostics {
+                    workspace: ws,
+                    run_id: run,
+                    calls: call_id.map(str::to_string).into_iter().collect(),
+                    lines: ext::DiagnosticLine::of_block(text),
+                })
+            }
             Event::Reminder { text } => {
                 let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
@@ -95,12 +107,6 @@ impl EventSink for EditorEvents {
             }),
             // The run task reports the end itself, after saving.
             Event::RunFinished { .. } => return,
-            Event::Diagnostics { calls, lines } => Outgoing::Diagnostics(ext::Diagnostics {
-                workspace: ws,
-                run_id: run,
-                calls: calls.to_vec(),
-                lines: lines.to_vec(),
-            }),
             Event::Checkpoint { id, run_id, round, step } => {
                 // The round before it may have changed files: what is left to review may have changed.
                 let (shared, folder) = (self.shared.clone(), self.folder.clone());

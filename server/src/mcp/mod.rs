@@ -5,7 +5,7 @@
 
 pub mod config;
 mod http;
-mod process;
+pub(crate) mod process;
 pub mod report;
 mod result;
 pub use result::Answer;

@@ -97,6 +97,27 @@ fn kill_marked(marker: &str) {
 
 /// Starts `command args` in `root` with `env` added to stepwise's environment.
 pub fn spawn(root: &Path, command: &str, args: &[String], env: &BTreeMap<String, String>) -> Result<Child, String> {
+    spawn_confined(root, command, args, env, None)
+}
+
+/// `spawn`, confined by the session's sandbox `policy` when given (Linux: the Landlock ruleset shell
+/// commands get, imposed before the guard starts; the language servers stepwise starts run so).
+pub fn spawn_confined(
+    root: &Path,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    policy: Option<&crate::host::Policy>,
+) -> Result<Child, String> {
+    #[cfg(target_os = "linux")]
+    let ruleset = match policy {
+        Some(p) => Some(crate::host::landlock_ruleset(p).map_err(|e| format!("cannot confine {command}: {e}"))?),
+        None => None,
+    };
+    #[cfg(not(target_os = "linux"))]
+    if policy.is_some() {
+        return Err(format!("{command}: a server cannot be confined on this system"));
+    }
     let id = format!("{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
     let mut cmd = tokio::process::Command::new("bash");
     cmd.args(["-c", GUARD, "stepwise-mcp", command])
@@ -104,6 +125,7 @@ pub fn spawn(root: &Path, command: &str, args: &[String], env: &BTreeMap<String,
         .current_dir(root)
         .envs(env)
         .env(MARKER, &id)
+        .envs(policy.map(crate::host::Policy::env).unwrap_or_default())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -115,8 +137,13 @@ pub fn spawn(root: &Path, command: &str, args: &[String], env: &BTreeMap<String,
     // (the process group is still killed on every ordinary exit).
     #[cfg(target_os = "linux")]
     unsafe {
-        cmd.pre_exec(|| {
+        use std::os::fd::AsRawFd;
+        let fd = ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if fd >= 0 && !crate::host::landlock_restrict(fd) {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }

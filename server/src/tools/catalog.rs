@@ -35,6 +35,10 @@ pub enum Handler {
     UpdateTodo,
     /// A tool of an MCP server.
     Mcp,
+    /// Code intelligence (`intel/`): offered only where the session has a source.
+    Diagnostics,
+    CodeNav,
+    Rename,
 }
 
 /// When a call asks the user before it runs.
@@ -159,8 +163,67 @@ pub const UPDATE_TODO: Tool = Tool {
     schema: || json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
 };
 
+pub const DIAGNOSTICS: Tool = Tool {
+    name: "diagnostics",
+    title: "Diagnostics",
+    kind: Kind::Read,
+    handler: Handler::Diagnostics,
+    read_only: true,
+    asks: Asks::Never,
+    style: None,
+    description: "The errors and warnings the language servers report, one a line `path:line:col: severity: message (source)` (lines and columns 1-based). Give paths to check those files as you last wrote them; none: every file that has any.",
+    schema: || json!({"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}}),
+};
+
+pub const CODE_NAV: Tool = Tool {
+    name: "code_nav",
+    title: "Navigate",
+    kind: Kind::Read,
+    handler: Handler::CodeNav,
+    read_only: true,
+    asks: Asks::Never,
+    style: None,
+    description: "Ask the language servers about code. definition, references, implementation, hover: name the symbol by its text in `path`, and its 1-based `line` if it occurs more than once (never a column); locations come back as `path:line: text of that line`. symbols: the symbols of `path` with kind and line. workspace_symbols: symbols matching `query` in the whole workspace.",
+    schema: || {
+        json!({"type": "object", "properties": {
+            "action": {"type": "string", "enum": ["definition", "references", "implementation", "hover", "symbols", "workspace_symbols"]},
+            "path": {"type": "string"},
+            "symbol": {"type": "string", "description": "The symbol's text, e.g. a function's name"},
+            "line": {"type": "integer", "description": "1-based line where the symbol occurs"},
+            "query": {"type": "string", "description": "For workspace_symbols"}
+        }, "required": ["action"]})
+    },
+};
+
+pub const RENAME_SYMBOL: Tool = Tool {
+    name: "rename_symbol",
+    title: "Rename",
+    kind: Kind::Edit,
+    handler: Handler::Rename,
+    read_only: false,
+    asks: Asks::Never,
+    style: None,
+    description: "Rename a symbol everywhere it is used, through the language server (every file it names is edited). Name the symbol by its text in `path`, and its 1-based `line` if it occurs more than once.",
+    schema: || {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "symbol": {"type": "string"},
+            "line": {"type": "integer"},
+            "new_name": {"type": "string"}
+        }, "required": ["path", "symbol", "new_name"]})
+    },
+};
+
 /// The built-in tools, in the order the model is offered them.
-pub const BUILTIN: [Tool; 7] = [BASH, READ_FILE, WRITE_FILE, EDIT_FILE, TODO, CREATE_TODOS, UPDATE_TODO];
+pub const BUILTIN: [Tool; 10] =
+    [BASH, READ_FILE, WRITE_FILE, EDIT_FILE, TODO, CREATE_TODOS, UPDATE_TODO, DIAGNOSTICS, CODE_NAV, RENAME_SYMBOL];
+
+impl Handler {
+    /// A code-intelligence tool: offered only where the session has a source.
+    pub fn needs_intel(self) -> bool {
+        matches!(self, Handler::Diagnostics | Handler::CodeNav | Handler::Rename)
+    }
+}
 
 /// An MCP tool as the catalog describes it: the server's code runs, with the model's arguments.
 const MCP: Tool = Tool {
@@ -239,14 +302,16 @@ impl Tool {
     }
 }
 
-/// The tools the model is offered: the built-in ones of this planning style, then the MCP servers'
-/// (`mcp__<server>__<tool>`), less what `mode` forbids.
-pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>) -> Vec<ToolSpec> {
-    specs_where(style, mode, mcp, read_only_sandbox())
+/// The tools the model is offered: the built-in ones of this planning style (the code-intelligence ones
+/// only with `intel`, a source), then the MCP servers' (`mcp__<server>__<tool>`), less what `mode` forbids.
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool) -> Vec<ToolSpec> {
+    specs_where(style, mode, mcp, intel, read_only_sandbox())
 }
 
-fn specs_where(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, sandbox: bool) -> Vec<ToolSpec> {
-    let offered = |t: &&Tool| t.style.is_none_or(|s| s == style) && t.allowed_where(mode, sandbox);
+fn specs_where(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool, sandbox: bool) -> Vec<ToolSpec> {
+    let offered = |t: &&Tool| {
+        t.style.is_none_or(|s| s == style) && t.allowed_where(mode, sandbox) && (intel || !t.handler.needs_intel())
+    };
     let mut tools: Vec<ToolSpec> = BUILTIN.iter().filter(offered).map(Tool::spec).collect();
     if MCP.allowed_where(mode, sandbox) {
         tools.extend(mcp.into_iter().flat_map(McpTools::specs));
@@ -283,17 +348,30 @@ mod tests {
     fn each_style_and_mode_offers_its_tools() {
         for sandbox in [false, true] {
             assert_eq!(
-                names(&specs_where(PlanningStyle::Todo, Mode::Default, None, sandbox)),
+                names(&specs_where(PlanningStyle::Todo, Mode::Default, None, false, sandbox)),
                 ["bash", "read_file", "write_file", "edit_file", "todo"]
             );
         }
-        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false)), ["read_file", "todo"]);
+        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, false)), ["read_file", "todo"]);
         assert_eq!(
-            names(&specs_where(PlanningStyle::Tasks, Mode::Plan, None, false)),
+            names(&specs_where(PlanningStyle::Tasks, Mode::Plan, None, false, false)),
             ["read_file", "create_todos", "update_todo"]
         );
         // With a read-only sandbox the shell comes back, and only the shell.
-        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true)), ["bash", "read_file", "todo"]);
+        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, true)), ["bash", "read_file", "todo"]);
+    }
+
+    #[test]
+    fn code_intelligence_is_offered_only_with_a_source_and_read_only_in_plan_mode() {
+        assert_eq!(
+            names(&specs_where(PlanningStyle::Todo, Mode::Default, None, true, false)),
+            ["bash", "read_file", "write_file", "edit_file", "todo", "diagnostics", "code_nav", "rename_symbol"]
+        );
+        assert_eq!(
+            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true, false)),
+            ["read_file", "todo", "diagnostics", "code_nav"]
+        );
+        assert!(refusal_where("rename_symbol", Mode::Plan, true).is_some());
     }
 
     #[test]

@@ -17,7 +17,7 @@ async fn existing<H: Host>(host: &H, path: &ResolvedPath) -> Result<Option<Strin
     }
 }
 
-fn context<H: Host>(cx: &ToolContext<'_, H>, tool: &'static str) -> EditContext {
+pub(super) fn context<H: Host>(cx: &ToolContext<'_, H>, tool: &'static str) -> EditContext {
     let step = cx.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
     EditContext { tool, step, call_id: cx.call_id.to_string() }
 }

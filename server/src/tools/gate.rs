@@ -60,6 +60,7 @@ pub(super) fn known<H: Host>(name: &str, cx: &ToolContext<'_, H>) -> Option<&'st
     let tool = catalog::find(name)?;
     let known = match tool.handler {
         Handler::Mcp => cx.mcp.is_some_and(|m| m.find(name).is_some()),
+        h if h.needs_intel() => cx.intel.is_some(),
         _ if tool.kind == catalog::Kind::Think => catalog::is_planning_in(name, cx.style),
         _ => true,
     };
@@ -211,6 +212,7 @@ mod tests {
             call_id: "c1",
             mcp: None,
             mode,
+            intel: None,
         }
     }
 

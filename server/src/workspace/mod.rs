@@ -8,6 +8,7 @@
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
 mod checkpoints;
+pub mod intel;
 mod open;
 mod plan_first;
 mod review;
@@ -57,6 +58,10 @@ pub struct Workspace {
     mcp: tokio::sync::OnceCell<Arc<crate::mcp::McpSet>>,
     /// Plan first: the task whose plan waits for the user's approval (`plan_first.rs`).
     awaiting: std::sync::Mutex<Option<String>>,
+    /// The language servers stepwise would start here (`intel.rs`), found at the first run's preparation.
+    servers: tokio::sync::OnceCell<Option<crate::intel::Source>>,
+    /// The code-intelligence session runs share (`intel.rs`).
+    intel: std::sync::Mutex<Option<Arc<crate::intel::Session>>>,
 }
 
 /// What became of a line the user steered with.
@@ -87,6 +92,8 @@ impl Workspace {
             user_saves: std::sync::OnceLock::new(),
             mcp: tokio::sync::OnceCell::new(),
             awaiting: std::sync::Mutex::new(None),
+            servers: tokio::sync::OnceCell::new(),
+            intel: std::sync::Mutex::new(None),
             root,
         })
     }

@@ -40,6 +40,13 @@ pub trait Asker: Send + Sync {
 
     /// The session's servers started (the sidecar shows them beside the plan once they are ready).
     fn mcp_started(&self, _set: &Arc<McpSet>) {}
+
+    /// Whether the language servers `names` may run in `root` with the user's rights (there is no
+    /// sandbox to hold them: rust-analyzer runs build scripts, tsserver loads the workspace's plugins).
+    /// An adapter that cannot ask says no; the servers then do not start and the model is told why.
+    fn trust_language_servers(&self, _root: &Path, _names: &[String]) -> impl Future<Output = bool> + Send {
+        async { false }
+    }
 }
 
 /// The answer about a workspace `.mcp.json`.
@@ -168,6 +175,9 @@ impl Workspace {
             let editor = o.mcp_servers.as_ref().map(|s| &s.0);
             let set = self.mcp.get_or_init(|| self.start_mcp(editor, req.client_mcp, cfg.mcp.timeout, asker)).await;
             cfg.mcp.set = Some(set.clone());
+            if cfg.intel.mode != crate::intel::DiagnosticsMode::Off {
+                cfg.intel.servers = self.language_servers(cfg.sandbox, cfg.intel.max_wait, asker).await;
+            }
         }
         Ok(Prepared { cfg, llm })
     }

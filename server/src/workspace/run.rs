@@ -126,8 +126,17 @@ impl Workspace {
         }
         let saving = Saving { ws: self, inner: events };
         let events = Rounds { ws: self, inner: &saving, run_id: &ticket.id, prompt, pending: Default::default() };
-        let host = Tracked::new(host, self.checkpoint_store());
-        let run = Run { llm, host: &host, events: &events, cfg, cancel: &ticket.cancel, shared: self.shared() };
+        let intel = self.intel_session(host, cfg);
+        let host = Tracked::new(host, self.checkpoint_store()).with_intel(intel.as_deref());
+        let run = Run {
+            llm,
+            host: &host,
+            events: &events,
+            cfg,
+            cancel: &ticket.cancel,
+            shared: self.shared(),
+            intel: intel.as_deref(),
+        };
         let outcome = agent::run(&mut convo, prompt, &run).await;
         self.save_messages(&convo);
         self.settle_plan_gate(ticket, prompt, mode, outcome.reason);

@@ -1,0 +1,335 @@
+//! The language servers stepwise starts itself (the CLI, ACP, an LSP client that does not answer
+//! `stepwise/query`): one per language per workspace, started on first need, fed the text the agent
+//! wrote, confined like the agent's commands, stopped with the session (their process groups die with it,
+//! even when stepwise is killed). A server that crashes is restarted once, and that is said.
+
+mod answer;
+pub mod rpc;
+pub mod server;
+pub mod spec;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+
+use super::source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Written};
+use crate::locks::lock;
+use server::Running;
+use spec::Spec;
+
+/// The first wait on a server, its start included.
+pub const FIRST_WAIT: Duration = Duration::from_secs(10);
+/// The shortest a learned wait gets: a warm server that answered in 50 ms may need more on a big change.
+const MIN_WAIT: Duration = Duration::from_secs(2);
+/// The largest file fed to a server.
+const MAX_TEXT: u64 = 4 << 20;
+
+/// How the servers may run: inside the session's sandbox, or plainly in a workspace the user trusted;
+/// otherwise not at all (the line says why).
+#[derive(Debug, Clone)]
+pub enum Rights {
+    Sandbox(crate::host::Policy),
+    Trusted,
+    Refused(String),
+}
+
+struct Slot {
+    running: Option<Arc<Running>>,
+    restarted: bool,
+    failed: Option<String>,
+    /// The longest a settle took once warm.
+    learned: Option<Duration>,
+    /// Its event count when the agent first wrote since the last report.
+    since: Option<u64>,
+}
+
+struct Inner {
+    root: PathBuf,
+    specs: Vec<Arc<Spec>>,
+    rights: Rights,
+    max_wait: Duration,
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    /// The agent's latest text of each file it wrote, with the text before its first write.
+    written: Mutex<HashMap<PathBuf, (Option<Arc<str>>, Arc<str>)>>,
+    notices: Mutex<Vec<String>>,
+}
+
+/// The session's servers: the `Intelligence` of every host that has no editor answering for it.
+#[derive(Clone)]
+pub struct Servers(Arc<Inner>);
+
+impl Servers {
+    /// The servers for `root` (none started yet); `max_wait` caps every wait (`FIRST_WAIT` at most).
+    pub fn new(root: PathBuf, specs: Vec<Spec>, rights: Rights, max_wait: Duration) -> Servers {
+        Servers(Arc::new(Inner {
+            root,
+            specs: specs.into_iter().map(Arc::new).collect(),
+            rights,
+            max_wait: max_wait.min(FIRST_WAIT),
+            slots: Mutex::default(),
+            written: Mutex::default(),
+            notices: Mutex::default(),
+        }))
+    }
+
+    /// Whether a server would serve some file of the workspace (a bounded look at its files).
+    pub fn any_for_workspace(&self) -> bool {
+        let specs: Vec<_> = self.0.specs.iter().filter(|s| s.startable()).collect();
+        if specs.is_empty() {
+            return false;
+        }
+        ignore::WalkBuilder::new(&self.0.root)
+            .max_depth(Some(6))
+            .build()
+            .take(5000)
+            .flatten()
+            .any(|e| specs.iter().any(|s| s.serves(e.path())))
+    }
+
+    fn spec_for(&self, path: &Path) -> Option<Arc<Spec>> {
+        self.0.specs.iter().find(|s| s.startable() && s.serves(path)).cloned()
+    }
+
+    fn slot(&self, name: &str) -> Arc<tokio::sync::Mutex<Slot>> {
+        lock(&self.0.slots)
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                Arc::new(tokio::sync::Mutex::new(Slot {
+                    running: None,
+                    restarted: false,
+                    failed: None,
+                    learned: None,
+                    since: None,
+                }))
+            })
+            .clone()
+    }
+
+    /// The running server for `spec`: started on first need, restarted once after a crash.
+    async fn running(&self, spec: &Arc<Spec>, slot: &mut Slot) -> Result<Arc<Running>, String> {
+        if let Some(why) = &slot.failed {
+            return Err(why.clone());
+        }
+        if let Some(r) = &slot.running {
+            if r.alive() {
+                return Ok(r.clone());
+            }
+            let said = lock(&r.stderr).last().cloned().map(|l| format!(": {l}")).unwrap_or_default();
+            slot.running = None;
+            if slot.restarted {
+                let why = format!("{} stopped again{said}; it is not restarted in this session", spec.name);
+                slot.failed = Some(why.clone());
+                return Err(why);
+            }
+            slot.restarted = true;
+            lock(&self.0.notices).push(format!("{} stopped unexpectedly{said}; restarted", spec.name));
+        }
+        let policy = match &self.0.rights {
+            Rights::Sandbox(p) => Some(p),
+            Rights::Trusted => None,
+            Rights::Refused(why) => return Err(why.clone()),
+        };
+        match Running::start(spec.clone(), &self.0.root, policy, self.0.max_wait).await {
+            Ok(r) => {
+                let r = Arc::new(r);
+                slot.running = Some(r.clone());
+                Ok(r)
+            }
+            Err(why) => {
+                slot.failed = Some(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Feeds `path` to `r`: the text the agent wrote (opened first with the text before, waited for, so
+    /// the diagnostics from before are known), else what the disk holds.
+    async fn feed(&self, r: &Running, path: &Path, deadline: Instant) -> Result<(), String> {
+        let wrote = lock(&self.0.written).get(path).cloned();
+        match wrote {
+            Some((before, text)) => {
+                if let (false, Some(before)) = (r.has(path), before) {
+                    r.sync(path, before);
+                    r.settle(path, deadline).await;
+                }
+                r.sync(path, text);
+            }
+            None if r.has(path) => {}
+            None => r.sync(path, read_text(path)?),
+        }
+        Ok(())
+    }
+
+    /// One file: its server started and fed, settled if asked.
+    async fn file(&self, path: &Path, settle: bool) -> FileDiagnostics {
+        let report = |checked| FileDiagnostics { path: path.to_path_buf(), diagnostics: Vec::new(), before: None, checked };
+        let Some(spec) = self.spec_for(path) else {
+            return report(Checked::Failed("no language server for this kind of file".into()));
+        };
+        let slot = self.slot(&spec.name);
+        let mut slot = slot.lock().await;
+        let started = Instant::now();
+        let cold = slot.running.is_none() || slot.learned.is_none();
+        let wait = match slot.learned {
+            Some(l) if !cold => (l * 4).max(MIN_WAIT).min(self.0.max_wait),
+            _ => self.0.max_wait,
+        };
+        let deadline = started + wait;
+        let r = match self.running(&spec, &mut slot).await {
+            Ok(r) => r,
+            Err(why) => return report(Checked::Failed(why)),
+        };
+        if let Err(why) = self.feed(&r, path, deadline).await {
+            return report(Checked::Failed(why));
+        }
+        let checked = if !settle || r.settle(path, deadline).await {
+            if settle && !cold {
+                let took = started.elapsed();
+                slot.learned = Some(slot.learned.map_or(took, |l| (l * 3 + took) / 4));
+            } else if settle {
+                slot.learned = Some(Duration::from_millis(1));
+            }
+            Checked::Yes
+        } else if !r.alive() {
+            Checked::Failed(format!("{} stopped while checking it", spec.name))
+        } else {
+            Checked::No { who: spec.name.clone(), waited: started.elapsed() }
+        };
+        let (diagnostics, before) = r.diagnostics(path);
+        FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked }
+    }
+}
+
+/// A file's text from disk, for a server: not too large, not binary.
+fn read_text(path: &Path) -> Result<Arc<str>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if meta.len() > MAX_TEXT {
+        return Err(format!("too large to check ({} bytes)", meta.len()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.contains(&0) {
+        return Err("a binary file, not checked".into());
+    }
+    String::from_utf8(bytes).map(Arc::from).map_err(|_| "not UTF-8 text, not checked".into())
+}
+
+impl Intelligence for Servers {
+    fn who(&self) -> String {
+        "language servers".into()
+    }
+
+    fn covers(&self, path: &Path) -> bool {
+        self.spec_for(path).is_some()
+    }
+
+    fn wrote(&self, w: Written) {
+        if self.spec_for(&w.path).is_none() {
+            return;
+        }
+        {
+            let mut written = lock(&self.0.written);
+            let before = written.get(&w.path).and_then(|(b, _)| b.clone()).or(w.before);
+            written.insert(w.path.clone(), (before, w.text));
+        }
+        // Started and fed now, so the server works while the round's other calls run.
+        let this = self.clone();
+        tokio::spawn(async move {
+            let Some(spec) = this.spec_for(&w.path) else { return };
+            let slot = this.slot(&spec.name);
+            let mut slot = slot.lock().await;
+            if let Ok(r) = this.running(&spec, &mut slot).await {
+                if slot.since.is_none() {
+                    slot.since = Some(r.seq());
+                }
+                let _ = this.feed(&r, &w.path, Instant::now() + this.0.max_wait).await;
+            }
+        });
+    }
+
+    fn diagnostics(&self, req: DiagnosticsRequest) -> BoxFuture<'_, Vec<FileDiagnostics>> {
+        async move {
+            let mut out = Vec::new();
+            if req.paths.is_empty() {
+                let slots: Vec<_> = lock(&self.0.slots).values().cloned().collect();
+                for slot in slots {
+                    if let Some(r) = slot.lock().await.running.clone() {
+                        out.extend(r.all().into_iter().map(|(path, diagnostics)| FileDiagnostics {
+                            path,
+                            diagnostics,
+                            before: None,
+                            checked: Checked::Yes,
+                        }));
+                    }
+                }
+                return out;
+            }
+            let files = futures_util::future::join_all(req.paths.iter().map(|p| self.file(p, req.settle))).await;
+            out.extend(files);
+            if req.settle {
+                // Files the servers found affected by the writes, besides those asked.
+                let slots: Vec<_> = lock(&self.0.slots).values().cloned().collect();
+                for slot in slots {
+                    let mut slot = slot.lock().await;
+                    let (Some(since), Some(r)) = (slot.since.take(), slot.running.clone()) else { continue };
+                    for (path, diagnostics, before) in r.affected_since(since) {
+                        if !req.paths.contains(&path) {
+                            out.push(FileDiagnostics { path, diagnostics, before, checked: Checked::Yes });
+                        }
+                    }
+                }
+            }
+            out
+        }
+        .boxed()
+    }
+
+    fn query(&self, q: Query) -> BoxFuture<'_, Result<Answer, String>> {
+        async move {
+            let path = match &q {
+                Query::WorkspaceSymbols { .. } => self.any_running_path().await,
+                Query::Definition { path, .. }
+                | Query::References { path, .. }
+                | Query::Implementation { path, .. }
+                | Query::Hover { path, .. }
+                | Query::DocumentSymbols { path }
+                | Query::Rename { path, .. } => Some(path.clone()),
+            };
+            let Some(path) = path else { return Err("no language server has started in this session yet".into()) };
+            let spec = self.spec_for(&path).ok_or("no language server for this kind of file")?;
+            let slot = self.slot(&spec.name);
+            let r = {
+                let mut slot = slot.lock().await;
+                let r = self.running(&spec, &mut slot).await?;
+                let deadline = Instant::now() + self.0.max_wait;
+                self.feed(&r, &path, deadline).await?;
+                r
+            };
+            answer::ask(&r, &q, self.0.max_wait).await.map_err(|e| format!("{}: {e}", spec.name))
+        }
+        .boxed()
+    }
+
+    fn notices(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.0.notices))
+    }
+}
+
+impl Servers {
+    /// A file some running server has open, for a workspace-wide question.
+    async fn any_running_path(&self) -> Option<PathBuf> {
+        let written = lock(&self.0.written).keys().next().cloned();
+        written.or_else(|| {
+            ignore::WalkBuilder::new(&self.0.root)
+                .max_depth(Some(6))
+                .build()
+                .take(5000)
+                .flatten()
+                .map(|e| e.into_path())
+                .find(|p| p.is_file() && self.spec_for(p).is_some())
+        })
+    }
+}

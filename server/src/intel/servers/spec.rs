@@ -1,0 +1,158 @@
+//! Which language servers stepwise would start, and where each comes from: the well-known ones found on
+//! `PATH`, and those of the user's `$XDG_CONFIG_HOME/stepwise/language-servers.json` (a name there
+//! replaces a well-known one). Never a file of the workspace: a cloned repository cannot name a command.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// One server: its name, command, the file extensions it serves, and where it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub name: String,
+    pub command: Vec<String>,
+    pub extensions: Vec<String>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Well known, its program found on `PATH` at this path.
+    Path(PathBuf),
+    /// The user's file; the program as found on `PATH` (`None`: not found).
+    UserFile { file: PathBuf, program: Option<PathBuf> },
+}
+
+impl Origin {
+    /// Where the server comes from, for `stepwise doctor`.
+    pub fn describe(&self) -> String {
+        match self {
+            Origin::Path(p) => format!("well known, on PATH at {}", p.display()),
+            Origin::UserFile { file, program: Some(p) } => format!("{} ({})", file.display(), p.display()),
+            Origin::UserFile { file, program: None } => format!("{} (program not found on PATH)", file.display()),
+        }
+    }
+}
+
+/// The well-known servers, in the order they are preferred for a language.
+const WELL_KNOWN: &[(&str, &[&str], &[&str])] = &[
+    ("pylsp", &["pylsp"], &["py", "pyi"]),
+    ("basedpyright", &["basedpyright-langserver", "--stdio"], &["py", "pyi"]),
+    ("pyright", &["pyright-langserver", "--stdio"], &["py", "pyi"]),
+    ("rust-analyzer", &["rust-analyzer"], &["rs"]),
+    ("typescript-language-server", &["typescript-language-server", "--stdio"], &["ts", "tsx", "js", "jsx", "mjs", "cjs"]),
+    ("gopls", &["gopls"], &["go"]),
+    ("clangd", &["clangd"], &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"]),
+];
+
+#[derive(Deserialize)]
+struct UserFile {
+    servers: BTreeMap<String, UserServer>,
+}
+
+#[derive(Deserialize)]
+struct UserServer {
+    command: Vec<String>,
+    extensions: Vec<String>,
+}
+
+/// The user's file (`$XDG_CONFIG_HOME`, else `~/.config`).
+pub fn user_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("stepwise").join("language-servers.json"))
+}
+
+/// A program as `PATH` finds it.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return is_executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Every server stepwise would use, and the problems with the user's file (one line each). Servers
+/// whose program is not on `PATH` are left out (the user's are listed, marked).
+pub fn discover() -> (Vec<Spec>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut specs: Vec<Spec> = Vec::new();
+    let mut named = std::collections::HashSet::new();
+    if let Some(file) = user_file() {
+        match std::fs::read_to_string(&file) {
+            Ok(text) => match serde_json::from_str::<UserFile>(&text) {
+                Ok(u) => {
+                    for (name, s) in u.servers {
+                        named.insert(name.clone());
+                        if s.command.is_empty() || s.extensions.is_empty() {
+                            problems.push(format!("{}: {name}: command and extensions must not be empty", file.display()));
+                            continue;
+                        }
+                        let program = on_path(&s.command[0]);
+                        let extensions = s.extensions.iter().map(|e| e.trim_start_matches('.').to_string()).collect();
+                        let origin = Origin::UserFile { file: file.clone(), program };
+                        specs.push(Spec { name, command: s.command, extensions, origin });
+                    }
+                }
+                Err(e) => problems.push(format!("{}: {e}", file.display())),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => problems.push(format!("{}: {e}", file.display())),
+        }
+    }
+    for (name, command, exts) in WELL_KNOWN {
+        if named.contains(*name) {
+            continue;
+        }
+        if let Some(found) = on_path(command[0]) {
+            specs.push(Spec {
+                name: name.to_string(),
+                command: command.iter().map(|s| s.to_string()).collect(),
+                extensions: exts.iter().map(|s| s.to_string()).collect(),
+                origin: Origin::Path(found),
+            });
+        }
+    }
+    (specs, problems)
+}
+
+impl Spec {
+    pub fn startable(&self) -> bool {
+        !matches!(self.origin, Origin::UserFile { program: None, .. })
+    }
+
+    pub fn serves(&self, path: &Path) -> bool {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        self.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext))
+    }
+
+    /// LSP's language id for a file it serves.
+    pub fn language_id(&self, path: &Path) -> &'static str {
+        match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+            "py" | "pyi" => "python",
+            "rs" => "rust",
+            "ts" => "typescript",
+            "tsx" => "typescriptreact",
+            "js" | "mjs" | "cjs" => "javascript",
+            "jsx" => "javascriptreact",
+            "go" => "go",
+            "c" | "h" => "c",
+            "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => "cpp",
+            _ => "plaintext",
+        }
+    }
+}
+
+/// The first startable server of `specs` for a file (the user's before the well-known ones).
+pub fn for_file<'a>(specs: &'a [Spec], path: &Path) -> Option<&'a Spec> {
+    specs.iter().find(|s| s.startable() && s.serves(path))
+}

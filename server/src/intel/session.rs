@@ -1,0 +1,164 @@
+//! A session's code intelligence as the loop uses it: the source, what the agent wrote this round (fed
+//! to the source as it is written, so the servers work while the round goes on), and the engine's view of
+//! each file's diagnostics, against which the errors of the next round are new or not.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::source::{Checked, DiagnosticsRequest, FileDiagnostics, Source, Written};
+use super::text::{self, Key};
+use super::DiagnosticsMode;
+use crate::host::{resolve, Host};
+use crate::locks::lock;
+
+/// The block's first and last lines.
+pub const OPEN: &str = "<diagnostics>";
+pub const CLOSE: &str = "</diagnostics>";
+
+pub struct Session {
+    pub source: Source,
+    pub mode: DiagnosticsMode,
+    root: PathBuf,
+    max_wait: Duration,
+    /// Files written since the last block, in order, with their latest text.
+    round: Mutex<Vec<(PathBuf, Arc<str>)>>,
+    /// The text each file had before the agent first wrote it (for the keys of the source's `before`).
+    before: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+    /// The engine's view: each file's diagnostics as last reported, keyed so a moved line still matches.
+    seen: Mutex<HashMap<PathBuf, Vec<Key>>>,
+}
+
+impl Session {
+    pub fn new(source: Source, mode: DiagnosticsMode, root: PathBuf, max_wait: Duration) -> Session {
+        Session {
+            source,
+            mode,
+            root,
+            max_wait,
+            round: Mutex::default(),
+            before: Mutex::default(),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// The longest a wait for the source may take.
+    pub fn max_wait(&self) -> Duration {
+        self.max_wait
+    }
+
+    /// The agent wrote `text` to `path` (a file tool, a rename, or a shell command): the source starts on
+    /// it now; the round's end waits for it.
+    pub fn wrote(&self, path: &Path, before: Option<&str>, text: &str) {
+        if !self.source.covers(path) {
+            return;
+        }
+        let text: Arc<str> = Arc::from(text);
+        let before: Option<Arc<str>> = before.map(Arc::from);
+        lock(&self.before).entry(path.to_path_buf()).or_insert_with(|| before.clone());
+        {
+            let mut round = lock(&self.round);
+            round.retain(|(p, _)| p != path);
+            round.push((path.to_path_buf(), text.clone()));
+        }
+        self.source.wrote(Written { path: path.to_path_buf(), before, text });
+    }
+
+    /// A shell command changed these files (relative paths, from the checkpoints): their text now, fed
+    /// like the file tools' (a file removed or unreadable is left out).
+    pub fn command_changed(&self, rel: &[PathBuf]) {
+        for r in rel {
+            let path = self.root.join(r);
+            if !self.source.covers(&path) {
+                continue;
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            if !meta.is_file() || meta.len() > 4 << 20 {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                self.wrote(&path, None, &text);
+            }
+        }
+    }
+
+    /// The round's block: the errors new in the files written this round (and those the servers report
+    /// as affected), `not checked` lines for what did not settle, the source's notices. `None`: nothing
+    /// was written (no wait at all), or nothing is new and everything was checked.
+    pub async fn round_block<H: Host>(&self, host: &H) -> Option<String> {
+        let written = std::mem::take(&mut *lock(&self.round));
+        let notices = self.source.notices();
+        if written.is_empty() || self.mode != DiagnosticsMode::Auto {
+            return block(notices);
+        }
+        let texts: HashMap<PathBuf, Arc<str>> = written.iter().cloned().collect();
+        let req = DiagnosticsRequest {
+            paths: written.into_iter().map(|(p, _)| p).collect(),
+            settle: true,
+            max_wait: self.max_wait,
+        };
+        let files = self.source.diagnostics(req).await;
+        let mut lines = Vec::new();
+        let mut unchecked = Vec::new();
+        let mut outside = 0;
+        for f in files {
+            let Some(rel) = text::rel(&self.root, &f.path) else {
+                outside += f.diagnostics.iter().filter(|d| text::is_error(d)).count();
+                continue;
+            };
+            match &f.checked {
+                Checked::Yes => {}
+                Checked::No { who, waited } => {
+                    unchecked.push(format!("{rel}: not checked ({who} did not answer in {} ms)", waited.as_millis()));
+                    continue;
+                }
+                Checked::Failed(why) => {
+                    unchecked.push(format!("{rel}: not checked ({why})"));
+                    continue;
+                }
+            }
+            let now_text = match texts.get(&f.path) {
+                Some(t) => Some(t.to_string()),
+                None => read(host, &self.root, &rel).await,
+            };
+            lines.extend(self.new_lines(&rel, &f, now_text.as_deref()));
+        }
+        if outside > 0 {
+            lines.push(format!("({outside} errors in files outside the workspace not shown)"));
+        }
+        let mut all = text::capped(lines, "errors");
+        all.extend(unchecked);
+        all.extend(notices);
+        block(all)
+    }
+
+    /// The file's new errors as lines, and the engine's view of it updated.
+    fn new_lines(&self, rel: &str, f: &FileDiagnostics, now_text: Option<&str>) -> Vec<String> {
+        let now: Vec<(Key, &tower_lsp_server::ls_types::Diagnostic)> =
+            f.diagnostics.iter().map(|d| (text::key(now_text, d), d)).collect();
+        let before_keys = {
+            let seen = lock(&self.seen);
+            match seen.get(&f.path) {
+                Some(k) => k.clone(),
+                None => {
+                    let before_text = lock(&self.before).get(&f.path).cloned().flatten();
+                    f.before.iter().flatten().map(|d| text::key(before_text.as_deref(), d)).collect()
+                }
+            }
+        };
+        let new = text::new_errors(&before_keys, &now);
+        let lines = new.iter().map(|d| text::diagnostic_line(rel, now_text, d)).collect();
+        lock(&self.seen).insert(f.path.clone(), now.into_iter().map(|(k, _)| k).collect());
+        lines
+    }
+}
+
+fn block(lines: Vec<String>) -> Option<String> {
+    (!lines.is_empty()).then(|| format!("{OPEN}\n{}\n{CLOSE}", lines.join("\n")))
+}
+
+async fn read<H: Host>(host: &H, root: &Path, rel: &str) -> Option<String> {
+    let path = resolve(root, rel).ok()?;
+    host.read_file(&path).await.ok()
+}

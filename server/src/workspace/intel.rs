@@ -1,0 +1,92 @@
+//! A workspace's code intelligence: the language servers stepwise would start for it (found once, at the
+//! first run's preparation; none start before they are needed), the rights they run with, and the
+//! session the loop uses (the host's source, an editor's, wins over the servers).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Asker, Workspace};
+use crate::agent::AgentConfig;
+use crate::host::{Host, SandboxSettings};
+use crate::intel::servers::{self, Rights, Servers};
+use crate::intel::{DiagnosticsMode, Session, Source};
+use crate::locks::lock;
+
+/// The trust list (state directory) of workspaces whose language servers may run unconfined.
+const TRUSTED: &str = "trusted-language-servers";
+
+pub fn is_trusted(root: &Path) -> bool {
+    crate::trust::is_recorded(TRUSTED, &root.display().to_string())
+}
+
+pub fn remember(root: &Path) -> std::io::Result<()> {
+    crate::trust::record(TRUSTED, &root.display().to_string())
+}
+
+impl Workspace {
+    /// The language servers for this workspace (`None`: none serves any of its files), found once.
+    pub(super) async fn language_servers<A: Asker>(
+        &self,
+        sandbox: SandboxSettings,
+        max_wait: Option<Duration>,
+        asker: &A,
+    ) -> Option<Source> {
+        self.servers
+            .get_or_init(|| async {
+                let (specs, problems) = servers::spec::discover();
+                for p in problems {
+                    asker.reporter()(&p);
+                }
+                let root = self.root.clone();
+                let rights = match self.sandbox.policy(&root, sandbox) {
+                    Ok(Some(policy)) => Rights::Sandbox(policy),
+                    _ if is_trusted(&root) => Rights::Trusted,
+                    _ => {
+                        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+                        if !names.is_empty() && asker.trust_language_servers(&root, &names).await {
+                            if let Err(e) = remember(&root) {
+                                asker.reporter()(&format!("could not remember the trust in {}: {e}", root.display()));
+                            }
+                            Rights::Trusted
+                        } else {
+                            Rights::Refused(format!(
+                                "language servers do not start in {} without the sandbox unless the workspace is trusted",
+                                crate::host::folder_name(&root)
+                            ))
+                        }
+                    }
+                };
+                let wait = max_wait.unwrap_or(servers::FIRST_WAIT);
+                let s = Servers::new(root, specs, rights, wait);
+                let any = {
+                    let s = s.clone();
+                    tokio::task::spawn_blocking(move || s.any_for_workspace()).await.unwrap_or(false)
+                };
+                any.then(|| Arc::new(s) as Source)
+            })
+            .await
+            .clone()
+    }
+
+    /// The session a run uses: the host's source (an editor answering `stepwise/query`) or the language
+    /// servers; kept across runs so the errors seen before stay known. `None`: the setting is `off`, or
+    /// there is no source.
+    pub(super) fn intel_session<H: Host>(&self, host: &H, cfg: &AgentConfig) -> Option<Arc<Session>> {
+        let setup = &cfg.intel;
+        if setup.mode == DiagnosticsMode::Off {
+            return None;
+        }
+        let source = host.intelligence().or_else(|| setup.servers.clone())?;
+        let mut slot = lock(&self.intel);
+        if let Some(s) = slot.as_ref() {
+            if Arc::ptr_eq(&s.source, &source) && s.mode == setup.mode {
+                return Some(s.clone());
+            }
+        }
+        let wait = setup.max_wait.unwrap_or(servers::FIRST_WAIT).min(servers::FIRST_WAIT);
+        let s = Arc::new(Session::new(source, setup.mode, self.root.clone(), wait));
+        *slot = Some(s.clone());
+        Some(s)
+    }
+}
