@@ -78,7 +78,8 @@ async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_mo
 
     // Asked about the document the agent wrote, at the version its edit gave it (opened at 1, edited: 2).
     let queries = asked.lock().unwrap().clone();
-    let diag: Vec<&Value> = queries.iter().filter(|q| q["kind"] == "diagnostics" && q["documents"].is_array()).collect();
+    let diag: Vec<&Value> =
+        queries.iter().filter(|q| q["kind"] == "diagnostics" && q["documents"].is_array()).collect();
     assert!(!diag.is_empty(), "no stepwise/query for diagnostics: {queries:?}");
     let last = diag.last().unwrap();
     assert_eq!(last["documents"], json!([{"uri": uri, "version": 2}]), "{last}");
@@ -128,7 +129,10 @@ async fn lsp_an_editor_that_does_not_answer_the_query_in_time_reads_as_not_check
     assert!(started.elapsed() < Duration::from_secs(30), "bounded by the wait: {:?}", started.elapsed());
     let requests = mock.requests();
     let told = user_text(&requests[1].body);
-    let line = told.lines().find(|l| l.starts_with("a.ts: not checked (the editor did not answer in ")).unwrap_or_else(|| panic!("{told}"));
+    let line = told
+        .lines()
+        .find(|l| l.starts_with("a.ts: not checked (the editor did not answer in "))
+        .unwrap_or_else(|| panic!("{told}"));
     assert!(line.ends_with(" ms)"), "{line}");
     ed.finish().await;
 }

@@ -7,8 +7,9 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::ext::{
-    self, AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
-    DiagnosticsNotification, ReminderNotification, ReviewNotification, StatusNotification, ToolCallNotification, UsageNotification,
+    self, AssistantTextNotification, CheckpointNotification, CompactedNotification, DiagnosticsNotification,
+    McpNotification, PlanNotification, ReminderNotification, ReviewNotification, StatusNotification,
+    ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {

@@ -142,7 +142,7 @@ impl EditorIntel {
         if let Some((path, position)) = at {
             let u = self.uri(&path).ok_or_else(|| format!("cannot name {} as a URI", path.display()))?;
             if let Some(pos) = position {
-                let pos = recode.to_editor(&u, pos).await;
+                let pos = recode.editor_position(&u, pos).await;
                 params.position = Some(QueryPosition { line: pos.line, character: pos.character });
             }
             params.uri = Some(u.as_str().to_string());
@@ -202,10 +202,9 @@ fn locations(response: GotoDefinitionResponse) -> Vec<Location> {
     match response {
         GotoDefinitionResponse::Scalar(l) => vec![l],
         GotoDefinitionResponse::Array(list) => list,
-        GotoDefinitionResponse::Link(links) => links
-            .into_iter()
-            .map(|l| Location { uri: l.target_uri, range: l.target_selection_range })
-            .collect(),
+        GotoDefinitionResponse::Link(links) => {
+            links.into_iter().map(|l| Location { uri: l.target_uri, range: l.target_selection_range }).collect()
+        }
     }
 }
 

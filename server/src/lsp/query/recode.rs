@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use tower_lsp_server::ls_types::{
-    DocumentChangeOperation, DocumentChanges, DocumentSymbol, DocumentSymbolResponse, Location, OneOf, Position,
-    Range, SymbolInformation, Uri, WorkspaceEdit, WorkspaceSymbolResponse,
+    DocumentChangeOperation, DocumentChanges, DocumentSymbol, DocumentSymbolResponse, Location, OneOf, Position, Range,
+    SymbolInformation, Uri, WorkspaceEdit, WorkspaceSymbolResponse,
 };
 
 use crate::lsp::positions::{offset_of, position_of, Encoding};
@@ -47,7 +47,7 @@ impl<'a> Recode<'a> {
     }
 
     /// A seam position (UTF-16) as the editor counts it.
-    pub async fn to_editor(&mut self, uri: &Uri, pos: Position) -> Position {
+    pub async fn editor_position(&mut self, uri: &Uri, pos: Position) -> Position {
         let enc = self.enc;
         if !self.needed() {
             return pos;
