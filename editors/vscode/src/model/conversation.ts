@@ -22,7 +22,8 @@ export interface ToolInfo {
 
 /** One line of a `<diagnostics>` block (`stepwise/diagnostics`): an error with its place, or a file not checked. */
 export interface DiagnosticLine {
-  path: string;
+  /** Relative to the folder; none for a note about no one file. */
+  path?: string;
   /** 1-based; none for a `not checked` line. */
   line?: number;
   column?: number;
@@ -142,7 +143,7 @@ export class ConversationLog {
   private diagnostics(calls: string[], lines: DiagnosticLine[]): number | undefined {
     const cards = calls.map((id) => this.findTool(id)).filter((i) => i >= 0);
     if (cards.length === 0 || lines.length === 0) return undefined;
-    const byPath = (path: string) => cards.find((i) => this.entries[i].tool?.summary === path);
+    const byPath = (path: string | undefined) => (path ? cards.find((i) => this.entries[i].tool?.summary === path) : undefined);
     this.changedCards = [];
     for (const l of lines) {
       const i = byPath(l.path) ?? cards[cards.length - 1];
@@ -300,14 +301,17 @@ export function diagnosticLines(block: string): DiagnosticLine[] {
     const text = raw.trim();
     if (!text || text === '<diagnostics>' || text === '</diagnostics>') continue;
     const m = /^(.+?):(\d+):(\d+): /.exec(text);
+    const unchecked = /^(.+?): not checked /.exec(text);
     if (m) out.push({ path: m[1], line: Number(m[2]), column: Number(m[3]), text });
-    else out.push({ path: text.split(': ')[0], text });
+    else if (unchecked) out.push({ path: unchecked[1], text });
+    else out.push({ text });
   }
   return out;
 }
 
-/** The link a diagnostic line opens: the path relative to the folder, with its place (`#L3C7`). */
-export function diagnosticHref(l: DiagnosticLine): string {
+/** The link a diagnostic line opens: the path relative to the folder, with its place (`#L3C7`); none without a path. */
+export function diagnosticHref(l: DiagnosticLine): string | undefined {
+  if (!l.path) return undefined;
   return l.line === undefined ? l.path : `${l.path}#L${l.line}C${l.column ?? 1}`;
 }
 

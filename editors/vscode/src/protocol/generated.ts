@@ -80,11 +80,11 @@ export interface Conversation {
   entries: Entry[];
 }
 
-/** One line of a `<diagnostics>` block: an error with its place, or a file that was not checked. */
+/** One line of a `<diagnostics>` block: an error with its place, a file that was not checked, or a note. */
 export interface DiagnosticLine {
-  /** Relative to the workspace, as the model read it. */
-  path: string;
-  /** 1-based; `None` for a line about the whole file (`not checked`). */
+  /** The file, relative to the folder, as the model read it; left out for a note about no one file. */
+  path?: string;
+  /** 1-based; left out for a line about the whole file (`not checked`). */
   line?: number;
   /** 1-based. */
   column?: number;
@@ -99,7 +99,7 @@ export interface DiagnosticsAnswer {
 
 /**
  * `stepwise/diagnostics`: the `<diagnostics>` block the model was told after a round that changed files,
- * with the ids of that round's tool calls (a view shows the lines under those calls).
+ * with the id of the round's last call that changed a file (a view shows the lines under it).
  */
 export interface DiagnosticsParams {
   workspace: string;

@@ -100,7 +100,10 @@ function diagnosticsBox(lines: DiagnosticLine[], open: boolean): HTMLElement {
   const unchecked = lines.length - errors;
   const parts = [errors > 0 ? `${errors} ${errors === 1 ? 'error' : 'errors'}` : '', unchecked > 0 ? `${unchecked} not checked` : ''].filter((p) => p);
   const list = el('ul', { class: 'diagnostic-lines' });
-  for (const l of lines) list.append(el('li', {}, el('a', { href: diagnosticHref(l), title: 'Open' }, l.text)));
+  for (const l of lines) {
+    const href = diagnosticHref(l);
+    list.append(el('li', {}, href ? el('a', { href, title: 'Open' }, l.text) : l.text));
+  }
   const details = el('details', { class: 'diagnostics' }, el('summary', {}, `⚠ told the model: ${parts.join(', ')}`), list);
   details.open = open;
   return details;

@@ -17,6 +17,7 @@ import {
   recordPath,
   runCommand,
   screenshot,
+  statusBarText,
   step,
   useCodeServer,
   viewFrame,
@@ -82,10 +83,13 @@ step("the TypeScript error of the agent's edit reaches the model and shows on it
   assert.match((await line.getAttribute('href')) ?? '', /^total\.ts#L1C\d+$/);
   await screenshot('card.png');
   await page.locator('.part.sidebar').screenshot({ path: path.join(artifacts, 'card-view.png') });
-  // The line opens its place.
-  await runCommand('View: Close All Editors');
+  // The line opens its place: another file in front first, then the line brings total.ts back at line 1, column 7.
+  await openFile('greet.js');
+  await page.locator('.tab.active', { hasText: 'greet.js' }).waitFor({ timeout: SHORT });
   await line.click();
   await page.locator('.tab.active', { hasText: 'total.ts' }).waitFor({ timeout: SHORT });
+  const col = /^total\.ts#L1C(\d+)$/.exec((await line.getAttribute('href')) ?? '')?.[1];
+  await waitFor('the cursor at the error', () => statusBarText(), (t) => t.includes(`Ln 1, Col ${col}`), SHORT);
 });
 
 step('after a reload the block is a diagnostics entry, not the user\'s words', async () => {

@@ -85,4 +85,8 @@ test("a round's diagnostics go on the card of the call that changed the file, th
   const [e] = entries({ entries: [{ kind: 'diagnostics', runId: 'r', text: `<diagnostics>\n${lines[0].text}\n${lines[1].text}\n</diagnostics>` }] });
   assert.equal(e.kind, 'diagnostics');
   assert.deepEqual(diagnosticLines(e.text ?? ''), lines);
+  // A note about no one file has no link.
+  const [note] = diagnosticLines('<diagnostics>\n(2 errors in files outside the workspace not shown)\n</diagnostics>');
+  assert.deepEqual(note, { text: '(2 errors in files outside the workspace not shown)' });
+  assert.equal(diagnosticHref(note), undefined);
 });
