@@ -16,6 +16,35 @@ local function ask(params)
   end
 end
 
+--- An in-process language server that answers initialize and nothing else, attached to `buf`: a server that
+--- may publish, so the buffer's diagnostics are waited for.
+local function fake_server(buf)
+  local id = vim.lsp.start({
+    name = 'fake-server',
+    cmd = function()
+      return {
+        request = function(method, _, callback)
+          callback(nil, method == 'initialize' and { capabilities = {} } or vim.NIL)
+          return true, 1
+        end,
+        notify = function()
+          return true
+        end,
+        is_closing = function()
+          return false
+        end,
+        terminate = function() end,
+      }
+    end,
+    root_dir = vim.fn.getcwd(),
+  }, { bufnr = buf })
+  H.wait(function()
+    local c = id and vim.lsp.get_client_by_id(id)
+    return c and c.initialized and (c.attached_buffers or {})[buf]
+  end, 5000, 'the fake server attached')
+  return id
+end
+
 local function scratch(text)
   local dir = H.tmpdir('query')
   local path = dir .. '/a.py'
@@ -47,10 +76,14 @@ return H.spec({
     end,
   },
   {
-    name = 'query: diagnostics settled once they changed after the version asked for; else settled false when waitMs runs out',
+    name = 'query: diagnostics settled once they changed after the version asked for; else settled false when waitMs runs out; no server: at once',
     timeout = 15000,
     fn = function()
       local buf, uri = scratch('é = 1\nprint(y)\n')
+      -- with no language server on the buffer there is nothing to wait for
+      local a0 = H.wait(ask({ kind = 'diagnostics', documents = { { uri = uri, version = 99 } }, waitMs = 5000 }), 1000, 'at once')
+      H.eq(true, a0[1].items[1].settled, 'no server: settled at once')
+      fake_server(buf)
       local ns = api.nvim_create_namespace('fake-server')
       vim.diagnostic.set(ns, buf, { { lnum = 1, col = 6, end_col = 7, severity = 1, message = "undefined name 'y'", source = 'fake' } })
       local now = vim.b[buf].changedtick

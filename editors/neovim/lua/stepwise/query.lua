@@ -144,9 +144,24 @@ local function item(buf, uri, enc, settled)
   return { uri = uri, diagnostics = list, settled = settled }
 end
 
---- Whether a document's diagnostics came after it reached `version` (no version: any at all).
+--- Whether a language server other than stepwise is attached to the buffer (one that may publish).
+local function has_server(buf)
+  for _, c in ipairs(vim.lsp.get_clients({ bufnr = buf })) do
+    if c.name ~= STEPWISE then
+      return true
+    end
+  end
+  return false
+end
+
+--- Whether a document's diagnostics came after it reached `version` (no version: any at all). A document
+--- no language server serves (not loaded, or only stepwise attached) has nothing to wait for: what is
+--- known of it (nothing) is all there will be, as for a file no server of the CLI's covers.
 function M.settled(buf, version)
-  local p = buf and published[buf]
+  if not buf or not has_server(buf) then
+    return true
+  end
+  local p = published[buf]
   if not p then
     return false
   end
@@ -212,7 +227,7 @@ local function diagnostics(params, enc, reply)
       if buf then
         items[#items + 1] = item(buf, d.uri, enc, M.settled(buf, d.version))
       else
-        items[#items + 1] = { uri = d.uri, diagnostics = {}, settled = false }
+        items[#items + 1] = { uri = d.uri, diagnostics = {}, settled = true }
       end
     end
     reply({ items = items })
