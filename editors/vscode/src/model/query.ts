@@ -145,7 +145,9 @@ export function workspaceEdit(entries: readonly [UriLike, readonly TextEditLike[
  * the document's diagnostics after it reached the version; but VS Code (and TypeScript) fire no change when the
  * diagnostics stay the same, so a document whose server has been seen publishing for its language, and has been
  * at the version for well past that server's usual time (twice its slowest recent one, at least `floorMs`) with
- * no change, is settled too. A language never seen publishing settles only by a change.
+ * no change, is settled too. A language never seen publishing (plain text, or a server not yet heard from) settles
+ * after `unknownQuietMs` without a change: diagnostics that do not change hold no new error, and a document no
+ * server serves must not hold the round for the whole wait.
  */
 export class Settling {
   /** uri -> the document's version when its diagnostics last changed (-1: the document was not open). */
@@ -155,7 +157,17 @@ export class Settling {
   /** language -> recent times from a version to its diagnostics (ms), newest last. */
   private readonly latencies = new Map<string, number[]>();
 
-  constructor(private readonly floorMs = 300) {}
+  constructor(
+    private readonly floorMs = 300,
+    private readonly unknownQuietMs = 2000,
+  ) {}
+
+  /** How long a document of `language` must stay unchanged, with no diagnostics change, to be settled. */
+  private quietMs(language: string): number {
+    const seen = this.latencies.get(language);
+    if (!seen || seen.length === 0) return this.unknownQuietMs;
+    return Math.max(this.floorMs, 2 * Math.max(...seen));
+  }
 
   /** A document changed to `version` (or was opened) at `now`. */
   changed(uri: string, version: number, language: string, now: number): void {
@@ -181,17 +193,14 @@ export class Settling {
     if (p !== undefined && p >= version) return true;
     const r = this.reached.get(uri);
     if (!r || r.version < version) return false;
-    const seen = this.latencies.get(r.language);
-    if (!seen || seen.length === 0) return false;
-    return now - r.at >= Math.max(this.floorMs, 2 * Math.max(...seen));
+    return now - r.at >= this.quietMs(r.language);
   }
 
   /** When `settled` may next turn true without an event (the quiet rule), in ms from `now`; undefined: never. */
   nextCheck(uri: string, version: number | undefined, now: number): number | undefined {
     const r = this.reached.get(uri);
-    const seen = r && this.latencies.get(r.language);
-    if (version === undefined || !r || r.version < version || !seen || seen.length === 0) return undefined;
-    return Math.max(0, r.at + Math.max(this.floorMs, 2 * Math.max(...seen)) - now);
+    if (version === undefined || !r || r.version < version) return undefined;
+    return Math.max(0, r.at + this.quietMs(r.language) - now);
   }
 
   forget(uri: string): void {
