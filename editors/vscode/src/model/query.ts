@@ -145,10 +145,14 @@ export function workspaceEdit(entries: readonly [UriLike, readonly TextEditLike[
  * the document's diagnostics after it reached the version; but VS Code (and TypeScript) fire no change when the
  * diagnostics stay the same, so a document whose server has been seen publishing for its language, and has been
  * at the version for well past that server's usual time (twice its slowest recent one, at least `floorMs`) with
- * no change, is settled too. A language never seen publishing (plain text, or a server not yet heard from) settles
- * after `unknownQuietMs` without a change: diagnostics that do not change hold no new error, and a document no
- * server serves must not hold the round for the whole wait.
+ * no change, is settled too. A language never seen publishing settles only by a change: its server may still be
+ * starting (TypeScript's first analysis takes seconds), and settling it early would read as clean. Only plain text,
+ * which no server of VS Code's own checks, settles after `unknownQuietMs` unchanged, so editing a text file does
+ * not hold the round for the whole wait.
  */
+/** Languages no language server of VS Code's own checks. */
+const UNCHECKED_LANGUAGES = new Set(['plaintext', 'log']);
+
 export class Settling {
   /** uri -> the document's version when its diagnostics last changed (-1: the document was not open). */
   private readonly published = new Map<string, number>();
@@ -162,10 +166,10 @@ export class Settling {
     private readonly unknownQuietMs = 2000,
   ) {}
 
-  /** How long a document of `language` must stay unchanged, with no diagnostics change, to be settled. */
-  private quietMs(language: string): number {
+  /** How long a document of `language` must stay unchanged, with no diagnostics change, to be settled (never: undefined). */
+  private quietMs(language: string): number | undefined {
     const seen = this.latencies.get(language);
-    if (!seen || seen.length === 0) return this.unknownQuietMs;
+    if (!seen || seen.length === 0) return UNCHECKED_LANGUAGES.has(language) ? this.unknownQuietMs : undefined;
     return Math.max(this.floorMs, 2 * Math.max(...seen));
   }
 
@@ -193,14 +197,16 @@ export class Settling {
     if (p !== undefined && p >= version) return true;
     const r = this.reached.get(uri);
     if (!r || r.version < version) return false;
-    return now - r.at >= this.quietMs(r.language);
+    const quiet = this.quietMs(r.language);
+    return quiet !== undefined && now - r.at >= quiet;
   }
 
   /** When `settled` may next turn true without an event (the quiet rule), in ms from `now`; undefined: never. */
   nextCheck(uri: string, version: number | undefined, now: number): number | undefined {
     const r = this.reached.get(uri);
-    if (version === undefined || !r || r.version < version) return undefined;
-    return Math.max(0, r.at + this.quietMs(r.language) - now);
+    const quiet = r && this.quietMs(r.language);
+    if (version === undefined || !r || r.version < version || quiet === undefined) return undefined;
+    return Math.max(0, r.at + quiet - now);
   }
 
   forget(uri: string): void {

@@ -80,7 +80,7 @@ test('settling: a change of diagnostics after the document reached the version s
   assert.equal(s.settled('b', undefined, 0), false, 'never published: not settled');
 });
 
-test('settling: diagnostics that stay the same (no event) settle once the language\'s server had twice its usual time; an unknown language after 2 s', () => {
+test('settling: diagnostics that stay the same (no event) settle once the language\'s server had twice its usual time; plain text after 2 s', () => {
   const s = new q.Settling(300);
   s.changed('a', 1, 'typescript', 0);
   s.publishedAt('a', 1, 400); // this server takes 400 ms
@@ -88,12 +88,16 @@ test('settling: diagnostics that stay the same (no event) settle once the langua
   assert.equal(s.settled('a', 2, 1700), false, 'within twice its time');
   assert.equal(s.nextCheck('a', 2, 1700), 100);
   assert.equal(s.settled('a', 2, 1800), true);
-  // A language never seen publishing settles after the longer quiet time for the unknown (2 s by default).
+  // A language never seen publishing settles only by an event (its server may still be starting)...
   s.changed('m', 3, 'markdown', 0);
-  assert.equal(s.settled('m', 3, 1999), false);
-  assert.equal(s.nextCheck('m', 3, 0), 2000);
-  assert.equal(s.settled('m', 3, 2000), true);
+  assert.equal(s.settled('m', 3, 1e9), false);
+  assert.equal(s.nextCheck('m', 3, 0), undefined);
+  // ...but plain text, which nothing checks, after 2 s unchanged.
+  s.changed('t', 3, 'plaintext', 0);
+  assert.equal(s.settled('t', 3, 1999), false);
+  assert.equal(s.nextCheck('t', 3, 0), 2000);
+  assert.equal(s.settled('t', 3, 2000), true);
   // A version not reached yet never settles by quiet.
-  assert.equal(s.settled('m', 4, 1e9), false);
-  assert.equal(s.nextCheck('m', 4, 0), undefined);
+  assert.equal(s.settled('t', 4, 1e9), false);
+  assert.equal(s.nextCheck('t', 4, 0), undefined);
 });
