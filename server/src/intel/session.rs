@@ -88,9 +88,8 @@ impl Session {
     /// was written (no wait at all), or nothing is new and everything was checked.
     pub async fn round_block<H: Host>(&self, host: &H) -> Option<String> {
         let written = std::mem::take(&mut *lock(&self.round));
-        let notices = self.source.notices();
         if written.is_empty() || self.mode != DiagnosticsMode::Auto {
-            return block(notices);
+            return block(self.source.notices());
         }
         let texts: HashMap<PathBuf, Arc<str>> = written.iter().cloned().collect();
         let req = DiagnosticsRequest {
@@ -99,6 +98,10 @@ impl Session {
             max_wait: self.max_wait,
         };
         let files = self.source.diagnostics(req).await;
+        tracing::debug!(
+            "diagnostics after the round: {:?}",
+            files.iter().map(|f| (&f.path, f.diagnostics.len(), &f.checked)).collect::<Vec<_>>()
+        );
         let mut lines = Vec::new();
         let mut unchecked = Vec::new();
         let mut outside = 0;
@@ -129,7 +132,8 @@ impl Session {
         }
         let mut all = text::capped(lines, "errors");
         all.extend(unchecked);
-        all.extend(notices);
+        // After the wait: a server that crashed meanwhile was restarted during it.
+        all.extend(self.source.notices());
         block(all)
     }
 

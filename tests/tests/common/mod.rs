@@ -41,6 +41,7 @@ pub enum Ev {
     ToolFinished { id: String, name: String, output: String, is_error: bool },
     Plan(String),
     Reminder(String),
+    Diagnostics(String),
     Usage { round: Usage, run: Usage },
     Compacted { before: u64, after: u64, error: Option<String> },
     Finished(RunOutcome),
@@ -94,6 +95,7 @@ impl EventSink for Collect {
             }
             Event::PlanChanged { state } => Ev::Plan(state.plan.render()),
             Event::Reminder { text } => Ev::Reminder(text.into()),
+            Event::Diagnostics { text, .. } => Ev::Diagnostics(text.into()),
             Event::Usage { round, run, .. } => Ev::Usage { round, run },
             Event::Compacted { tokens_before, tokens_after, error } => {
                 Ev::Compacted { before: tokens_before, after: tokens_after, error: error.map(str::to_string) }

@@ -140,6 +140,7 @@ impl Servers {
                 Ok(r)
             }
             Err(why) => {
+                tracing::debug!("{why}");
                 slot.failed = Some(why.clone());
                 Err(why)
             }

@@ -42,6 +42,9 @@ struct State {
     working: HashSet<String>,
     /// The event count of the latest end of progress work.
     work_ended: u64,
+    /// It says the version its diagnostics are for: then only that version counts (its progress may
+    /// end for an older version after a newer one was sent).
+    versioned: bool,
     seq: u64,
 }
 
@@ -190,6 +193,7 @@ impl Running {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() || tokio::time::timeout(left, events.changed()).await.is_err() {
+                tracing::debug!("{}: {} not settled by the deadline", self.spec.name, path.display());
                 return self.settled(path);
             }
         }
@@ -205,7 +209,7 @@ impl Running {
             // A server that does not say the version: what it published after the change, once idle.
             Some(p) if p.version.is_none() && p.seq > sent && idle => true,
             // Work ran and ended after the change and nothing changed for this file.
-            _ => idle && s.work_ended > sent && s.published.contains_key(path),
+            _ => !s.versioned && idle && s.work_ended > sent && s.published.contains_key(path),
         }
     }
 
@@ -260,6 +264,7 @@ fn record(state: &Mutex<State>, path: PathBuf, version: Option<i32>, mut diagnos
     diagnostics.truncate(KEEP_PER_FILE);
     let mut s = lock(state);
     s.seq += 1;
+    s.versioned |= version.is_some();
     let seq = s.seq;
     let p = s.published.entry(path).or_default();
     if p.first.is_none() {
@@ -284,6 +289,7 @@ async fn listen(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<Mutex<Stat
                     .and_then(Value::as_array)
                     .map(|a| a.iter().take(KEEP_PER_FILE).filter_map(|d| serde_json::from_value(d.clone()).ok()).collect())
                     .unwrap_or_default();
+                tracing::debug!("publishDiagnostics {} v{version:?}: {}", path.display(), diags.len());
                 record(&state, path, version, diags);
             }
             "$/progress" => {
