@@ -258,6 +258,15 @@ mod tests {
     }
 
     #[test]
+    fn a_diagnostics_block_is_not_the_users_words() {
+        let block = "<diagnostics>\nsrc/a.ts:3:7: error: Type 'string' is not assignable to type 'number'. (ts)\n</diagnostics>";
+        let messages = vec![msg(Role::User, vec![text("fix it")]), msg(Role::User, vec![text(block)])];
+        let o = Some(Origin { run_id: "r1".into(), prompt: "fix it".into(), step: None, checkpoint: 1 });
+        let kinds: Vec<Kind> = entries(&messages, &[o.clone(), o]).iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [Kind::User, Kind::Diagnostics]);
+    }
+
+    #[test]
     fn a_plan_edit_sets_the_step() {
         let mut s = Steps::default();
         s.plan_edit(

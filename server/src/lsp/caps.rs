@@ -15,6 +15,9 @@ pub struct Caps {
     pub refresh_lenses: bool,
     /// `experimental.stepwise.ask`: questions go as the typed `stepwise/ask`, not `window/showMessageRequest`.
     pub ask: bool,
+    /// `experimental.stepwise.query`: the editor answers `stepwise/query` from its own language servers,
+    /// so it is the folders' source of code intelligence.
+    pub query: bool,
 }
 
 impl Caps {
@@ -31,6 +34,7 @@ impl Caps {
             configuration: ws.and_then(|w| w.configuration).unwrap_or(false),
             save_documents: declared(c, "/stepwise/saveDocuments"),
             ask: declared(c, "/stepwise/ask"),
+            query: declared(c, "/stepwise/query"),
             refresh_lenses: ws.and_then(|w| w.code_lens.as_ref()).and_then(|l| l.refresh_support).unwrap_or(false),
         }
     }

@@ -69,11 +69,17 @@ impl EventSink for EditorEvents {
                 );
                 return announce_plan(&self.notifier, &self.folder, state);
             }
-            // The conversation view shows it from `stepwise.conversation` (kind `diagnostics`); live, a log line.
-            Event::Diagnostics { text, .. } => {
+            // Live: `stepwise/diagnostics` under the round's call (and a log line for plain clients); after a
+            // reload the views read it from `stepwise.conversation` (kind `diagnostics`).
+            Event::Diagnostics { text, call_id } => {
                 let line = format!("stepwise diagnostics ({}): {}", self.folder.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
-                return;
+                Outgoing::Diagnostics(ext::Diagnostics {
+                    workspace: ws,
+                    run_id: run,
+                    calls: call_id.map(str::to_string).into_iter().collect(),
+                    lines: ext::DiagnosticLine::of_block(text),
+                })
             }
             Event::Reminder { text } => {
                 let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));

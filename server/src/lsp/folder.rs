@@ -39,6 +39,9 @@ pub struct Folder {
     /// The latest run's changes as last reviewed (review.rs), and the one refresh at a time.
     pub review: RwLock<super::review_state::ReviewState>,
     pub review_turn: tokio::sync::Mutex<()>,
+    /// The editor as the folder's source of code intelligence (`stepwise/query`), made once so the
+    /// engine's session (which knows the errors seen before) lasts across runs.
+    pub intel: std::sync::OnceLock<crate::intel::Source>,
 }
 
 impl Folder {
@@ -51,6 +54,7 @@ impl Folder {
             settings: RwLock::new(Overrides::default()),
             review: RwLock::default(),
             review_turn: tokio::sync::Mutex::new(()),
+            intel: std::sync::OnceLock::new(),
         }
     }
 

@@ -283,6 +283,15 @@ impl Host for EditorHost {
         answer
     }
 
+    fn intelligence(&self) -> Option<crate::intel::Source> {
+        // An editor that answers `stepwise/query` is the source; no language server of stepwise's own then.
+        if !self.shared.caps().query {
+            return None;
+        }
+        let make = || Arc::new(super::query::EditorIntel { shared: self.shared.clone() }) as crate::intel::Source;
+        Some(self.folder.intel.get_or_init(make).clone())
+    }
+
     async fn run_command(
         &self,
         command: &str,

@@ -14,6 +14,7 @@ mod notify;
 mod positions;
 mod progress;
 mod put_back;
+mod query;
 mod review;
 mod review_state;
 mod rewind;

@@ -7,8 +7,9 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::ext::{
-    self, AssistantTextNotification, CheckpointNotification, CompactedNotification, McpNotification, PlanNotification,
-    ReminderNotification, ReviewNotification, StatusNotification, ToolCallNotification, UsageNotification,
+    self, AssistantTextNotification, CheckpointNotification, CompactedNotification, DiagnosticsNotification,
+    McpNotification, PlanNotification, ReminderNotification, ReviewNotification, StatusNotification,
+    ToolCallNotification, UsageNotification,
 };
 
 pub enum Outgoing {
@@ -19,6 +20,7 @@ pub enum Outgoing {
     Mcp(ext::Mcp),
     Background(ext::Background),
     Review(ext::Review),
+    Diagnostics(ext::Diagnostics),
     Status(ext::Status),
     AssistantText(ext::AssistantText),
     ToolCall(ext::ToolCall),
@@ -117,6 +119,7 @@ impl Notifier {
                     Outgoing::Mcp(v) => client.send_notification::<McpNotification>(v).await,
                     Outgoing::Background(v) => client.send_notification::<ext::BackgroundNotification>(v).await,
                     Outgoing::Review(v) => client.send_notification::<ReviewNotification>(v).await,
+                    Outgoing::Diagnostics(v) => client.send_notification::<DiagnosticsNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,

@@ -76,6 +76,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
             Job::Compact => None,
         },
         compaction: matches!(job, Job::Compact),
+        // An editor that answers `stepwise/query` is the source: no language server of stepwise's own.
+        host_intelligence: shared.caps().query,
         ..Default::default()
     };
     let asker = FolderAsker { shared: shared.clone(), uri: folder.uri.clone() };

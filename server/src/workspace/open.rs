@@ -90,6 +90,9 @@ pub struct RunRequest<'a> {
     pub replay: Option<&'a Path>,
     /// Every exchange with the model recorded to this file (`--record`).
     pub record: Option<&'a Path>,
+    /// The adapter's host is the source of code intelligence (an editor answering `stepwise/query`): no
+    /// language server of stepwise's own is looked for, asked about or started.
+    pub host_intelligence: bool,
 }
 
 /// What a run needs: its settings (MCP servers included) and its model.
@@ -175,7 +178,7 @@ impl Workspace {
             let editor = o.mcp_servers.as_ref().map(|s| &s.0);
             let set = self.mcp.get_or_init(|| self.start_mcp(editor, req.client_mcp, cfg.mcp.timeout, asker)).await;
             cfg.mcp.set = Some(set.clone());
-            if cfg.intel.mode != crate::intel::DiagnosticsMode::Off {
+            if cfg.intel.mode != crate::intel::DiagnosticsMode::Off && !req.host_intelligence {
                 cfg.intel.servers = self.language_servers(cfg.sandbox, cfg.intel.max_wait, asker).await;
             }
         }

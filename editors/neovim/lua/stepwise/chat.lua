@@ -68,7 +68,7 @@ local function subscribe()
     end
     return false
   end
-  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked' }) do
+  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked', 'diagnostics' }) do
     unsubscribe[#unsubscribe + 1] = events.on(kind, function(d)
       dispatch(kind, d)
     end)
@@ -109,6 +109,8 @@ function M._restore(ch, entries)
         add_note(ch, '⚑ ' .. one_line(e.text))
       elseif kind == 'planEdit' then
         add_note(ch, '✎ you edited the plan')
+      elseif kind == 'diagnostics' then
+        blocks.add_diagnostics(ch, blocks.diagnostic_lines(e.text))
       end
     end
     ch.speaker = nil

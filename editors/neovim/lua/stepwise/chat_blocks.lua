@@ -275,10 +275,46 @@ function apply.asked(ch, d)
   add_note(ch, '→ ' .. ask.title(d.choice))
 end
 
+--- What the model was told of errors after a round, listed under the round's calls (`stepwise/diagnostics`'
+--- lines, or those of a saved `<diagnostics>` block).
+---@param texts string[]
+local function add_diagnostics(ch, texts)
+  if #texts == 0 then
+    return
+  end
+  ensure_agent(ch)
+  local lines = {}
+  for _, t in ipairs(texts) do
+    lines[#lines + 1] = '      ⚠ ' .. one_line(t)
+  end
+  block(ch, lines, 'tool')
+end
+
+--- The lines of a saved `<diagnostics>` block.
+local function diagnostic_lines(text)
+  local out = {}
+  for _, l in ipairs(split(type(text) == 'string' and text or '')) do
+    l = vim.trim(l)
+    if l ~= '' and l ~= '<diagnostics>' and l ~= '</diagnostics>' then
+      out[#out + 1] = l
+    end
+  end
+  return out
+end
+
+function apply.diagnostics(ch, d)
+  local texts = {}
+  for _, l in ipairs(type(d.lines) == 'table' and d.lines or {}) do
+    texts[#texts + 1] = tostring(l.text)
+  end
+  add_diagnostics(ch, texts)
+end
+
 --- What each live event (`events` kind) shows in a chat.
 M.apply = apply
 
 M.split, M.one_line, M.header_row, M.edit, M.plan_lines = split, one_line, header_row, edit, plan_lines
 M.add_user, M.add_text, M.add_tool, M.add_note, M.is_planning = add_user, add_text, add_tool, add_note, is_planning
+M.add_diagnostics, M.diagnostic_lines = add_diagnostics, diagnostic_lines
 
 return M

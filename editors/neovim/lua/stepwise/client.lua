@@ -147,7 +147,7 @@ end
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps.experimental = vim.tbl_deep_extend('force', caps.experimental or {}, {
-    stepwise = { saveDocuments = true, ask = true },
+    stepwise = { saveDocuments = true, ask = true, query = true },
   })
   caps.workspace = caps.workspace or {}
   caps.workspace.applyEdit = true

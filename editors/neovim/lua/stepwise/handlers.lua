@@ -203,6 +203,10 @@ function M.handlers()
     ['stepwise/review'] = function(_, params)
       events.emit('review', params)
     end,
+    ['stepwise/diagnostics'] = function(_, params)
+      events.emit('diagnostics', params)
+    end,
+    ['stepwise/query'] = require('stepwise.query').on_query,
     ['stepwise/saveDocuments'] = edits.on_save_documents,
     ['workspace/applyEdit'] = edits.on_apply_edit,
     ['window/showMessageRequest'] = approval.on_show_message_request,

@@ -20,6 +20,7 @@ import {
 import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from '../model/commands';
 import { Core, errorText, folderName, folderRefs, readSettings } from '../setup/core';
 import { Events } from './events';
+import { QueryAnswerer } from './query';
 import type { PlanParams } from '../model/plan';
 import { effectiveProvider, initializationOptions, secretKeyName, serverEnv, serverSettings } from '../setup/settings';
 import { foldersWithSession, type Setup } from '../setup/setup';
@@ -29,15 +30,17 @@ import type { Display } from '../setup/core';
 
 type SaveDocuments = Requests['stepwise/saveDocuments'];
 type Ask = Requests['stepwise/ask'];
+type Query = Requests['stepwise/query'];
 
 /**
- * Declares `experimental.stepwise.saveDocuments` (the server asks us to save documents before shell commands)
- * and `experimental.stepwise.ask` (its questions come typed, as `stepwise/ask`).
+ * Declares `experimental.stepwise.saveDocuments` (the server asks us to save documents before shell commands),
+ * `experimental.stepwise.ask` (its questions come typed, as `stepwise/ask`) and `experimental.stepwise.query`
+ * (the server asks VS Code's language features instead of starting its own servers).
  */
 class StepwiseCapabilities implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
     const experimental = (capabilities.experimental ??= {}) as Record<string, any>;
-    experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true, ask: true };
+    experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true, ask: true, query: true };
   }
   initialize(): void {}
   getState(): FeatureState {
@@ -54,6 +57,8 @@ export class Connection {
   askInView: ((question: Question, token: vscode.CancellationToken) => Promise<Choice | undefined> | undefined) | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private lensTimer: NodeJS.Timeout | undefined;
+  /** Follows diagnostics from activation on, so a query knows what was published before it came. */
+  private readonly query = new QueryAnswerer();
 
   constructor(
     private readonly core: Core,
@@ -170,6 +175,7 @@ export class Connection {
       return (await show(String(params?.message ?? ''), ...actions)) ?? null;
     });
     client.onRequest('stepwise/saveDocuments', (params: SaveDocuments['params']) => this.saveDocuments(params));
+    client.onRequest('stepwise/query', (params: Query['params']) => this.query.answer(params));
     this.events.listen(client);
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped && core.client === client) core.folders.serverStopped();
@@ -308,6 +314,7 @@ export class Connection {
   async dispose(): Promise<void> {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     if (this.lensTimer) clearTimeout(this.lensTimer);
+    this.query.dispose();
     const client = this.core.client;
     this.core.client = undefined;
     if (client) await client.stop(3000).catch(() => undefined);

@@ -50,6 +50,13 @@ export class Events {
       this.rounds(p?.workspace, (log) => log.toolCall(p));
       this.conversation(p?.workspace, { type: 'tool', call: p });
     });
+    // What the model was told of its edits' errors after a round: under that round's cards.
+    onNotification(client, 'stepwise/diagnostics', (p) => {
+      if (!p?.workspace || !Array.isArray(p.lines)) return;
+      this.transcriptFolder(p.workspace);
+      writer.lines(p.lines.map((l) => `  ⚠ ${l.text}`));
+      this.conversation(p.workspace, { type: 'diagnostics', runId: p.runId, calls: p.calls ?? [], lines: p.lines });
+    });
     onNotification(client, 'stepwise/reminder', (p) => {
       this.transcriptFolder(p.workspace);
       writer.line(reminderLine(p.text ?? ''));

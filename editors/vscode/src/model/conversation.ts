@@ -5,7 +5,7 @@
 import type * as wire from '../protocol/generated';
 import type { Choice, Question } from './ask';
 
-export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'note';
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'diagnostics' | 'note';
 
 export interface ToolInfo {
   id: string;
@@ -17,6 +17,18 @@ export interface ToolInfo {
   step?: string | null;
   /** `running` until `finished` (or the run's end) arrives. */
   state?: 'running' | 'done' | 'failed';
+  /** The `<diagnostics>` lines the model was told after this call's round that belong to this card. */
+  diagnostics?: DiagnosticLine[];
+}
+
+/** One line of a `<diagnostics>` block (`stepwise/diagnostics`): an error with its place, or a file not checked. */
+export interface DiagnosticLine {
+  /** Relative to the folder; none for a note about no one file. */
+  path?: string;
+  /** 1-based; none for a `not checked` line. */
+  line?: number;
+  column?: number;
+  text: string;
 }
 
 /** A question the server asks before a tool call (`stepwise/ask`), answered in the call's card. */
@@ -54,9 +66,10 @@ export type Event =
   | { type: 'user'; kind: 'user' | 'steer'; text: string; runId?: string }
   | { type: 'approval'; approval: Approval }
   | { type: 'answered'; id: number; answer: Outcome }
+  | { type: 'diagnostics'; runId?: string; calls: string[]; lines: DiagnosticLine[] }
   | { type: 'ended'; runId?: string };
 
-const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'note'];
+const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'diagnostics', 'note'];
 /** Entries kept per folder: a long session stays within memory (the oldest go first). */
 export const MAX_ENTRIES = 20_000;
 
@@ -95,6 +108,8 @@ export class ConversationLog {
   entries: Entry[] = [];
   /** Entries dropped from the front so far (indexes given out stay those of `entries`). */
   dropped = 0;
+  /** The cards the latest `diagnostics` event changed (it may change more than one). */
+  changedCards: number[] = [];
 
   load(entries: Entry[]): void {
     this.entries = entries.slice(-MAX_ENTRIES);
@@ -116,9 +131,30 @@ export class ConversationLog {
         return this.approval(e.approval);
       case 'answered':
         return this.answered(e.id, e.answer);
+      case 'diagnostics':
+        return this.diagnostics(e.calls, e.lines);
       case 'ended':
         return undefined;
     }
+  }
+
+  /**
+   * What the model was told after a round goes on that round's cards: each line on the card whose summary is its
+   * path (the call that changed the file), the rest (files the servers found affected) on the round's last card.
+   * The index of the last card changed (the others are redrawn through `changedCards`).
+   */
+  private diagnostics(calls: string[], lines: DiagnosticLine[]): number | undefined {
+    const cards = calls.map((id) => this.findTool(id)).filter((i) => i >= 0);
+    if (cards.length === 0 || lines.length === 0) return undefined;
+    const byPath = (path: string | undefined) => (path ? cards.find((i) => this.entries[i].tool?.summary === path) : undefined);
+    this.changedCards = [];
+    for (const l of lines) {
+      const i = byPath(l.path) ?? cards[cards.length - 1];
+      const t = this.entries[i].tool as ToolInfo;
+      (t.diagnostics ??= []).push(l);
+      if (!this.changedCards.includes(i)) this.changedCards.push(i);
+    }
+    return this.changedCards[this.changedCards.length - 1];
   }
 
   /** The run ended: its calls still running failed (no `finished` will come); the indexes that changed. */
@@ -260,4 +296,36 @@ export function parseInput(text: string): { slash: string; arg: string } | { tex
   const m = /^\/([a-z]+)\b\s*([\s\S]*)$/.exec(t);
   if (m && SLASH_COMMANDS.some((c) => c.name === m[1])) return { slash: m[1], arg: m[2].trim() };
   return { text: t };
+}
+
+/** The number of errors among a card's diagnostic lines (a `not checked` line is not one). */
+export function errorCount(lines: readonly DiagnosticLine[] | undefined): number {
+  return (lines ?? []).filter((l) => l.line !== undefined).length;
+}
+
+/** The lines of a `<diagnostics>` block as the conversation saved it (`path:line:col: ...` or `path: not checked ...`). */
+export function diagnosticLines(block: string): DiagnosticLine[] {
+  const out: DiagnosticLine[] = [];
+  for (const raw of block.split('\n')) {
+    const text = raw.trim();
+    if (!text || text === '<diagnostics>' || text === '</diagnostics>') continue;
+    const m = /^(.+?):(\d+):(\d+): /.exec(text);
+    const unchecked = /^(.+?): not checked /.exec(text);
+    if (m) out.push({ path: m[1], line: Number(m[2]), column: Number(m[3]), text });
+    else if (unchecked) out.push({ path: unchecked[1], text });
+    else out.push({ text });
+  }
+  return out;
+}
+
+/** The link a diagnostic line opens: the path relative to the folder, with its place (`#L3C7`); none without a path. */
+export function diagnosticHref(l: DiagnosticLine): string | undefined {
+  if (!l.path) return undefined;
+  return l.line === undefined ? l.path : `${l.path}#L${l.line}C${l.column ?? 1}`;
+}
+
+/** `#L3C7` of a link: 1-based line and column, if any. */
+export function hrefPlace(href: string): { line: number; column: number } | undefined {
+  const m = /#L(\d+)(?:C(\d+))?$/.exec(href);
+  return m ? { line: Number(m[1]), column: Number(m[2] ?? 1) } : undefined;
 }

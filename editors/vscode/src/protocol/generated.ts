@@ -138,6 +138,43 @@ export interface Conversation {
   entries: Entry[];
 }
 
+/** One line of a `<diagnostics>` block: an error with its place, a file that was not checked, or a note. */
+export interface DiagnosticLine {
+  /** The file, relative to the folder, as the model read it; left out for a note about no one file. */
+  path?: string;
+  /** 1-based; left out for a line about the whole file (`not checked`). */
+  line?: number;
+  /** 1-based. */
+  column?: number;
+  /** The line as the model read it (`path:line:col: error: message (source)`). */
+  text: string;
+}
+
+/** `stepwise/query`'s result for `diagnostics`. */
+export interface DiagnosticsAnswer {
+  items?: DocumentDiagnostics[];
+}
+
+/**
+ * `stepwise/diagnostics`: the `<diagnostics>` block the model was told after a round that changed files,
+ * with the id of the round's last call that changed a file (a view shows the lines under it).
+ */
+export interface DiagnosticsParams {
+  workspace: string;
+  runId: string;
+  calls: string[];
+  lines: DiagnosticLine[];
+}
+
+/** One document's diagnostics as the editor has them. */
+export interface DocumentDiagnostics {
+  uri: string;
+  /** LSP `Diagnostic`s. */
+  diagnostics?: unknown[];
+  /** The diagnostics were published for the version asked for (or later); `false`: the wait ran out. */
+  settled?: boolean;
+}
+
 /** One item as an editor sends it; an item without `id` is new. */
 export interface EditItem {
   id?: string;
@@ -172,7 +209,7 @@ export interface Entry {
   tool?: ToolEntry;
 }
 
-export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'background';
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'background' | 'diagnostics';
 
 /** Why a run ended in `error`, so an editor can offer the right next step without reading the text. */
 export type ErrorKind = 'setup' | 'model' | 'internal';
@@ -279,6 +316,37 @@ export interface PlanParams {
 }
 
 export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+/** A document the agent wrote, at the version its text had then. */
+export interface QueryDocument {
+  uri: string;
+  /** The open document's version after the agent's edit; left out for a file the editor has not opened. */
+  version?: number;
+}
+
+/** What `stepwise/query` asks (docs/protocol.md, "Code intelligence"). */
+export type QueryKind = 'diagnostics' | 'definition' | 'references' | 'implementation' | 'hover' | 'documentSymbol' | 'workspaceSymbol' | 'rename';
+
+/** `stepwise/query`'s params: the server asks the editor what its language servers know. */
+export interface QueryParams {
+  kind: QueryKind;
+  uri?: string;
+  position?: QueryPosition;
+  /** `workspaceSymbol`'s search text. */
+  query?: string;
+  /** `rename`'s new name. */
+  newName?: string;
+  /** `diagnostics`: answer once each document's diagnostics were published for this version (or later). */
+  documents?: QueryDocument[];
+  /** `diagnostics`: the longest the editor waits for them. */
+  waitMs?: number;
+}
+
+/** A position in a document, in the negotiated position encoding (0-based). */
+export interface QueryPosition {
+  line: number;
+  character: number;
+}
 
 /** `stepwise/reminder`: the model was nagged to update its plan. */
 export interface ReminderParams {
@@ -446,12 +514,14 @@ export interface Notifications {
   'stepwise/mcp': McpParams;
   'stepwise/review': ReviewParams;
   'stepwise/background': BackgroundParams;
+  'stepwise/diagnostics': DiagnosticsParams;
 }
 
 /** Requests from the server: method to params and result. */
 export interface Requests {
   'stepwise/saveDocuments': { params: SaveDocumentsParams; result: SavedDocuments | null };
   'stepwise/ask': { params: AskParams; result: AskAnswer };
+  'stepwise/query': { params: QueryParams; result: DiagnosticsAnswer | unknown };
 }
 
 /** `workspace/executeCommand` commands: name to argument and result. */

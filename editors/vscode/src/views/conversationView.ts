@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { Connection } from '../connection/client';
 import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, steerArguments, workspaceArguments } from '../model/commands';
 import { CHOICES, type Choice, type Question } from '../model/ask';
-import { ConversationLog, entriesOf, parseInput, type Approval, type Entry, type Event, type Outcome } from '../model/conversation';
+import { ConversationLog, entriesOf, hrefPlace, parseInput, type Approval, type Entry, type Event, type Outcome } from '../model/conversation';
 import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from '../setup/core';
 import type { Checkpoint } from '../model/checkpoints';
 import { planActionCommand, planReady } from '../model/planFirstArgs';
@@ -215,7 +215,9 @@ export class ConversationView implements vscode.WebviewViewProvider {
       return;
     }
     if (e && log) {
-      const changed = e.type === 'ended' ? log.ended(e.runId) : [log.apply(e)].filter((i): i is number => i !== undefined);
+      const applied = e.type === 'ended' ? log.ended(e.runId) : [log.apply(e)].filter((i): i is number => i !== undefined);
+      // A round's diagnostics may change several cards.
+      const changed = e.type === 'diagnostics' ? log.changedCards : applied;
       if (workspace === this.folder) for (const i of changed) this.post({ type: 'entry', index: i, entry: log.entries[i] });
     }
     if (workspace === this.folder || (!this.folder && this.view)) this.scheduleState();
@@ -389,7 +391,10 @@ export class ConversationView implements vscode.WebviewViewProvider {
     const folder = this.folder ? workspaceFolderOf(this.folder) : undefined;
     const rel = href.replace(/^\.?\//, '').replace(/#.*$/, '');
     if (!folder || !rel || rel.split(/[\\/]/).includes('..')) return;
-    await vscode.window.showTextDocument(vscode.Uri.joinPath(folder.uri, rel), { preview: true });
+    // A diagnostic's line opens at its place (`#L3C7`, 1-based).
+    const place = hrefPlace(href);
+    const at = place ? new vscode.Position(Math.max(place.line - 1, 0), Math.max(place.column - 1, 0)) : undefined;
+    await vscode.window.showTextDocument(vscode.Uri.joinPath(folder.uri, rel), { preview: true, ...(at ? { selection: new vscode.Range(at, at) } : {}) });
   }
 
   // ---- approvals --------------------------------------------------------------------------------------

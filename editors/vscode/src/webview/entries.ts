@@ -2,7 +2,7 @@
 // it comes near the screen, so a long conversation opens fast), a tool call's card (its command or path,
 // the step it served, the output collapsed, an error state, the approval's buttons), or a small note.
 import { CHOICES, questionText, type Choice } from '../model/ask';
-import type { Entry } from '../model/conversation';
+import { diagnosticHref, diagnosticLines, errorCount, type DiagnosticLine, type Entry } from '../model/conversation';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
 
@@ -27,6 +27,13 @@ export function drawEntry(e: Entry, index: number, actions: EntryActions): HTMLE
     }
     case 'tool':
       return toolCard(e, index, actions);
+    case 'diagnostics': {
+      // After a reload: the block the model was told, as the harness's words, never the user's.
+      const lines = diagnosticLines(e.text ?? '');
+      const div = el('div', { class: 'entry note diagnostics', 'data-index': String(index) });
+      div.append(diagnosticsBox(lines, true));
+      return div;
+    }
     default: {
       const div = el('div', { class: `entry note ${e.kind}`, 'data-index': String(index) }, noteIcon(e.kind), el('span', {}, e.text ?? ''));
       if (e.approval) div.append(approvalRow(e, actions));
@@ -65,6 +72,7 @@ function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
     el('span', { class: `icon ${state}`, 'aria-label': state }, TOOL_ICON[state] ?? '·'),
     el('span', { class: 'tool-name' }, t.name),
     t.summary ? el('code', { class: 'summary', title: t.summary }, t.summary) : undefined,
+    errorCount(t.diagnostics) > 0 ? el('span', { class: 'diag-count', title: 'errors the model was told of after this round' }, `⚠ ${errorCount(t.diagnostics)}`) : undefined,
   );
   card.append(head);
   if (t.step) card.append(el('div', { class: 'step' }, `step: ${t.step}`));
@@ -73,8 +81,24 @@ function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
     if (t.isError) details.open = true;
     card.append(details);
   }
+  if (t.diagnostics && t.diagnostics.length > 0) card.append(diagnosticsBox(t.diagnostics, false));
   if (e.approval) card.append(approvalRow(e, actions));
   return card;
+}
+
+/** What the model was told of errors after the round: a count in the summary, the lines (links to their places) when opened. */
+function diagnosticsBox(lines: DiagnosticLine[], open: boolean): HTMLElement {
+  const errors = errorCount(lines);
+  const unchecked = lines.length - errors;
+  const parts = [errors > 0 ? `${errors} ${errors === 1 ? 'error' : 'errors'}` : '', unchecked > 0 ? `${unchecked} not checked` : ''].filter((p) => p);
+  const list = el('ul', { class: 'diagnostic-lines' });
+  for (const l of lines) {
+    const href = diagnosticHref(l);
+    list.append(el('li', {}, href ? el('a', { href, title: 'Open' }, l.text) : l.text));
+  }
+  const details = el('details', { class: 'diagnostics' }, el('summary', {}, `⚠ told the model: ${parts.join(', ')}`), list);
+  details.open = open;
+  return details;
 }
 
 function approvalRow(e: Entry, actions: EntryActions): HTMLElement {

@@ -84,3 +84,30 @@ test('a prompt the view sent and the run\'s start naming it are one turn', () =>
   assert.equal(log.apply({ type: 'user', kind: 'user', text: 'again', runId: 'r2' }), 1);
   assert.equal(log.entries.length, 2);
 });
+
+test("a round's diagnostics go on the card of the call that changed the file, the rest on the round's last card", async () => {
+  const { ConversationLog: Log, errorCount, diagnosticLines, diagnosticHref, hrefPlace, entriesOf: entries } = await import('../../src/model/conversation');
+  const log = new Log();
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'e1', name: 'edit_file', phase: 'finished', summary: 'src/a.ts', output: 'ok', isError: false } });
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'e2', name: 'bash', phase: 'finished', summary: 'ls', output: 'x', isError: false } });
+  const lines = [
+    { path: 'src/a.ts', line: 3, column: 7, text: "src/a.ts:3:7: error: Type 'string' is not assignable to type 'number'. (ts)" },
+    { path: 'src/b.ts', text: 'src/b.ts: not checked (the editor did not answer in 900 ms)' },
+  ];
+  assert.equal(log.apply({ type: 'diagnostics', runId: 'r', calls: ['e1', 'e2'], lines }), 1);
+  assert.deepEqual(log.changedCards, [0, 1]);
+  assert.deepEqual(log.entries[0].tool?.diagnostics, [lines[0]]);
+  assert.deepEqual(log.entries[1].tool?.diagnostics, [lines[1]]);
+  assert.equal(errorCount(log.entries[0].tool?.diagnostics), 1);
+  assert.equal(errorCount(log.entries[1].tool?.diagnostics), 0, 'not checked is not an error');
+  assert.equal(diagnosticHref(lines[0]), 'src/a.ts#L3C7');
+  assert.deepEqual(hrefPlace('src/a.ts#L3C7'), { line: 3, column: 7 });
+  // After a reload the block is an entry of its own kind, its lines read back from the text.
+  const [e] = entries({ entries: [{ kind: 'diagnostics', runId: 'r', text: `<diagnostics>\n${lines[0].text}\n${lines[1].text}\n</diagnostics>` }] });
+  assert.equal(e.kind, 'diagnostics');
+  assert.deepEqual(diagnosticLines(e.text ?? ''), lines);
+  // A note about no one file has no link.
+  const [note] = diagnosticLines('<diagnostics>\n(2 errors in files outside the workspace not shown)\n</diagnostics>');
+  assert.deepEqual(note, { text: '(2 errors in files outside the workspace not shown)' });
+  assert.equal(diagnosticHref(note), undefined);
+});

@@ -48,6 +48,7 @@ notifications! {
     McpNotification "stepwise/mcp" (Mcp);
     ReviewNotification "stepwise/review" (Review);
     BackgroundNotification "stepwise/background" (Background);
+    DiagnosticsNotification "stepwise/diagnostics" (Diagnostics);
 }
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
@@ -67,8 +68,18 @@ impl Request for AskRequest {
     const METHOD: &'static str = "stepwise/ask";
 }
 
+/// `stepwise/query`: the editor answers from its own language servers (docs/protocol.md, "Code
+/// intelligence"). The result is the LSP result of the kind asked, or `null`; `DiagnosticsAnswer` for
+/// `diagnostics`.
+pub enum Query {}
+impl Request for Query {
+    type Params = QueryParams;
+    type Result = Option<serde_json::Value>;
+    const METHOD: &'static str = "stepwise/query";
+}
+
 /// Requests from the server.
-pub const REQUESTS: &[&str] = &[SaveDocuments::METHOD, AskRequest::METHOD];
+pub const REQUESTS: &[&str] = &[SaveDocuments::METHOD, AskRequest::METHOD, Query::METHOD];
 
 #[cfg(test)]
 mod tests {
@@ -104,6 +115,20 @@ mod tests {
             let row = format!("| `{name}`");
             assert!(doc.contains(&row), "{name} has no row in docs/protocol.md");
         }
+    }
+
+    #[test]
+    fn a_diagnostics_block_is_read_into_lines_with_their_places() {
+        let block = "<diagnostics>\nsrc/a b:c.ts:3:7: error: Expected 1:2: got x (ts)\nsrc/b.ts: not checked (the editor did not answer in 900 ms)\n(2 errors in files outside the workspace not shown)\n</diagnostics>";
+        let lines = DiagnosticLine::of_block(block);
+        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            (lines[0].path.as_deref(), lines[0].line, lines[0].column),
+            (Some("src/a b:c.ts"), Some(3), Some(7))
+        );
+        assert_eq!(lines[0].text, "src/a b:c.ts:3:7: error: Expected 1:2: got x (ts)");
+        assert_eq!((lines[1].path.as_deref(), lines[1].line), (Some("src/b.ts"), None));
+        assert_eq!((lines[2].path.as_deref(), lines[2].line), (None, None));
     }
 
     #[test]

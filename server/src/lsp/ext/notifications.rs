@@ -247,3 +247,72 @@ pub struct Background {
     pub workspace: String,
     pub tasks: Vec<crate::background::TaskView>,
 }
+
+/// `stepwise/diagnostics`: the `<diagnostics>` block the model was told after a round that changed files,
+/// with the id of the round's last call that changed a file (a view shows the lines under it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "DiagnosticsParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostics {
+    pub workspace: String,
+    pub run_id: String,
+    pub calls: Vec<String>,
+    pub lines: Vec<DiagnosticLine>,
+}
+
+/// One line of a `<diagnostics>` block: an error with its place, a file that was not checked, or a note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DiagnosticLine {
+    /// The file, relative to the folder, as the model read it; left out for a note about no one file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// 1-based; left out for a line about the whole file (`not checked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// 1-based.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// The line as the model read it (`path:line:col: error: message (source)`).
+    pub text: String,
+}
+
+impl DiagnosticLine {
+    /// The lines of a `<diagnostics>` block, each with its place when it names one.
+    pub fn of_block(block: &str) -> Vec<DiagnosticLine> {
+        block
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && *l != "<diagnostics>" && *l != "</diagnostics>")
+            .map(DiagnosticLine::of_line)
+            .collect()
+    }
+
+    fn of_line(text: &str) -> DiagnosticLine {
+        let line = |path: Option<&str>, line, column| DiagnosticLine {
+            path: path.map(str::to_string),
+            line,
+            column,
+            text: text.to_string(),
+        };
+        // `path:line:col: ...`: the last `:N:N: ` whose path part is not empty (a path may hold a colon).
+        let mut rest = text;
+        let mut at = 0;
+        while let Some(i) = rest.find(": ") {
+            let head = &text[..at + i];
+            let mut parts = head.rsplitn(3, ':');
+            if let (Some(col), Some(ln), Some(path)) = (parts.next(), parts.next(), parts.next()) {
+                if let (Ok(ln), Ok(col)) = (ln.parse(), col.parse()) {
+                    if !path.is_empty() {
+                        return line(Some(path), Some(ln), Some(col));
+                    }
+                }
+            }
+            if rest[i..].starts_with(": not checked") {
+                return line(Some(head), None, None);
+            }
+            at += i + 2;
+            rest = &text[at..];
+        }
+        line(None, None, None)
+    }
+}

@@ -155,3 +155,76 @@ pub enum AskChoice {
     AllowSession,
     Deny,
 }
+
+/// What `stepwise/query` asks (docs/protocol.md, "Code intelligence").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum QueryKind {
+    Diagnostics,
+    Definition,
+    References,
+    Implementation,
+    Hover,
+    DocumentSymbol,
+    WorkspaceSymbol,
+    Rename,
+}
+
+/// A position in a document, in the negotiated position encoding (0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryPosition {
+    pub line: u32,
+    pub character: u32,
+}
+
+/// A document the agent wrote, at the version its text had then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryDocument {
+    pub uri: String,
+    /// The open document's version after the agent's edit; left out for a file the editor has not opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i32>,
+}
+
+/// `stepwise/query`'s params: the server asks the editor what its language servers know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryParams {
+    pub kind: QueryKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<QueryPosition>,
+    /// `workspaceSymbol`'s search text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// `rename`'s new name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_name: Option<String>,
+    /// `diagnostics`: answer once each document's diagnostics were published for this version (or later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<Vec<QueryDocument>>,
+    /// `diagnostics`: the longest the editor waits for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// `stepwise/query`'s result for `diagnostics`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DiagnosticsAnswer {
+    #[serde(default)]
+    pub items: Vec<DocumentDiagnostics>,
+}
+
+/// One document's diagnostics as the editor has them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DocumentDiagnostics {
+    pub uri: String,
+    /// LSP `Diagnostic`s.
+    #[serde(default)]
+    #[schemars(with = "Vec<serde_json::Value>")]
+    pub diagnostics: Vec<tower_lsp_server::ls_types::Diagnostic>,
+    /// The diagnostics were published for the version asked for (or later); `false`: the wait ran out.
+    #[serde(default)]
+    pub settled: bool,
+}

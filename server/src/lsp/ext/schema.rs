@@ -6,7 +6,9 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use super::{AskAnswer, AskParams, AskRequest, Command, SaveDocuments, SaveDocumentsParams};
+use super::{
+    AskAnswer, AskParams, AskRequest, Command, DiagnosticsAnswer, Query, QueryParams, SaveDocuments, SaveDocumentsParams,
+};
 use tower_lsp_server::ls_types::request::Request;
 
 pub fn document() -> Result<Value, String> {
@@ -22,6 +24,11 @@ pub fn document() -> Result<Value, String> {
     for (name, args, result) in Command::schemas(&mut read, &mut sent) {
         commands.insert(name.into(), json!({"arguments": args, "result": result}));
     }
+    // Any LSP result of the kind asked; `diagnostics` answers the one shape stepwise defines.
+    let query = json!({
+        "params": sent.subschema_for::<QueryParams>(),
+        "result": {"anyOf": [read.subschema_for::<DiagnosticsAnswer>(), {}]},
+    });
     let save = json!({
         "params": sent.subschema_for::<SaveDocumentsParams>(),
         "result": read.subschema_for::<<SaveDocuments as Request>::Result>(),
@@ -49,7 +56,7 @@ pub fn document() -> Result<Value, String> {
         "title": "stepwise LSP extension",
         "description": "Generated from server/src/lsp/ext (see docs/protocol.md, \"The schema\"); do not edit.",
         "notifications": notifications,
-        "requests": {SaveDocuments::METHOD: save, AskRequest::METHOD: ask},
+        "requests": {SaveDocuments::METHOD: save, AskRequest::METHOD: ask, Query::METHOD: query},
         "commands": commands,
         "$defs": defs,
     }))

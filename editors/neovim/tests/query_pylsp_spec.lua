@@ -1,0 +1,85 @@
+-- Code intelligence through Neovim (issue 36) with a real Python language server attached to the buffer
+-- (pylsp with pyflakes, installed by tests/intel/setup.sh from PyPI under ~/.cache/stepwise-tools/intel): the
+-- agent's edit adds an error; the server asks Neovim (`stepwise/query`) for the diagnostics of the version it
+-- wrote; pylsp's error reaches the model with file and line, and the chat lists it under the call.
+local H = require('helpers')
+local api = vim.api
+
+--- The venv's bin folder of tests/intel/setup.sh (installed on first use); a failure fails the test.
+local function pylsp_bin()
+  local r = vim.system({ 'bash', H.root .. '/tests/intel/setup.sh' }, { text = true }):wait(300000)
+  if r.code ~= 0 then
+    H.fail('tests/intel/setup.sh could not install pylsp: ' .. (r.stderr or ''))
+  end
+  local bin = vim.trim(r.stdout or '')
+  H.truthy(vim.fn.executable(bin .. '/pylsp') == 1, 'pylsp in ' .. bin)
+  return bin
+end
+
+--- The text blocks of the last user message of a recorded request.
+local function last_user_text(request)
+  local messages = request and request.body and request.body.messages or request and request.messages or {}
+  local last = messages[#messages] or {}
+  local parts = {}
+  for _, b in ipairs(type(last.content) == 'table' and last.content or {}) do
+    if type(b) == 'table' and type(b.text) == 'string' then
+      parts[#parts + 1] = b.text
+    end
+  end
+  return table.concat(parts, '\n')
+end
+
+return H.spec({
+  {
+    name = "query pylsp: the error of the agent's edit reaches the model with file and line, and the chat lists it",
+    timeout = 200000,
+    fn = function()
+      local bin = pylsp_bin()
+      local dir = H.workspace({ ['calc.py'] = 'x = 1\nprint(x)\n' })
+      local m = H.mock({
+        H.turn({ calls = { { 'edit_file', { path = 'calc.py', old_text = 'print(x)', new_text = 'print(y)' } } } }),
+        H.turn({ text = 'Changed it.' }),
+      })
+      H.setup(m)
+      local cap = H.capture()
+      vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
+      local buf = api.nvim_get_current_buf()
+      local stepwise = H.wait_attached(buf)
+      H.eq(true, stepwise.config.capabilities.experimental.stepwise.query, 'the query capability is declared')
+      -- pylsp beside stepwise on the same buffer, as the user's own language server
+      local id = vim.lsp.start({ name = 'pylsp', cmd = { bin .. '/pylsp' }, root_dir = dir }, { bufnr = buf })
+      H.truthy(id, 'pylsp started')
+      H.wait(function()
+        local c = vim.lsp.get_client_by_id(id)
+        return c and c.initialized and (c.attached_buffers or {})[buf]
+      end, 30000, 'pylsp attached')
+      -- its first diagnostics (none: the file is clean) were published
+      H.wait(function()
+        return vim.b[buf].changedtick and #vim.diagnostic.get(buf) == 0 and require('stepwise.query').settled(buf, nil)
+      end, 30000, "pylsp's first diagnostics")
+
+      vim.cmd('Stepwise chat')
+      local chat = api.nvim_get_current_buf()
+      vim.cmd('Stepwise run Print y instead')
+      H.wait_idle(cap, 60000)
+      H.eq('x = 1\nprint(y)', H.buf_text(buf), 'the edit landed in the buffer')
+
+      local requests = H.recorded(m)
+      H.eq(2, #requests, 'two requests to the model')
+      local told = last_user_text(requests[2])
+      H.contains(told, '<diagnostics>', 'the block')
+      H.contains(told, "calc.py:2:7: error: undefined name 'y' (pyflakes)", 'the error with file and line')
+      -- the chat lists it under the call
+      H.wait(function()
+        return H.buf_text(chat):find("⚠ calc.py:2:7: error: undefined name 'y'", 1, true)
+      end, 5000, 'the line in the chat', function()
+        return H.buf_text(chat)
+      end)
+      local text = H.buf_text(chat)
+      local call = text:find('edit_file', 1, true)
+      local line = text:find('⚠ calc.py:2:7', 1, true)
+      H.truthy(call and line and call < line, 'the line comes under the call')
+      vim.lsp.stop_client(id, true)
+    end,
+  },
+})

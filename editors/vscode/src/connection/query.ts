@@ -1,0 +1,131 @@
+// The server's `stepwise/query`: what VS Code's language features know, for the agent (docs/protocol.md, "Code
+// intelligence"). Diagnostics from `vscode.languages.getDiagnostics`, waiting on `onDidChangeDiagnostics` for the
+// document versions the agent wrote; the rest through the `vscode.execute*Provider` commands. stepwise's own
+// language client offers none of these features and publishes no diagnostics, so the answers are the other
+// extensions'; diagnostics that name stepwise as their source are left out all the same.
+import * as vscode from 'vscode';
+
+import * as q from '../model/query';
+import type { QueryParams, DiagnosticsAnswer } from '../protocol/generated';
+
+const OWN_SOURCE = 'stepwise';
+/** The longest wait an editor grants, whatever the server asks. */
+const MAX_WAIT_MS = 60_000;
+
+export class QueryAnswerer implements vscode.Disposable {
+  private readonly settling = new q.Settling();
+  private readonly waiters = new Set<() => void>();
+  private readonly subscriptions: vscode.Disposable[];
+
+  constructor() {
+    const now = () => Date.now();
+    for (const d of vscode.workspace.textDocuments) this.settling.changed(d.uri.toString(), d.version, d.languageId, now());
+    this.subscriptions = [
+      vscode.workspace.onDidOpenTextDocument((d) => this.settling.changed(d.uri.toString(), d.version, d.languageId, now())),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        if (e.contentChanges.length > 0) this.settling.changed(e.document.uri.toString(), e.document.version, e.document.languageId, now());
+      }),
+      vscode.workspace.onDidCloseTextDocument((d) => this.settling.forget(d.uri.toString())),
+      vscode.languages.onDidChangeDiagnostics((e) => {
+        for (const uri of e.uris) this.settling.publishedAt(uri.toString(), documentOf(uri.toString())?.version, now());
+        for (const wake of [...this.waiters]) wake();
+      }),
+    ];
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) s.dispose();
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  async answer(params: Partial<QueryParams> | undefined): Promise<unknown> {
+    const kind = params?.kind;
+    if (kind === 'diagnostics') return this.diagnostics(params ?? {});
+    if (kind === 'workspaceSymbol') {
+      const found = await vscode.commands.executeCommand<vscode.SymbolInformation[]>('vscode.executeWorkspaceSymbolProvider', params?.query ?? '');
+      return (found ?? []).map(q.symbolInformation);
+    }
+    if (!params?.uri) throw new Error(`stepwise/query ${String(kind)}: no uri`);
+    const uri = vscode.Uri.parse(params.uri);
+    if (kind === 'documentSymbol') {
+      const found = await vscode.commands.executeCommand<(vscode.DocumentSymbol | vscode.SymbolInformation)[]>('vscode.executeDocumentSymbolProvider', uri);
+      return found ? q.documentSymbols(found) : null;
+    }
+    if (!params.position) throw new Error(`stepwise/query ${kind}: no position`);
+    const pos = new vscode.Position(params.position.line, params.position.character);
+    switch (kind) {
+      case 'definition':
+      case 'references':
+      case 'implementation': {
+        const command = {
+          definition: 'vscode.executeDefinitionProvider',
+          references: 'vscode.executeReferenceProvider',
+          implementation: 'vscode.executeImplementationProvider',
+        }[kind];
+        const found = await vscode.commands.executeCommand<(vscode.Location | vscode.LocationLink)[]>(command, uri, pos);
+        return q.locations(found);
+      }
+      case 'hover':
+        return q.hover(await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, pos));
+      case 'rename': {
+        const edit = await vscode.commands.executeCommand<vscode.WorkspaceEdit | undefined>(
+          'vscode.executeDocumentRenameProvider',
+          uri,
+          pos,
+          params.newName ?? '',
+        );
+        return q.workspaceEdit(edit?.entries());
+      }
+      default:
+        throw new Error(`stepwise/query: unknown kind ${String(kind)}`);
+    }
+  }
+
+  /** Each listed document's diagnostics once they are those of its version, or when waitMs ran out. */
+  private async diagnostics(params: Partial<QueryParams>): Promise<DiagnosticsAnswer> {
+    const documents = params.documents;
+    if (!documents) {
+      const items = vscode.languages.getDiagnostics().map(([uri, list]) => item(uri.toString(), list, true));
+      return { items: items.filter((i) => (i.diagnostics?.length ?? 0) > 0) };
+    }
+    const waitMs = Math.min(Math.max(params.waitMs ?? 0, 0), MAX_WAIT_MS);
+    const deadline = Date.now() + waitMs;
+    // VS Code's own spelling of each URI, as its events name them.
+    const asked = documents.map((d) => ({ ...d, key: vscode.Uri.parse(d.uri).toString() }));
+    const settled = () => asked.every((d) => this.settling.settled(d.key, d.version ?? undefined, Date.now()));
+    while (!settled() && Date.now() < deadline) {
+      const nextQuiet = asked
+        .map((d) => this.settling.nextCheck(d.key, d.version ?? undefined, Date.now()))
+        .filter((n): n is number => n !== undefined);
+      await this.wake(Math.min(deadline - Date.now(), ...nextQuiet.map((n) => n + 1)));
+    }
+    const now = Date.now();
+    return {
+      items: asked.map((d) => {
+        const uri = vscode.Uri.parse(d.uri);
+        return item(d.uri, vscode.languages.getDiagnostics(uri), this.settling.settled(d.key, d.version ?? undefined, now));
+      }),
+    };
+  }
+
+  /** Resolves at the next diagnostics change, or after `ms`. */
+  private wake(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(ms, 0));
+      this.waiters.add(done);
+    });
+  }
+}
+
+function item(uri: string, list: readonly vscode.Diagnostic[], settled: boolean) {
+  return { uri, diagnostics: list.filter((d) => d.source !== OWN_SOURCE).map(q.diagnostic), settled };
+}
+
+function documentOf(uri: string): vscode.TextDocument | undefined {
+  return vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+}

@@ -1,0 +1,103 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import * as q from '../../src/model/query';
+
+const uri = (s: string) => ({ toString: () => s });
+const r = (l1: number, c1: number, l2: number, c2: number) => ({ start: { line: l1, character: c1 }, end: { line: l2, character: c2 } });
+
+test('locations and location links become LSP Locations (a link gives its target selection)', () => {
+  const got = q.locations([
+    { uri: uri('file:///w/a.ts'), range: r(1, 2, 1, 5) },
+    { targetUri: uri('file:///w/b.ts'), targetRange: r(0, 0, 9, 1), targetSelectionRange: r(3, 4, 3, 8) },
+  ]);
+  assert.deepEqual(got, [
+    { uri: 'file:///w/a.ts', range: r(1, 2, 1, 5) },
+    { uri: 'file:///w/b.ts', range: r(3, 4, 3, 8) },
+  ]);
+  assert.deepEqual(q.locations(undefined), []);
+});
+
+test("diagnostics: VS Code's 0-based severity becomes LSP's 1-based; code objects give their value", () => {
+  const d = q.diagnostic({ range: r(2, 6, 2, 7), message: "Type 'string' is not assignable to type 'number'.", severity: 0, source: 'ts', code: { value: 2322 } });
+  assert.deepEqual(d, { range: r(2, 6, 2, 7), severity: 1, message: "Type 'string' is not assignable to type 'number'.", source: 'ts', code: 2322 });
+  assert.equal(q.diagnostic({ range: r(0, 0, 0, 0), message: 'm', severity: 3 }).severity, 4);
+  assert.equal('source' in q.diagnostic({ range: r(0, 0, 0, 0), message: 'm', severity: 1 }), false);
+});
+
+test('hovers of all providers join into one markdown Hover; none says anything: null', () => {
+  const h = q.hover([
+    { contents: [{ value: 'function f(): number', language: 'typescript' }, 'Adds.'], range: r(0, 9, 0, 10) },
+    { contents: [{ value: '  ' }] },
+  ]);
+  assert.deepEqual(h, { contents: { kind: 'markdown', value: '```typescript\nfunction f(): number\n```\n\n---\n\nAdds.' }, range: r(0, 9, 0, 10) });
+  assert.equal(q.hover([{ contents: [''] }]), null);
+  assert.equal(q.hover(undefined), null);
+});
+
+test("document symbols keep their tree; VS Code's 0-based SymbolKind becomes LSP's 1-based", () => {
+  const got = q.documentSymbols([
+    { name: 'C', kind: 4, range: r(0, 0, 5, 1), selectionRange: r(0, 6, 0, 7), children: [{ name: 'm', detail: '()', kind: 5, range: r(1, 2, 1, 9), selectionRange: r(1, 2, 1, 3) }] },
+  ]);
+  assert.deepEqual(got, [
+    { name: 'C', kind: 5, range: r(0, 0, 5, 1), selectionRange: r(0, 6, 0, 7), children: [{ name: 'm', detail: '()', kind: 6, range: r(1, 2, 1, 9), selectionRange: r(1, 2, 1, 3) }] },
+  ]);
+  assert.deepEqual(q.symbolInformation({ name: 'f', kind: 11, containerName: 'M', location: { uri: uri('file:///w/a.ts'), range: r(2, 0, 2, 3) } }), {
+    name: 'f',
+    kind: 12,
+    location: { uri: 'file:///w/a.ts', range: r(2, 0, 2, 3) },
+    containerName: 'M',
+  });
+});
+
+test("a rename's WorkspaceEdit entries become LSP `changes`; no edits: null", () => {
+  const got = q.workspaceEdit([
+    [uri('file:///w/a.ts'), [{ range: r(0, 9, 0, 12), newText: 'sum' }]],
+    [uri('file:///w/b.ts'), [{ range: r(4, 2, 4, 5), newText: 'sum' }]],
+    [uri('file:///w/a.ts'), [{ range: r(7, 0, 7, 3), newText: 'sum' }]],
+  ]);
+  assert.deepEqual(got, {
+    changes: {
+      'file:///w/a.ts': [
+        { range: r(0, 9, 0, 12), newText: 'sum' },
+        { range: r(7, 0, 7, 3), newText: 'sum' },
+      ],
+      'file:///w/b.ts': [{ range: r(4, 2, 4, 5), newText: 'sum' }],
+    },
+  });
+  assert.equal(q.workspaceEdit([]), null);
+});
+
+test('settling: a change of diagnostics after the document reached the version settles it, an older one does not', () => {
+  const s = new q.Settling();
+  s.changed('a', 1, 'typescript', 0);
+  s.publishedAt('a', 1, 100);
+  assert.equal(s.settled('a', 2, 150), false, 'published for version 1 only');
+  s.changed('a', 2, 'typescript', 200);
+  assert.equal(s.settled('a', 2, 210), false);
+  s.publishedAt('a', 2, 260);
+  assert.equal(s.settled('a', 2, 261), true);
+  assert.equal(s.settled('b', undefined, 0), false, 'never published: not settled');
+});
+
+test('settling: diagnostics that stay the same (no event) settle once the language\'s server had twice its usual time; plain text after 2 s', () => {
+  const s = new q.Settling(300);
+  s.changed('a', 1, 'typescript', 0);
+  s.publishedAt('a', 1, 400); // this server takes 400 ms
+  s.changed('a', 2, 'typescript', 1000);
+  assert.equal(s.settled('a', 2, 1700), false, 'within twice its time');
+  assert.equal(s.nextCheck('a', 2, 1700), 100);
+  assert.equal(s.settled('a', 2, 1800), true);
+  // A language never seen publishing settles only by an event (its server may still be starting)...
+  s.changed('m', 3, 'markdown', 0);
+  assert.equal(s.settled('m', 3, 1e9), false);
+  assert.equal(s.nextCheck('m', 3, 0), undefined);
+  // ...but plain text, which nothing checks, after 2 s unchanged.
+  s.changed('t', 3, 'plaintext', 0);
+  assert.equal(s.settled('t', 3, 1999), false);
+  assert.equal(s.nextCheck('t', 3, 0), 2000);
+  assert.equal(s.settled('t', 3, 2000), true);
+  // A version not reached yet never settles by quiet.
+  assert.equal(s.settled('t', 4, 1e9), false);
+  assert.equal(s.nextCheck('t', 4, 0), undefined);
+});

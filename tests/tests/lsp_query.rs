@@ -1,0 +1,138 @@
+//! The editor as the source of code intelligence (issue 36): a client that declares
+//! `experimental.stepwise.query` is asked `stepwise/query` for the diagnostics of the documents the agent
+//! wrote, naming the versions its edits gave them; its answer reaches the model as a `<diagnostics>` block
+//! (and the editor as `stepwise/diagnostics`); an editor that does not answer in time reads as `not checked`,
+//! never as clean.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step};
+
+const T: Duration = Duration::from_secs(60);
+const BEFORE: &str = "const total: number = 1;\nexport { total };\n";
+const ERROR: &str = "Type 'string' is not assignable to type 'number'.";
+
+fn script() -> Vec<Step> {
+    vec![
+        Step::tool("edit_file", json!({"path": "a.ts", "old_text": "= 1;", "new_text": "= 'one';"})),
+        Step::text("done"),
+    ]
+}
+
+/// The text blocks of the last user turn of a request to the model.
+fn user_text(body: &Value) -> String {
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+/// The capability that makes the editor the source: `experimental.stepwise.query`.
+fn with_query(caps: &mut Value) {
+    caps["experimental"]["stepwise"]["query"] = json!(true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_model() {
+    let (dir, state) = folder_and_state("query-diagnostics");
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(script()).await;
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = asked.clone();
+    // The editor's TypeScript reports the error once the document reached the version with the edit.
+    let answer: Answer = Arc::new(move |params: &Value| {
+        seen.lock().unwrap().push(params.clone());
+        if params["kind"] != "diagnostics" {
+            return Ok(Value::Null);
+        }
+        let items: Vec<Value> = params["documents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| {
+                let wrote = d["version"].as_i64().unwrap_or(0) >= 2;
+                let diagnostics = if wrote {
+                    json!([{"range": {"start": {"line": 0, "character": 6}, "end": {"line": 0, "character": 11}},
+                            "severity": 1, "message": ERROR, "source": "ts", "code": 2322}])
+                } else {
+                    json!([])
+                };
+                json!({"uri": d["uri"], "diagnostics": diagnostics, "settled": true})
+            })
+            .collect();
+        Ok(json!({"items": items}))
+    });
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::With(answer))
+        .timeout(T)
+        .start()
+        .await;
+    let uri = ed.open(dir.path().join("a.ts"), BEFORE);
+    let log = ed.run("make total a string").await;
+    assert_eq!(log.reason(), "end_turn");
+
+    // Asked about the document the agent wrote, at the version its edit gave it (opened at 1, edited: 2).
+    let queries = asked.lock().unwrap().clone();
+    let diag: Vec<&Value> =
+        queries.iter().filter(|q| q["kind"] == "diagnostics" && q["documents"].is_array()).collect();
+    assert!(!diag.is_empty(), "no stepwise/query for diagnostics: {queries:?}");
+    let last = diag.last().unwrap();
+    assert_eq!(last["documents"], json!([{"uri": uri, "version": 2}]), "{last}");
+    let wait = last["waitMs"].as_u64().expect("waitMs");
+    assert!(wait > 0 && wait <= 10_000, "waitMs within the first wait's 10 s: {wait}");
+
+    // The model's next request carries the error with file and line (1-based), after the tool result.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let told = user_text(&requests[1].body);
+    assert!(told.contains("<diagnostics>") && told.contains("</diagnostics>"), "{told}");
+    assert!(told.contains(&format!("a.ts:1:7: error: {ERROR}")), "{told}");
+
+    // The editor hears what the model was told, under the round's call.
+    let notes = log.of("stepwise/diagnostics");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let calls = log.tool_calls();
+    let call_id = calls[0]["id"].clone();
+    assert_eq!(notes[0]["calls"], json!([call_id]));
+    assert_eq!(notes[0]["lines"][0]["path"], "a.ts");
+    assert_eq!(notes[0]["lines"][0]["line"], 1);
+    assert_eq!(notes[0]["lines"][0]["column"], 7);
+
+    // After a reload the block is a diagnostics entry, not the user's words.
+    let conv = ed.execute("stepwise.conversation", json!({})).await.unwrap();
+    let kinds: Vec<&str> = conv["entries"].as_array().unwrap().iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(kinds.contains(&"diagnostics"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "user").count(), 1, "{kinds:?}");
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_an_editor_that_does_not_answer_the_query_in_time_reads_as_not_checked() {
+    let (dir, state) = folder_and_state("query-late");
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(script()).await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::NeverAnswer)
+        .timeout(T)
+        .start()
+        .await;
+    ed.open(dir.path().join("a.ts"), BEFORE);
+    let started = std::time::Instant::now();
+    let log = ed.run("make total a string").await;
+    assert_eq!(log.reason(), "end_turn", "the session goes on");
+    assert!(started.elapsed() < Duration::from_secs(30), "bounded by the wait: {:?}", started.elapsed());
+    let requests = mock.requests();
+    let told = user_text(&requests[1].body);
+    let line = told
+        .lines()
+        .find(|l| l.starts_with("a.ts: not checked (the editor did not answer in "))
+        .unwrap_or_else(|| panic!("{told}"));
+    assert!(line.ends_with(" ms)"), "{line}");
+    ed.finish().await;
+}
