@@ -2,6 +2,8 @@
 //! asked for as before (`gate.rs` decides which); a command the sandbox stopped runs again outside it
 //! only with the user's leave.
 
+use crate::host::keep::PutBack;
+use crate::host::sandbox::Stop;
 use crate::host::sandbox::{self, Escalation};
 use crate::host::{Ask, Host};
 
@@ -29,7 +31,9 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
     // Read-only (plan mode) never writes, whatever the user would answer.
     let outcome = if !policy.write {
         Escalation::NotOffered
-    } else if gate::approve(cx, &Ask::Unsandboxed { command, stopped: &what_stopped(&out.text) }).await {
+    } else if gate::approve(cx, &Ask::Unsandboxed { command, stopped: &what_stopped(stop.as_ref(), &out.put_back) })
+        .await
+    {
         Escalation::Approved
     } else {
         Escalation::Declined
@@ -42,24 +46,29 @@ pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: G
     Ok(ToolOutput { text: format!("{note}\n{}", again.text), is_error: again.is_error, change: None })
 }
 
-/// What the sandbox stopped, for the question: the line of the command's error that says so (the path or
-/// address it names), else what the sandbox refuses in general.
-fn what_stopped(output: &str) -> String {
-    const MAX: usize = 300;
-    let line = output.lines().map(str::trim).find(|l| sandbox::stopped(l, true).is_some());
-    match line {
-        Some(l) if l.len() > MAX => format!("{}…", &l[..l.floor_char_boundary(MAX)]),
-        Some(l) => l.to_string(),
-        None => sandbox::stopped(output, true).unwrap_or("a write or connection it does not allow").to_string(),
+/// What the sandbox stopped, for the question: the sandbox's own reading of the error (the path held
+/// against the policy), or the protected paths it put back after the command.
+fn what_stopped(stop: Option<&Stop>, put_back: &[PutBack]) -> String {
+    let kept = put_back.iter().map(|p| p.path.display().to_string()).collect::<Vec<_>>();
+    match (stop, kept.is_empty()) {
+        (Some(s), true) => s.describe(),
+        (Some(s), false) => format!("{}; and writes to protected paths, put back: {}", s.describe(), kept.join(", ")),
+        (None, false) => format!("writes to protected paths, put back: {}", kept.join(", ")),
+        (None, true) => "a write or connection it does not allow".to_string(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
+    use crate::host::sandbox::Stop;
+
     #[test]
-    fn the_question_names_the_line_that_was_stopped() {
-        let out = "building\ntouch: cannot touch '/outside/x': Permission denied\nexit 1";
-        assert_eq!(super::what_stopped(out), "touch: cannot touch '/outside/x': Permission denied");
-        assert_eq!(super::what_stopped("exit 1"), "a write or connection it does not allow");
+    fn the_question_names_what_was_stopped() {
+        let stop = Stop::Write(PathBuf::from("/outside/x"));
+        assert_eq!(super::what_stopped(Some(&stop), &[]), stop.describe());
+        assert!(super::what_stopped(Some(&stop), &[]).contains("/outside/x"));
+        assert_eq!(super::what_stopped(None, &[]), "a write or connection it does not allow");
     }
 }

@@ -101,7 +101,7 @@ impl EventSink for Collect {
                 Ev::Compacted { before: tokens_before, after: tokens_after, error: error.map(str::to_string) }
             }
             Event::RunFinished { outcome } => Ev::Finished(outcome.clone()),
-            Event::Checkpoint { .. } | Event::Diagnostics { .. } => return,
+            Event::Checkpoint { .. } => return,
         };
         self.events.lock().unwrap().push(ev);
     }

@@ -354,7 +354,6 @@ export interface ReminderParams {
   text: string;
 }
 
-/** What a rewind puts back: the files, the conversation (and plan), or both. */
 export type Restore = 'both' | 'files' | 'conversation';
 
 export type ReviewAction = 'keep' | 'undo' | 'comment';

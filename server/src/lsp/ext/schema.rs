@@ -7,7 +7,8 @@ use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 use super::{
-    AskAnswer, AskParams, AskRequest, Command, DiagnosticsAnswer, Query, QueryParams, SaveDocuments, SaveDocumentsParams,
+    AskAnswer, AskParams, AskRequest, Command, DiagnosticsAnswer, Query, QueryParams, SaveDocuments,
+    SaveDocumentsParams,
 };
 use tower_lsp_server::ls_types::request::Request;
 
