@@ -202,3 +202,36 @@ fn doctor_says_whether_the_sandbox_can_start_and_how_it_is_set() {
     let text = all_text(&doctor(ws.path(), &vars, &[]));
     assert!(text.contains("sandbox     unavailable: ") && text.contains("shell commands ask for approval"), "{text}");
 }
+
+#[test]
+fn doctor_lists_the_language_servers_it_would_start_and_where_each_comes_from() {
+    let ws = TempDir::new("doctor-ls-ws");
+    let bin = TempDir::new("doctor-ls-bin");
+    let config = TempDir::new("doctor-ls-config");
+    // A well-known server found on PATH, and the user's own server for another language.
+    bin.write("gopls", "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(bin.join("gopls"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    config.write(
+        "stepwise/language-servers.json",
+        r#"{"servers": {"zls": {"command": ["zls"], "extensions": ["zig"]}}}"#,
+    );
+    let path = bin.path().to_str().unwrap().to_string();
+    let vars = [("PATH", path.as_str()), ("XDG_CONFIG_HOME", config.path().to_str().unwrap())];
+    let out = doctor(ws.path(), &vars, &["--json"]);
+    let r = json_of(&out);
+    let servers = r["languageServers"].as_array().unwrap_or_else(|| panic!("no languageServers: {r}"));
+    let gopls = servers.iter().find(|s| s["name"] == "gopls").unwrap_or_else(|| panic!("gopls not listed: {r}"));
+    assert_eq!(gopls["extensions"], json!(["go"]));
+    assert!(gopls["from"].as_str().unwrap().contains(&bin.join("gopls").display().to_string()), "{gopls}");
+    let zls = servers.iter().find(|s| s["name"] == "zls").unwrap_or_else(|| panic!("zls not listed: {r}"));
+    assert_eq!(zls["command"], json!(["zls"]));
+    assert!(zls["from"].as_str().unwrap().contains("language-servers.json"), "{zls}");
+    assert!(!servers.iter().any(|s| s["name"] == "pylsp"), "pylsp is not on this PATH: {r}");
+    let text = all_text(&doctor(ws.path(), &vars, &[]));
+    assert!(text.contains("language servers") && text.contains("gopls (.go)"), "{text}");
+    // Nothing found: said, not silent.
+    let empty = TempDir::new("doctor-ls-empty");
+    let none = [("PATH", empty.path().to_str().unwrap()), ("XDG_CONFIG_HOME", empty.path().to_str().unwrap())];
+    let text = all_text(&doctor(ws.path(), &none, &[]));
+    assert!(text.contains("language servers") && text.contains("none found"), "{text}");
+}

@@ -81,6 +81,9 @@ pub struct Report {
     instructions: crate::instructions::Instructions,
     mcp: crate::mcp::report::McpReport,
     sandbox: crate::host::SandboxSettings,
+    /// The language servers stepwise would start where no editor answers `stepwise/query`, and what is
+    /// wrong in the user's `language-servers.json`.
+    language_servers: (Vec<crate::intel::servers::spec::Spec>, Vec<String>),
 }
 
 fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {
@@ -165,6 +168,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
         instructions,
         mcp,
         sandbox,
+        language_servers: crate::intel::servers::spec::discover(),
     }
 }
 
@@ -198,6 +202,10 @@ impl Report {
             "mcpServers": self.mcp.servers,
             "mcpProblems": self.mcp.problems,
             "sandbox": self.sandbox_json(),
+            "languageServers": self.language_servers.0.iter().map(|s| json!({
+                "name": s.name, "command": s.command, "extensions": s.extensions, "from": s.origin.describe(),
+            })).collect::<Vec<_>>(),
+            "languageServerProblems": self.language_servers.1,
             "ok": self.ok(),
         })
     }
@@ -273,6 +281,26 @@ impl Report {
         }
         for p in &self.mcp.problems {
             line("MCP problem", p.clone());
+        }
+        let (servers, problems) = &self.language_servers;
+        if servers.is_empty() {
+            line(
+                "language servers",
+                "none found (on PATH, or in language-servers.json): no code-intelligence tools".into(),
+            );
+        }
+        for (i, s) in servers.iter().enumerate() {
+            let value = format!(
+                "{} (.{}): {} [{}]",
+                s.name,
+                s.extensions.join(", ."),
+                s.command.join(" "),
+                s.origin.describe()
+            );
+            line(if i == 0 { "language servers" } else { "" }, value);
+        }
+        for p in problems {
+            line("language server problem", p.clone());
         }
         line("sandbox", self.sandbox.describe());
         let s = &self.sandbox;

@@ -187,6 +187,7 @@ pub fn availability(network: bool) -> Result<String, String> {
 /// made): for the tests of that path, and for a user whose tools need the host's loopback.
 pub const NO_NETNS_ENV: &str = "STEPWISE_SANDBOX_NO_NETNS";
 
+#[cfg(target_os = "linux")]
 fn netns_disabled() -> bool {
     std::env::var_os(NO_NETNS_ENV).is_some_and(|v| v == "1")
 }
