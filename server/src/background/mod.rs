@@ -3,11 +3,10 @@
 //! (`<background-results>`, before its next request).
 //!
 //! Each task runs under the same guard as `bash` (`host/guard.rs`: its whole process tree owned, escapes
-//! found, the sandbox imposed), forked from a thread that lives as long as the process (`spawner.rs`), so
+//! found, the sandbox imposed), forked from a thread that lives as long as the process (`host/detached.rs`), so
 //! it lives until it ends, is killed, or its session ends: dropping the room kills every task's tree,
 //! and if stepwise dies (`kill -9` included) each guard's parent-death signal ends its tree.
 
-mod spawner;
 mod task;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,9 +16,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+pub use crate::host::detached::{spawn, Started};
 use crate::host::output::truncate_chars;
 use crate::locks::lock;
-pub use task::{signal_name, spawn, Killer, Started, State, Task, CHECK_CHARS, GRACE, TAIL_BYTES};
+pub use task::{signal_name, Killer, State, Task, CHECK_CHARS, GRACE, TAIL_BYTES};
 
 /// Tasks running at once in one session at most.
 pub const MAX_RUNNING: usize = 10;

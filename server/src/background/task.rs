@@ -3,16 +3,15 @@
 //! and how it ended.
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
+use crate::host::detached::Started;
 use crate::host::guard::{self, Exit, Reaper};
 use crate::host::output::Bounded;
-use crate::host::Policy;
 use crate::locks::lock;
 
 /// What a check shows of the output since the previous one at most (head and tail).
@@ -21,23 +20,6 @@ pub const CHECK_CHARS: usize = 10_000;
 pub const TAIL_BYTES: usize = 2_000;
 /// How long a task may take to end on SIGTERM before it gets SIGKILL.
 pub const GRACE: Duration = Duration::from_millis(1_000);
-
-/// A started command, as a host hands it to the session's room.
-pub struct Started {
-    guarded: guard::Guarded,
-}
-
-/// Starts `command` in `root` under a guard, confined by `sandbox` when given; the fork happens on the
-/// long-lived spawner thread (`spawner.rs`).
-pub async fn spawn(root: &Path, command: &str, sandbox: Option<&Policy>) -> Result<Started, String> {
-    let (root, command, policy) = (root.to_path_buf(), command.to_string(), sandbox.cloned());
-    let confined = policy.is_some();
-    let spawned = super::spawner::on_spawner(move || guard::spawn(&root, &command, policy.as_ref())).await?;
-    spawned.map(|guarded| Started { guarded }).map_err(|e| match confined {
-        true => format!("cannot start the command in the sandbox: {e}"),
-        false => format!("cannot start the command: {e}"),
-    })
-}
 
 /// Where a task is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +74,7 @@ pub struct Task {
 impl Task {
     /// The task for `started`, with its monitor running: output read as it comes, the end recorded.
     pub fn launch(id: String, command: &str, started: Started, changed: watch::Sender<u64>) -> Arc<Task> {
-        let guard::Guarded { reaper, mut child, mut status } = started.guarded;
+        let guard::Guarded { reaper, mut child, mut status } = started.into_guarded();
         let task = Arc::new(Task {
             id,
             command: command.to_string(),

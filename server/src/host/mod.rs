@@ -6,10 +6,12 @@
 mod approval;
 pub(crate) mod beneath;
 mod change;
+pub mod detached;
 pub mod disk;
 #[cfg(target_os = "linux")]
 mod fork_guard;
 pub(crate) mod guard;
+pub mod intelligence;
 pub mod keep;
 #[cfg(target_os = "linux")]
 mod landlock;
@@ -103,8 +105,8 @@ pub trait Host: Send + Sync {
         &self,
         command: &str,
         sandbox: Option<&Policy>,
-    ) -> impl Future<Output = Result<crate::background::Started, String>> + Send {
-        crate::background::spawn(self.root(), command, sandbox)
+    ) -> impl Future<Output = Result<detached::Started, String>> + Send {
+        detached::spawn(self.root(), command, sandbox)
     }
 
     /// Background tasks may have changed files since the last look: a host that records changes
@@ -113,7 +115,7 @@ pub trait Host: Send + Sync {
     /// The session's source of code intelligence (an editor answering `stepwise/query`, or the language
     /// servers stepwise starts), `None` where there is none: then no code-intelligence tool is offered and
     /// no `<diagnostics>` block is sent. Cheap: an `Arc` clone.
-    fn intelligence(&self) -> Option<crate::intel::Source> {
+    fn intelligence(&self) -> Option<intelligence::Source> {
         None
     }
 }

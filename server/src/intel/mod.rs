@@ -1,4 +1,4 @@
-//! Code intelligence: what the language servers know, for the agent. `source.rs` is the seam (the
+//! Code intelligence: what the language servers know, for the agent. `source` is the seam (`host/intelligence.rs`: the
 //! `Intelligence` trait: an editor answering `stepwise/query` offers one through `Host::intelligence`,
 //! elsewhere `servers/` starts language servers itself); `session.rs` feeds it what the agent writes and
 //! makes the round's `<diagnostics>` block; `tools.rs` is the three tools; `text.rs` the lines the model reads.
@@ -6,7 +6,8 @@
 pub mod rename;
 pub mod servers;
 pub mod session;
-pub mod source;
+/// The seam lives with the host that offers it (`host/intelligence.rs`); here under its old name.
+pub use crate::host::intelligence as source;
 pub mod text;
 pub mod tools;
 

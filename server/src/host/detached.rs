@@ -1,4 +1,5 @@
-//! The thread background commands are forked from.
+//! Commands started to outlive the call that started them (`background_run`), and the thread they are
+//! forked from.
 //!
 //! The guard asks for a parent-death signal (`fork_guard.rs`), and Linux sends it when the *thread* that
 //! forked the guard exits, not the process. A `bash` call lasts as long as its round, so a runtime
@@ -7,8 +8,36 @@
 //! are forked here, on one thread that lives as long as the process: the signal then means what it
 //! should, stepwise is gone (`kill -9` included).
 
+use std::path::Path;
 use std::sync::mpsc;
 use std::sync::OnceLock;
+
+use super::guard;
+use super::Policy;
+
+/// A started command, as a host hands it to the session's tasks (`crate::background`).
+pub struct Started {
+    guarded: guard::Guarded,
+}
+
+impl Started {
+    /// The guard, the child and how to wait for its end.
+    pub(crate) fn into_guarded(self) -> guard::Guarded {
+        self.guarded
+    }
+}
+
+/// Starts `command` in `root` under a guard, confined by `sandbox` when given; the fork happens on the
+/// long-lived spawner thread below.
+pub async fn spawn(root: &Path, command: &str, sandbox: Option<&Policy>) -> Result<Started, String> {
+    let (root, command, policy) = (root.to_path_buf(), command.to_string(), sandbox.cloned());
+    let confined = policy.is_some();
+    let spawned = on_spawner(move || guard::spawn(&root, &command, policy.as_ref())).await?;
+    spawned.map(|guarded| Started { guarded }).map_err(|e| match confined {
+        true => format!("cannot start the command in the sandbox: {e}"),
+        false => format!("cannot start the command: {e}"),
+    })
+}
 
 type Job = Box<dyn FnOnce() + Send>;
 

@@ -1,5 +1,7 @@
 //! The seam of code intelligence: what the engine asks of whoever knows the code (an editor answering
-//! `stepwise/query`, or the language servers stepwise starts itself), in LSP's own types.
+//! `stepwise/query`, or the language servers stepwise starts itself), in LSP's own types. Part of the
+//! host's seam (a host offers its source through `Host::intelligence`), so it lives here; `crate::intel`
+//! uses it and re-exports it as `intel::source`.
 //!
 //! The engine (tools, the round's `<diagnostics>` block) speaks to a source only through this trait, so the
 //! agent loop never knows about LSP or editors. Paths here are absolute and inside the workspace; positions
