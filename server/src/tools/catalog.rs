@@ -433,7 +433,19 @@ mod tests {
     fn code_intelligence_is_offered_only_with_a_source_and_read_only_in_plan_mode() {
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Default, None, true, false)),
-            ["bash", "read_file", "write_file", "edit_file", "todo", "diagnostics", "code_nav", "rename_symbol"]
+            [
+                "bash",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "todo",
+                "background_run",
+                "check_background",
+                "kill_background",
+                "diagnostics",
+                "code_nav",
+                "rename_symbol"
+            ]
         );
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true, false)),
