@@ -81,7 +81,7 @@ async fn a_declined_plan_changes_nothing_and_runs_nothing_more() {
     let (mut pty, child) = run_plan_first(&ws, &mock, "make a file");
     let shown = pty.expect(ASK);
     // Plan mode runs the shell read-only in the sandbox: the write is stopped there, nothing asked.
-    assert!(shown.contains("stopped by the sandbox (read-only"), "{shown}");
+    assert!(shown.contains("stopped by the sandbox (it stopped a write to "), "{shown}");
     pty.type_line("n");
     pty.expect("the plan was not approved; nothing changed");
     assert_eq!(exit_code(child, T), 0);

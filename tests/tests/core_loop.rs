@@ -363,7 +363,20 @@ async fn tasks_planning_style_through_the_loop() {
     assert_eq!(out.reason, FinishReason::EndTurn);
     let b0 = h.body(0);
     let names: Vec<&str> = b0["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["bash", "read_file", "write_file", "edit_file", "create_todos", "update_todo"]);
+    assert_eq!(
+        names,
+        vec![
+            "bash",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "create_todos",
+            "update_todo",
+            "background_run",
+            "check_background",
+            "kill_background"
+        ]
+    );
     assert!(system_text(&b0).contains("create_todos"));
     let got = results(&h.body(1));
     let texts: Vec<&str> = got.iter().map(|r| r.1.as_str()).collect();
@@ -394,7 +407,19 @@ async fn todo_style_offers_todo_only() {
     h.run("x").await;
     let b0 = h.body(0);
     let names: Vec<&str> = b0["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["bash", "read_file", "write_file", "edit_file", "todo"]);
+    assert_eq!(
+        names,
+        vec![
+            "bash",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "todo",
+            "background_run",
+            "check_background",
+            "kill_background"
+        ]
+    );
     let todo = &b0["tools"][4]["input_schema"]["properties"]["items"]["items"]["properties"]["status"]["enum"];
     assert_eq!(todo, &json!(["pending", "in_progress", "completed"]));
     assert_eq!(result_texts(&h.body(1)), vec!["Unknown tool: create_todos"]);

@@ -69,7 +69,7 @@ async fn lsp_ask_is_typed_for_a_command_the_sandbox_stopped_and_a_protected_writ
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "made\n", "allowed: it ran outside the sandbox");
     assert!(!dir.join(".env").exists(), "denied: not written");
     let results = log.results();
-    assert!(results[0].1.contains("wrote it"), "the model read the run outside: {results:?}");
+    assert!(results[0].1.contains("it stopped a write to "), "the model read what it stopped: {results:?}");
     assert!(results[1].1.contains("denied by the user"), "{results:?}");
     let plain = ed.transcript();
     let plain =

@@ -158,7 +158,12 @@ async fn lsp_plan_mode_runs_the_shell_read_only_in_the_sandbox_without_asking() 
     let results = tool_results(&reqs[1].body);
     assert_eq!(results.len(), 4);
     for (text, is_error) in &results[..3] {
-        assert!(*is_error && text.contains("stopped by the sandbox (read-only"), "{text}");
+        assert!(
+            *is_error
+                && text.contains("stopped by the sandbox (")
+                && text.contains("is read-only: writes only in $TMPDIR"),
+            "{text}"
+        );
         assert!(text.contains("cannot run outside the sandbox in this mode"), "{text}");
     }
     assert_eq!(results[3], ("alpha\ntmp".to_string(), false), "reading and $TMPDIR work");

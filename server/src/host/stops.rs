@@ -135,10 +135,10 @@ fn absolute(root: &Path, p: &str) -> PathBuf {
 /// allows, and what came of the question to run it outside.
 pub fn stopped_note(policy: &Policy, stop: Option<&Stop>, outcome: Escalation) -> String {
     let allows = if policy.write {
-        "writes beneath the workspace, in $TMPDIR and in the sandboxWritable folders; what it writes to \
+        "it writes beneath the workspace, in $TMPDIR and in the sandboxWritable folders; what it writes to \
          git's hooks and config, .env*, .envrc, .vscode/, AGENTS.md, CLAUDE.md or .mcp.json is put back"
     } else {
-        "read-only: writes only in $TMPDIR"
+        "it is read-only: writes only in $TMPDIR"
     };
     let net = if policy.network { "" } else { ", no network beyond its own loopback" };
     let what = stop.map(|s| format!("it stopped {}; ", s.describe())).unwrap_or_default();
@@ -147,7 +147,7 @@ pub fn stopped_note(policy: &Policy, stop: Option<&Stop>, outcome: Escalation) -
         Escalation::NotOffered => "it cannot run outside the sandbox in this mode",
         Escalation::Approved => "the user approved running it again outside the sandbox; that run's output follows",
     };
-    format!("[sandbox: the command was stopped by the sandbox ({what}it {allows}{net}); {then}]")
+    format!("[sandbox: the command was stopped by the sandbox ({what}{allows}{net}); {then}]")
 }
 
 /// What became of a command the sandbox stopped.

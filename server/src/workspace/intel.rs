@@ -39,12 +39,20 @@ impl Workspace {
                     asker.reporter()(&p);
                 }
                 let root = self.root.clone();
+                let wait = max_wait.unwrap_or(servers::FIRST_WAIT);
+                // Which servers this workspace would use: nothing to start, nothing to ask about.
+                let serving = {
+                    let probe = Servers::new(root.clone(), specs.clone(), Rights::Refused(String::new()), wait);
+                    tokio::task::spawn_blocking(move || probe.serving_workspace()).await.unwrap_or_default()
+                };
+                if serving.is_empty() {
+                    return None;
+                }
                 let rights = match self.sandbox.policy(&root, sandbox) {
                     Ok(Some(policy)) => Rights::Sandbox(policy),
                     _ if is_trusted(&root) => Rights::Trusted,
                     _ => {
-                        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-                        if !names.is_empty() && asker.trust_language_servers(&root, &names).await {
+                        if asker.trust_language_servers(&root, &serving).await {
                             if let Err(e) = remember(&root) {
                                 asker.reporter()(&format!("could not remember the trust in {}: {e}", root.display()));
                             }
@@ -57,13 +65,7 @@ impl Workspace {
                         }
                     }
                 };
-                let wait = max_wait.unwrap_or(servers::FIRST_WAIT);
-                let s = Servers::new(root, specs, rights, wait);
-                let any = {
-                    let s = s.clone();
-                    tokio::task::spawn_blocking(move || s.any_for_workspace()).await.unwrap_or(false)
-                };
-                any.then(|| Arc::new(s) as Source)
+                Some(Arc::new(Servers::new(root, specs, rights, wait)) as Source)
             })
             .await
             .clone()

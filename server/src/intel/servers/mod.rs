@@ -80,17 +80,25 @@ impl Servers {
     }
 
     /// Whether a server would serve some file of the workspace (a bounded look at its files).
-    pub fn any_for_workspace(&self) -> bool {
+    /// The servers (by name) that serve some file of the workspace, looked for in a bounded walk (depth 6,
+    /// 5,000 entries: enough to see a project's languages, cheap on a huge tree).
+    pub fn serving_workspace(&self) -> Vec<String> {
         let specs: Vec<_> = self.0.specs.iter().filter(|s| s.startable()).collect();
+        let mut found: Vec<String> = Vec::new();
         if specs.is_empty() {
-            return false;
+            return found;
         }
-        ignore::WalkBuilder::new(&self.0.root)
-            .max_depth(Some(6))
-            .build()
-            .take(5000)
-            .flatten()
-            .any(|e| specs.iter().any(|s| s.serves(e.path())))
+        for e in ignore::WalkBuilder::new(&self.0.root).max_depth(Some(6)).build().take(5000).flatten() {
+            for s in specs.iter().filter(|s| s.serves(e.path())) {
+                if !found.contains(&s.name) {
+                    found.push(s.name.clone());
+                }
+            }
+            if found.len() == specs.len() {
+                break;
+            }
+        }
+        found
     }
 
     fn spec_for(&self, path: &Path) -> Option<Arc<Spec>> {
