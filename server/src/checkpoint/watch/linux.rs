@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+use inotify::{EventMask, Inotify, WatchDescriptor};
 
 use super::{trusted_fs, Pending};
 use crate::locks;
@@ -23,20 +23,6 @@ struct Inner {
     pending: Pending,
     /// Why the notifications can no longer be trusted at all (a folder could not be watched).
     broken: Option<String>,
-}
-
-fn mask() -> WatchMask {
-    WatchMask::CREATE
-        | WatchMask::DELETE
-        | WatchMask::MODIFY
-        | WatchMask::ATTRIB
-        | WatchMask::CLOSE_WRITE
-        | WatchMask::MOVED_FROM
-        | WatchMask::MOVED_TO
-        | WatchMask::DELETE_SELF
-        | WatchMask::MOVE_SELF
-        | WatchMask::ONLYDIR
-        | WatchMask::DONT_FOLLOW
 }
 
 impl Watch {
@@ -57,7 +43,7 @@ impl Watch {
             inner.broken = Some(e);
             return;
         }
-        match inner.fd.watches().add(path, mask()) {
+        match inner.fd.watches().add(path, crate::host::keep::watch::mask()) {
             Ok(wd) => {
                 inner.dirs.insert(wd, key.to_string());
             }

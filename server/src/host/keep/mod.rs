@@ -14,7 +14,7 @@
 mod held;
 mod rules;
 #[cfg(target_os = "linux")]
-mod watch;
+pub(crate) mod watch;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};

@@ -21,7 +21,9 @@ pub struct Watch {
     broken: Option<String>,
 }
 
-fn mask() -> WatchMask {
+/// What a folder's watch reports: every change to a name in it or to itself, never a read. The checkpoints'
+/// watch (`checkpoint/watch/linux.rs`) uses the same.
+pub(crate) fn mask() -> WatchMask {
     WatchMask::CREATE
         | WatchMask::DELETE
         | WatchMask::MODIFY
