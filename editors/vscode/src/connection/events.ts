@@ -4,6 +4,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 
 import { onNotification } from '../protocol/notifications';
 import type { Event as ConversationEvent } from '../model/conversation';
+import { endLine, tasksOf } from '../model/background';
 import { failedServers, failureLine, mcpServers } from '../model/mcp';
 import type { PlanParams } from '../model/plan';
 import type { RoundLog } from '../model/rounds';
@@ -24,6 +25,8 @@ export class Events {
   /** Called with the folder and what to add to its conversation (the Conversation view); `undefined` when
    * only its plan, run state or usage changed. */
   readonly conversationListeners: ((workspace: string, e: ConversationEvent | undefined) => void)[] = [];
+  /** Called with the folder whose background tasks changed (started, printed, ended, left the list). */
+  readonly backgroundListeners: ((workspace: string) => void)[] = [];
 
   constructor(
     private readonly core: Core,
@@ -81,6 +84,15 @@ export class Events {
       for (const s of failed) writer.line(`⚠ ${failureLine(s)}`);
       this.ui.update();
     });
+    // The folder's background tasks: the Conversation view lists them; an end is a transcript line (also
+    // after the run ended: the model is not started for it).
+    onNotification(client, 'stepwise/background', (p) => {
+      if (!p?.workspace) return;
+      const ended = this.core.folders.ensure(p.workspace).background.update(tasksOf(p));
+      if (ended.length > 0) this.transcriptFolder(p.workspace);
+      for (const t of ended) writer.line(endLine(t));
+      this.background(p.workspace);
+    });
     onNotification(client, 'stepwise/usage', (p) => {
       if (!p?.workspace) return;
       this.core.folders.ensure(p.workspace).usage = p;
@@ -117,6 +129,7 @@ export class Events {
     const started = p.state === 'running' && (!prev || prev.state === 'idle' || prev.runId !== p.runId);
     if (started) {
       f.usage = undefined;
+      if (f.background.runStarted()) this.background(p.workspace);
       this.lastTranscriptFolder = p.workspace;
       writer.line('');
       writer.line(runStartLine(f.prompt, folderName(p.workspace), p.runId));
@@ -145,6 +158,10 @@ export class Events {
   conversation(workspace: string | undefined, e: ConversationEvent | undefined): void {
     if (!workspace) return;
     for (const listener of this.conversationListeners) listener(workspace, e);
+  }
+
+  background(workspace: string): void {
+    for (const listener of this.backgroundListeners) listener(workspace);
   }
 
   /** Applies a change to the folder's rounds and tells the Transcript view. */

@@ -10,6 +10,7 @@ export const SERVER_COMMANDS = {
   steer: 'stepwise.steer',
   checkpoints: 'stepwise.checkpoints',
   rewind: 'stepwise.rewind',
+  killBackground: 'stepwise.killBackground',
 } as const;
 
 /** The extension's own commands (the server's command ids are registered by the language client). */

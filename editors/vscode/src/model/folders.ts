@@ -1,5 +1,6 @@
 // One record per workspace folder: what the server last said about it (plan, run state, usage, compaction)
 // and what this window sent it (the run's prompt). Pure logic: no `vscode` import.
+import { BackgroundTasks } from './background';
 import { mcpNodes, type McpServer } from './mcp';
 import { buildTree, nameFromUri, planTitle, type FolderRef, type PlanNode, type PlanParams } from './plan';
 import { RoundLog } from './rounds';
@@ -23,6 +24,8 @@ export interface FolderState {
   mcp?: McpServer[];
   /** The transcript as runs and rounds (the Transcript view). */
   rounds: RoundLog;
+  /** Its background tasks (`stepwise/background`), as the Conversation view lists them. */
+  background: BackgroundTasks;
 }
 
 export function isBusy(status: StatusParams | undefined): boolean {
@@ -39,7 +42,7 @@ export class Folders {
   ensure(uri: string): FolderState {
     let f = this.map.get(uri);
     if (!f) {
-      f = { uri, planUpdates: 0, rounds: new RoundLog() };
+      f = { uri, planUpdates: 0, rounds: new RoundLog(), background: new BackgroundTasks() };
       this.map.set(uri, f);
     }
     return f;
@@ -97,16 +100,20 @@ export class Folders {
       f.status = undefined;
       f.usage = undefined;
       f.mcp = undefined;
+      // Tasks end with their server.
+      f.background = new BackgroundTasks();
     }
   }
 
   /** The server stopped: every run it had ended with an error. */
   serverStopped(): void {
-    for (const f of this.map.values())
+    for (const f of this.map.values()) {
+      f.background.serverStopped();
       if (f.status && f.status.state !== 'idle') {
         f.status = { workspace: f.uri, state: 'idle', reason: 'error', message: 'the server stopped' };
         f.rounds.status({ ...f.status, runId: f.rounds.runs.find((r) => r.state !== 'idle')?.runId });
       }
+    }
   }
 
   private plans(): Map<string, PlanParams> {

@@ -5,6 +5,7 @@
 import type { Entry } from '../model/conversation';
 import type { FolderRef, PlanParams } from '../model/plan';
 import type { StatusParams, UsageParams } from '../model/status';
+import { BackgroundList } from './background';
 import { el } from './dom';
 import { drawEntry, drawMarkdown, type EntryActions } from './entries';
 import { Input } from './input';
@@ -74,7 +75,8 @@ const input = new Input({ send: (text) => post({ type: 'send', text }), files: (
 sendButton.addEventListener('click', () => input.box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })));
 const footer = el('div', { class: 'footer' }, statusLine, usageLine);
 const controls = el('div', { class: 'controls' }, stop, sendButton);
-document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, planRoot, planBar), list, el('div', { class: 'bottom' }, input.root, controls, footer));
+const background = new BackgroundList({ stop: (id) => post({ type: 'killBackground', id }), dismiss: (id) => post({ type: 'dismissBackground', id }) });
+document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, planRoot, planBar), list, background.root, el('div', { class: 'bottom' }, input.root, controls, footer));
 
 list.addEventListener('click', (e) => {
   const a = (e.target as HTMLElement).closest('a');
@@ -193,6 +195,13 @@ window.addEventListener('message', (event) => {
       state = m;
       drawAll();
       drawState();
+      background.draw(Array.isArray(m.background) ? m.background : []);
+      break;
+    case 'background':
+      background.draw(Array.isArray(m.tasks) ? m.tasks : []);
+      break;
+    case 'backgroundStopFailed':
+      background.stopFailed(String(m.id ?? ''));
       break;
     case 'entry':
       if (typeof m.index === 'number' && m.entry) update(m.index, m.entry);
