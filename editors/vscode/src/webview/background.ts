@@ -47,11 +47,14 @@ export class BackgroundList {
         card.root.remove();
         this.cards.delete(id);
       }
+    let after: Element = this.title;
     for (const t of tasks) {
       if (!t.running) this.stopping.delete(t.id);
       const card = this.cards.get(t.id) ?? this.make(t);
+      // Moved only when out of place: a node moved in the DOM loses its scroll position.
+      if (after.nextElementSibling !== card.root) after.after(card.root);
+      after = card.root;
       this.update(card, t);
-      this.root.append(card.root);
     }
     const running = tasks.filter((t) => t.running).length;
     this.title.textContent = `Background tasks · ${running} running`;
@@ -73,18 +76,12 @@ export class BackgroundList {
     const state = el('span', { class: 'bg-state' });
     const button = el('button', { class: 'secondary bg-stop' });
     const pre = el('pre', { class: 'bg-tail' });
-    const head = el(
-      'div',
-      { class: 'card-head' },
-      icon,
-      el('span', { class: 'tool-name bg-id' }, t.id),
-      el('code', { class: 'summary bg-command', title: t.command }, t.command),
-      state,
-      button,
-    );
+    // The command on a line of its own: the sidebar is narrow, and the command is what names the task.
+    const head = el('div', { class: 'card-head' }, icon, el('span', { class: 'tool-name bg-id' }, t.id), state, button);
+    const command = el('code', { class: 'bg-command', title: t.command }, t.command);
     const output = el('details', { class: 'output' }, el('summary', {}, 'output'), pre);
     output.open = true;
-    const root = el('div', { class: 'card bg-task', 'data-task': t.id }, head, output);
+    const root = el('div', { class: 'card bg-task', 'data-task': t.id }, head, command, output);
     const card: Card = { root, icon, state, button, pre, ended: false };
     button.addEventListener('click', () => {
       if (card.ended) return this.actions.dismiss(t.id);
