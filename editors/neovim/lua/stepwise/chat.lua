@@ -68,7 +68,7 @@ local function subscribe()
     end
     return false
   end
-  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked', 'diagnostics' }) do
+  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked', 'diagnostics', 'job_ended' }) do
     unsubscribe[#unsubscribe + 1] = events.on(kind, function(d)
       dispatch(kind, d)
     end)

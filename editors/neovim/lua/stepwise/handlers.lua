@@ -200,6 +200,7 @@ function M.handlers()
     ['stepwise/usage'] = on_usage,
     ['stepwise/compacted'] = on_compacted,
     ['stepwise/mcp'] = on_mcp,
+    ['stepwise/background'] = require('stepwise.jobs').on_background,
     ['stepwise/review'] = function(_, params)
       events.emit('review', params)
     end,

@@ -16,7 +16,7 @@ local lenses = require('stepwise.lenses')
 -- The client (below) gets the handlers of the server's messages (above it) here, where the plugin is put together.
 client.use_handlers(require('stepwise.handlers').handlers)
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -301,6 +301,9 @@ function M.command(o)
     return M.compact()
   elseif sub == 'chat' then
     return M.chat()
+  elseif sub == 'jobs' or sub == 'kill' then
+    local jobs = require('stepwise.jobs')
+    return sub == 'jobs' and jobs.open(M.current_folder()) or jobs.kill(M.current_folder(), o.fargs[2])
   elseif sub == 'allow' or sub == 'deny' then
     -- the oldest open question of the current folder (stepwise/ask)
     local choice = sub == 'deny' and 'deny' or (o.fargs[2] == 'session' and 'allowSession' or 'allow')
@@ -314,20 +317,22 @@ function M.command(o)
     end
     return M.review(o.fargs[2], o.fargs[3], { range = range })
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny)', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id})', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
   local before = cmdline:match('^%s*%S+%s+(.*)$') or ''
-  if before:match('^plan%s+%S*$') then
+  local function starting(list)
     return vim.tbl_filter(function(s)
       return s:sub(1, #arglead) == arglead
-    end, { 'edit', 'first', 'approve' })
+    end, list)
   end
-  if before:match('^review%s+%S*$') then
-    return vim.tbl_filter(function(s)
-      return s:sub(1, #arglead) == arglead
-    end, { 'keep', 'undo', 'comment' })
+  if before:match('^plan%s+%S*$') then
+    return starting({ 'edit', 'first', 'approve' })
+  elseif before:match('^review%s+%S*$') then
+    return starting({ 'keep', 'undo', 'comment' })
+  elseif before:match('^kill%s+%S*$') then
+    return starting(require('stepwise.jobs').running_ids(M.current_folder()))
   end
   if before:match('^review%s+comment%s') then
     return {}
@@ -338,9 +343,7 @@ function M.complete(arglead, cmdline, _)
   if before:find('%s') then
     return {}
   end
-  return vim.tbl_filter(function(s)
-    return s:sub(1, #arglead) == arglead
-  end, M.subcommands)
+  return starting(M.subcommands)
 end
 
 function M.create_command()
@@ -351,7 +354,7 @@ function M.create_command()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id}',
   })
 end
 
