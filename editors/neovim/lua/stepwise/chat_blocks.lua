@@ -310,16 +310,9 @@ function apply.diagnostics(ch, d)
   add_diagnostics(ch, texts)
 end
 
---- A background task ended (also after the run): a note, with the last lines of its output when it failed.
+--- A background task ended (also after the run): its line (jobs.lua's `note`).
 function apply.job_ended(ch, d)
-  local jobs = require('stepwise.jobs')
-  local lines = { jobs.end_line(d) }
-  if d.state:match('^exited %d') and d.state ~= 'exited 0' then
-    for _, l in ipairs(jobs.tail(d.tail or '', 3)) do
-      lines[#lines + 1] = '  ' .. l
-    end
-  end
-  add_note(ch, table.concat(lines, '\n'))
+  add_note(ch, d.note)
 end
 
 --- What each live event (`events` kind) shows in a chat.

@@ -61,6 +61,17 @@ function M.end_line(t)
   return string.format('⏹ %s %s: %s', t.id, t.state, (t.command:gsub('%s*\n%s*', ' ')))
 end
 
+--- What the chat says of a task's end: its line, with the last lines of its output when it failed.
+function M.end_note(t)
+  local lines = { M.end_line(t) }
+  if t.state:match('^exited %d') and t.state ~= 'exited 0' then
+    for _, l in ipairs(M.tail(t.tail, 3)) do
+      lines[#lines + 1] = '  ' .. l
+    end
+  end
+  return table.concat(lines, '\n')
+end
+
 --- The float's lines, and the first line of each task.
 ---@param folder stepwise.Folder
 function M.lines(folder)
@@ -219,7 +230,7 @@ function M.on_background(_, params)
     local prev = before[t.id]
     if not t.running and (not prev or prev.running) then
       log.line(folder.uri, M.end_line(t), t.state == 'exited 0' and 'StepwiseLogTool' or 'StepwiseLogError')
-      events.emit('job_ended', { workspace = folder.uri, id = t.id, command = t.command, state = t.state, tail = t.tail })
+      events.emit('job_ended', { workspace = folder.uri, id = t.id, state = t.state, note = M.end_note(t) })
     end
   end
   if view.uri == folder.uri and valid(view.buf, api.nvim_buf_is_valid) then
