@@ -13,6 +13,7 @@ import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf }
 import type { Checkpoint } from '../model/checkpoints';
 import { planActionCommand, planReady } from '../model/planFirstArgs';
 import type { Setup } from '../setup/setup';
+import { BackgroundTasksPanel } from './backgroundTasks';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
 
@@ -29,8 +30,7 @@ type FromView =
   | { type: 'open'; href: string }
   | { type: 'command'; id: string }
   | { type: 'planAction'; action: string; text?: string }
-  | { type: 'killBackground'; id: string }
-  | { type: 'dismissBackground'; id: string };
+  | { type: 'killBackground' | 'dismissBackground'; id: string };
 
 const PLAN_EDITS: Record<string, string> = {
   edit: PLAN_COMMANDS.editText,
@@ -65,6 +65,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
   /** Folders whose conversation missed part of a run while it was read: read again when the run ends. */
   private readonly stale = new Set<string>();
   private nextApproval = 1;
+  private readonly background: BackgroundTasksPanel;
   private stateTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -77,7 +78,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
       { dispose: () => this.stateTimer && clearTimeout(this.stateTimer) },
     );
     connection.events.conversationListeners.push((ws, e) => this.onEvent(ws, e));
-    connection.events.backgroundListeners.push((ws) => ws === this.folder && this.postBackground(ws));
+    this.background = new BackgroundTasksPanel(core, connection, (m) => this.post(m), () => this.folder);
     // A new server (a restart): conversations are read again when next shown.
     connection.startListeners.push(() => {
       this.logs.clear();
@@ -190,12 +191,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
     this.folder = ws;
     const log = ws ? await this.log(ws) : undefined;
     if (ws !== this.currentFolder()) return;
-    this.post({ type: 'reset', entries: log?.entries ?? [], ...this.state(ws), background: this.core.folders.get(ws)?.background.shown() ?? [] });
-  }
-
-  /** The folder's background tasks, on their own: they change up to ten times a second while one prints. */
-  private postBackground(ws: string): void {
-    this.post({ type: 'background', tasks: this.core.folders.get(ws)?.background.shown() ?? [] });
+    this.post({ type: 'reset', entries: log?.entries ?? [], ...this.state(ws), background: this.background.tasks(ws) });
   }
 
   private state(ws: string | undefined): Record<string, unknown> {
@@ -278,12 +274,9 @@ export class ConversationView implements vscode.WebviewViewProvider {
         if (VIEW_COMMANDS.has(String(m.id))) await vscode.commands.executeCommand(String(m.id));
         return;
       case 'killBackground':
-        return this.killBackground(String(m.id ?? ''));
-      case 'dismissBackground': {
-        const ws = this.folder;
-        if (ws && this.core.folders.get(ws)?.background.dismiss(String(m.id ?? ''))) this.postBackground(ws);
-        return;
-      }
+        return this.background.kill(String(m.id ?? ''));
+      case 'dismissBackground':
+        return this.background.dismiss(String(m.id ?? ''));
       case 'planAction': {
         // The same commands as the plan-ready message and the plan view's title (planFirst.ts).
         const run = planActionCommand(this.folder, m.action, m.text);
@@ -361,22 +354,6 @@ export class ConversationView implements vscode.WebviewViewProvider {
     const ws = this.folder;
     const client = this.connection.running();
     if (ws && client) await this.core.execute(client, SERVER_COMMANDS.cancel, workspaceArguments(ws));
-  }
-
-  /** A background task's Stop: its whole process tree ends (`stepwise.killBackground`); the server's
-   * `stepwise/background` then shows how it ended. The answer goes to the transcript, a failure to the user. */
-  private async killBackground(id: string): Promise<void> {
-    const ws = this.folder;
-    const client = this.connection.running();
-    if (!ws || !id || !client) return;
-    try {
-      const said = await this.core.execute(client, SERVER_COMMANDS.killBackground, [{ workspace: ws, taskId: id }]);
-      if (typeof said === 'string' && said) this.core.writer.line(`⏹ ${said}`);
-    } catch (error) {
-      // The button comes back (the task may still run).
-      this.post({ type: 'backgroundStopFailed', id });
-      throw error;
-    }
   }
 
   /** "Rewind to here" on a turn: back to the checkpoint before that run's first round. */
