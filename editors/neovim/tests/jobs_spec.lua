@@ -67,6 +67,7 @@ return H.spec({
         return folder.jobs
       end)
       H.eq({ 'bg-1' }, vim.fn.getcompletion('Stepwise kill ', 'cmdline'), ':Stepwise kill completes the running task')
+      H.truthy(vim.tbl_contains(require('stepwise').status(), 'background: 1 running (bg-1); :Stepwise jobs'), ':Stepwise status names the running task')
 
       vim.cmd('Stepwise jobs')
       local jobs = require('stepwise.jobs')

@@ -125,6 +125,15 @@ function M.status_lines(folder)
     lines[#lines + 1] = line
   end
   vim.list_extend(lines, mcp.status_lines(folder))
+  local running = {}
+  for _, t in ipairs(folder.jobs or {}) do
+    if t.running then
+      running[#running + 1] = t.id
+    end
+  end
+  if #running > 0 then
+    lines[#lines + 1] = string.format('background: %d running (%s); :Stepwise jobs', #running, table.concat(running, ', '))
+  end
   return lines
 end
 

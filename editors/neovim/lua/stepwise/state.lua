@@ -14,6 +14,7 @@ local M = {}
 ---@field mark table? {buf, id} extmark of the step virtual text
 ---@field step string? the plan step of the tool call in flight (from stepwise/toolCall)
 ---@field mcp stepwise.McpServer[]? the folder's MCP servers (stepwise/mcp)
+---@field jobs stepwise.Job[]? the session's background tasks (stepwise/background, jobs.lua)
 
 ---@type table<string, stepwise.Folder>
 M.folders = {}
