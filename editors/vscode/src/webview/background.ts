@@ -106,6 +106,7 @@ export class BackgroundList {
     card.button.className = card.ended ? 'icon-button bg-dismiss' : 'secondary bg-stop';
     card.button.textContent = card.ended ? '✕' : stopping ? 'Stopping…' : 'Stop';
     card.button.title = card.ended ? 'Dismiss: take it off the list' : 'Stop the task: end its whole process tree';
+    card.button.setAttribute('aria-label', `${card.ended ? 'Dismiss' : 'Stop'} ${t.id}`);
     card.button.disabled = !card.ended && stopping;
     const text = plainTail(t.tail).replace(/\n+$/, '');
     if (card.pre.textContent !== text) {

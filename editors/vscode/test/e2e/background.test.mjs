@@ -70,7 +70,7 @@ step('Stop ends the task: killed by the user, its process gone; it stays listed 
   const pid = Number(await waitFor('the ticker pid', () => fs.readFileSync(path.join(workspaceDir, 'ticker.pid'), 'utf8').trim(), (p) => /^\d+$/.test(p ?? ''), SHORT));
   assert.ok(alive(pid), `the ticker ${pid} runs before Stop`);
   const ticker = frame.locator('.bg-task[data-task="bg-1"]');
-  await ticker.locator('button.bg-stop').click();
+  await ticker.getByRole('button', { name: 'Stop bg-1' }).click();
   await waitFor('the ticker killed', () => ticker.locator('.bg-state').textContent(), (t) => norm(t) === 'killed by the user (SIGTERM)', LONG);
   assert.ok(!alive(pid), `the ticker's shell ${pid} outlived its Stop`);
   assert.match(await ticker.getAttribute('class'), /\bkilled\b/);
@@ -84,7 +84,7 @@ step('Stop ends the task: killed by the user, its process gone; it stays listed 
 
 step('an ended task is dismissed; the next run takes the others off the list', async () => {
   const failed = frame.locator('.bg-task[data-task="bg-2"]');
-  await failed.locator('button.bg-dismiss').click();
+  await failed.getByRole('button', { name: 'Dismiss bg-2' }).click();
   await failed.waitFor({ state: 'detached', timeout: SHORT });
   await frame.locator('.bg-task[data-task="bg-1"]').waitFor({ timeout: SHORT });
   const box = frame.locator('textarea[aria-label="Message for the agent"]');
