@@ -71,6 +71,10 @@ async fn the_editor_sees_a_running_task_and_stops_it() {
     .await;
     let unknown = ed.execute("stepwise.killBackground", json!({"taskId": "bg-5"})).await.unwrap_err();
     assert!(unknown.message.contains("no background task bg-5 in this session (tasks: bg-1)"), "{unknown:?}");
+    // The updates between those two (the start, before its output) are the folder's too.
+    for v in ed.drain("stepwise/background") {
+        assert_eq!(v["workspace"], ws.as_str());
+    }
     ed.finish().await;
 }
 
