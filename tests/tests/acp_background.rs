@@ -59,7 +59,8 @@ async fn a_task_is_shown_as_a_tool_call_with_its_output_and_its_end_after_the_tu
     }
 
     // It ends after the turn: shown, the model not asked again.
-    let asked = agent.mock.requests().len();
+    // The mock records a request once it has answered it.
+    let asked = agent.mock.wait_for_requests(2, std::time::Duration::from_secs(10)).await.len();
     std::fs::write(agent.ws.path().join("go"), "").unwrap();
     let end = client.until(|v| is_task_update(v) && v["params"]["update"]["status"].is_string()).await;
     let u = &end["params"]["update"];

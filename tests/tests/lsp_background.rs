@@ -137,7 +137,8 @@ async fn the_status_and_progress_count_running_tasks_and_a_late_end_is_sent() {
     .await;
 
     // bg-2 ends by itself, no run going: the editor hears it, the model is not asked.
-    let asked = mock.requests().len();
+    // The mock records a request once it has answered it.
+    let asked = mock.wait_for_requests(4, T).await.len();
     std::fs::write(dir.path().join("go"), "").unwrap();
     let ended = ed
         .await_notification_matching(
