@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::host::detached::Started;
 use crate::host::guard::{self, Exit, Reaper};
 use crate::host::output::Bounded;
+use crate::host::{sandbox, Policy};
 use crate::locks::lock;
 
 /// What a check shows of the output since the previous one at most (head and tail).
@@ -57,6 +58,8 @@ struct Inner {
     told: bool,
     killing: Option<(Killer, i32)>,
     ended_at: Option<Instant>,
+    /// What the sandbox stopped, when its end shows it did (`host/stops.rs`): said with the end.
+    stop_note: Option<String>,
 }
 
 pub struct Task {
@@ -65,6 +68,8 @@ pub struct Task {
     pub started: Instant,
     inner: Mutex<Inner>,
     reaper: Arc<Reaper>,
+    /// The sandbox it runs in, if any.
+    policy: Option<Policy>,
     /// False while it runs; true once its whole tree is gone.
     ended: watch::Sender<bool>,
     /// Bumped on every change a view may show (output, the end).
@@ -74,7 +79,7 @@ pub struct Task {
 impl Task {
     /// The task for `started`, with its monitor running: output read as it comes, the end recorded.
     pub fn launch(id: String, command: &str, started: Started, changed: watch::Sender<u64>) -> Arc<Task> {
-        let guard::Guarded { reaper, mut child, mut status } = started.into_guarded();
+        let (guard::Guarded { reaper, mut child, mut status }, policy) = started.into_parts();
         let task = Arc::new(Task {
             id,
             command: command.to_string(),
@@ -87,8 +92,10 @@ impl Task {
                 told: false,
                 killing: None,
                 ended_at: None,
+                stop_note: None,
             }),
             reaper: Arc::new(reaper),
+            policy,
             ended: watch::Sender::new(false),
             changed,
         });
@@ -144,6 +151,16 @@ impl Task {
             (None, Exit::Unknown) => State::Killed("an unknown cause (no exit status)".into()),
         };
         i.ended_at = Some(Instant::now());
+        // A failure the sandbox caused is said as such. No question to run it outside follows (that is
+        // `bash`'s): nobody waits on a background task's end to answer one.
+        let failed = !matches!(i.state, State::Exited(0)) && i.killing.is_none();
+        if let Some(policy) = self.policy.as_ref().filter(|_| failed) {
+            let (a, b) = i.tail.as_slices();
+            let tail = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+            if let Some(stop) = sandbox::stopped(&tail, true, policy) {
+                i.stop_note = Some(sandbox::stopped_note(policy, Some(&stop), sandbox::Escalation::Background));
+            }
+        }
         drop(i);
         self.ended.send_replace(true);
         self.changed.send_modify(|n| *n += 1);
@@ -194,6 +211,11 @@ impl Task {
 
     pub fn mark_told(&self) {
         lock(&self.inner).told = true;
+    }
+
+    /// What the sandbox stopped, once its end showed it did.
+    pub fn stop_note(&self) -> Option<String> {
+        lock(&self.inner).stop_note.clone()
     }
 
     pub fn ended_at(&self) -> Option<Instant> {
