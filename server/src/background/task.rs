@@ -17,6 +17,9 @@ use crate::locks::lock;
 
 /// What a check shows of the output since the previous one at most (head and tail).
 pub const CHECK_CHARS: usize = 10_000;
+/// `Bounded` keeps up to 4 bytes a character on each side: so that head and tail together stay within
+/// `CHECK_CHARS` characters (bytes), it is given an eighth.
+const CHECK_BOUND: usize = CHECK_CHARS / 8;
 /// What the end report and the views show of a task's output: its last bytes.
 pub const TAIL_BYTES: usize = 2_000;
 /// How long a task may take to end on SIGTERM before it gets SIGKILL.
@@ -86,7 +89,7 @@ impl Task {
             started: Instant::now(),
             inner: Mutex::new(Inner {
                 state: State::Running,
-                unread: Bounded::new(CHECK_CHARS),
+                unread: Bounded::new(CHECK_BOUND),
                 tail: VecDeque::new(),
                 total: 0,
                 told: false,
@@ -177,7 +180,7 @@ impl Task {
     /// The output since the last check (emptied), and the state; an ended state counts as told.
     pub fn check(&self) -> (State, String, u64) {
         let mut i = lock(&self.inner);
-        let unread = std::mem::replace(&mut i.unread, Bounded::new(CHECK_CHARS));
+        let unread = std::mem::replace(&mut i.unread, Bounded::new(CHECK_BOUND));
         let fresh = unread.total();
         if i.state != State::Running {
             i.told = true;
