@@ -1,7 +1,7 @@
 //! Background commands' bad input and faults, beside core_background.rs: a task still running a minute
 //! after it started, one printing without end (its output bounded, the session going on), a double-forked
-//! `setsid` grandchild ended by `kill_background` before its result, and a task the sandbox stops: no
-//! question is put, and its end says what the sandbox stopped.
+//! `setsid` grandchild ended by `kill_background` before its result, a kill right after the start, and a
+//! task the sandbox stops: no question is put, and its end says what the sandbox stopped.
 
 mod common;
 
@@ -137,4 +137,17 @@ async fn a_task_the_sandbox_stops_asks_nothing_and_its_end_says_what_was_stopped
     assert!(checked.starts_with("bg-1: exited 1\n"), "{checked}");
     assert!(checked.contains(&stopped) && checked.ends_with(not_outside), "{checked}");
     assert!(asked.lock().unwrap().is_empty(), "a question was put: {:?}", asked.lock().unwrap());
+}
+
+/// A kill right after the start, before the guard may have started the command: the command is still
+/// asked to end (SIGTERM), not left to the SIGKILL a second later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_right_after_the_start_asks_the_command_to_end() {
+    let ws = TempDir::new("bg-early-kill");
+    let bg = Background::default();
+    for i in 1..=40 {
+        start(&bg, ws.path(), "echo started; exec sleep 300").await;
+        let said = bg.kill(&format!("bg-{i}"), Killer::Model).await.unwrap();
+        assert_eq!(said, format!("bg-{i}: killed by kill_background (SIGTERM); none of its processes is left"));
+    }
 }

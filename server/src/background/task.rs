@@ -24,6 +24,8 @@ const CHECK_BOUND: usize = CHECK_CHARS / 8;
 pub const TAIL_BYTES: usize = 2_000;
 /// How long a task may take to end on SIGTERM before it gets SIGKILL.
 pub const GRACE: Duration = Duration::from_millis(1_000);
+/// How long (in 10 ms looks) a kill waits for a just-started task's command to appear under its guard.
+const START_POLLS: u32 = 50;
 
 /// Where a task is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,12 +243,25 @@ impl Task {
             self.until_ended(Duration::from_secs(5)).await;
             return false;
         }
-        if !(self.reaper.terminate() && self.until_ended(GRACE).await) {
+        if !(self.ask_to_end().await && self.until_ended(GRACE).await) {
             lock(&self.inner).killing = Some((killer, libc::SIGKILL));
             self.reaper.kill_all();
             self.until_ended(Duration::from_secs(5)).await;
         }
         true
+    }
+
+    /// SIGTERM to the task's processes; false where they cannot be listed or none came. A task killed
+    /// right after it started may not have its command yet (the guard starts it): that is waited for a
+    /// moment, else the SIGTERM would reach nobody and only SIGKILL, a second later, would end it.
+    async fn ask_to_end(&self) -> bool {
+        for _ in 0..START_POLLS {
+            match self.reaper.terminate() {
+                Some(0) if self.is_running() => tokio::time::sleep(Duration::from_millis(10)).await,
+                asked => return asked.is_some_and(|n| n > 0),
+            }
+        }
+        false
     }
 
     /// Kills everything now, without a grace (the session is going).
