@@ -119,3 +119,53 @@ async fn chat_lists_and_kills_tasks_and_says_when_one_ends() {
     // The second task ended by itself: said on the terminal without the model asked.
     assert!(err.contains("stepwise: bg-2 exited 4 (echo quick; touch quick.done; exit 4)"), "{err}");
 }
+
+/// A task that ends while chat waits for the next prompt is said on the terminal at once; the model is
+/// not asked.
+#[tokio::test]
+async fn chat_says_when_a_task_ends_between_prompts() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mock = MockModel::start(vec![
+        call("background_run", json!({"command": "while [ ! -f go ]; do sleep 0.05; done; echo bye; exit 3"})),
+        Step::text("started"),
+    ])
+    .await;
+    let ws = TempDir::new("bg-chat-late");
+    let mut cmd = stepwise(ws.path(), &mock);
+    cmd.args(["chat", "--yes"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    stdin.write_all(b"start it\n").await.unwrap();
+    let limit = Duration::from_secs(20);
+    // The run is over once its last text is printed.
+    tokio::time::timeout(limit, async {
+        while let Some(line) = out.next_line().await.unwrap() {
+            if line.contains("started") {
+                return;
+            }
+        }
+        panic!("chat ended before the run's text");
+    })
+    .await
+    .expect("the run did not end");
+    // The mock records a request once it has answered it.
+    let asked = mock.wait_for_requests(2, limit).await.len();
+    std::fs::write(ws.join("go"), "").unwrap();
+    let said = tokio::time::timeout(limit, async {
+        while let Some(line) = err.next_line().await.unwrap() {
+            if line.contains("bg-1") {
+                return line;
+            }
+        }
+        panic!("chat ended without saying the task ended");
+    })
+    .await
+    .expect("the task's end was not said");
+    assert_eq!(said, "stepwise: bg-1 exited 3 (while [ ! -f go ]; do sleep 0.05; done; echo bye; exit 3)");
+    assert_eq!(mock.requests().len(), asked, "the model was asked about the task's end");
+    drop(stdin);
+    let status = tokio::time::timeout(limit, child.wait()).await.expect("chat hung").unwrap();
+    assert_eq!(status.code(), Some(0));
+}

@@ -7,6 +7,7 @@
 //! permissions and files) is spawned on the connection and answers its request when done.
 
 mod asker;
+mod background;
 mod commands;
 mod events;
 mod host;
@@ -120,6 +121,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 let modes = modes::state(session.mode());
                 responder.respond(NewSessionResponse::new(session.id.clone()).modes(modes))?;
                 commands::advertise(&cx, &session.id);
+                background::watch(&cx, &session);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -141,6 +143,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 replay::send_history(&session, &cx).await;
                 responder.respond(LoadSessionResponse::new().modes(modes::state(session.mode())))?;
                 commands::advertise(&cx, &session.id);
+                background::watch(&cx, &session);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -155,6 +158,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 };
                 responder.respond(ResumeSessionResponse::new().modes(modes::state(session.mode())))?;
                 commands::advertise(&cx, &session.id);
+                background::watch(&cx, &session);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),

@@ -21,12 +21,14 @@ pub(crate) struct AcpSession {
     pub mcp: super::mcp::SessionMcp,
     /// `default` or `plan` (acp/modes.rs); starts as `STEPWISE_PLAN_FIRST` says.
     mode: Mutex<Mode>,
+    /// Its background tasks are shown to the client (acp/background.rs) by a watcher already.
+    pub background_shown: std::sync::atomic::AtomicBool,
 }
 
 impl AcpSession {
     fn new(id: String, ws: Arc<Workspace>) -> AcpSession {
         let mode = ws.configured_mode();
-        AcpSession { id, ws, mcp: Default::default(), mode: Mutex::new(mode) }
+        AcpSession { id, ws, mcp: Default::default(), mode: Mutex::new(mode), background_shown: Default::default() }
     }
 
     pub fn mode(&self) -> Mode {

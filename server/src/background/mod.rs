@@ -172,7 +172,8 @@ stop one with kill_background first (running: {})",
         let (state, output, fresh) = task.check();
         let output = output.trim_end();
         let body = if fresh == 0 { "(no new output)" } else { output };
-        Ok(format!("{}: {}\n{body}", task.id, state.describe()))
+        let note = task.stop_note().map(|n| format!("\n{n}")).unwrap_or_default();
+        Ok(format!("{}: {}\n{body}{note}", task.id, state.describe()))
     }
 
     /// The block telling the model which tasks ended since it was last told (`None`: none did).
@@ -185,6 +186,7 @@ stop one with kill_background first (running: {})",
             if !tail.is_empty() {
                 lines.push(tail);
             }
+            lines.extend(t.stop_note());
         }
         (!lines.is_empty()).then(|| format!("<background-results>\n{}\n</background-results>", lines.join("\n")))
     }

@@ -12,14 +12,20 @@ use tokio::sync::watch;
 use crate::host::detached::Started;
 use crate::host::guard::{self, Exit, Reaper};
 use crate::host::output::Bounded;
+use crate::host::{sandbox, Policy};
 use crate::locks::lock;
 
 /// What a check shows of the output since the previous one at most (head and tail).
 pub const CHECK_CHARS: usize = 10_000;
+/// `Bounded` keeps up to 4 bytes a character on each side: so that head and tail together stay within
+/// `CHECK_CHARS` characters (bytes), it is given an eighth.
+const CHECK_BOUND: usize = CHECK_CHARS / 8;
 /// What the end report and the views show of a task's output: its last bytes.
 pub const TAIL_BYTES: usize = 2_000;
 /// How long a task may take to end on SIGTERM before it gets SIGKILL.
 pub const GRACE: Duration = Duration::from_millis(1_000);
+/// How long (in 10 ms looks) a kill waits for a just-started task's command to appear under its guard.
+const START_POLLS: u32 = 50;
 
 /// Where a task is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +63,8 @@ struct Inner {
     told: bool,
     killing: Option<(Killer, i32)>,
     ended_at: Option<Instant>,
+    /// What the sandbox stopped, when its end shows it did (`host/stops.rs`): said with the end.
+    stop_note: Option<String>,
 }
 
 pub struct Task {
@@ -65,6 +73,8 @@ pub struct Task {
     pub started: Instant,
     inner: Mutex<Inner>,
     reaper: Arc<Reaper>,
+    /// The sandbox it runs in, if any.
+    policy: Option<Policy>,
     /// False while it runs; true once its whole tree is gone.
     ended: watch::Sender<bool>,
     /// Bumped on every change a view may show (output, the end).
@@ -74,21 +84,23 @@ pub struct Task {
 impl Task {
     /// The task for `started`, with its monitor running: output read as it comes, the end recorded.
     pub fn launch(id: String, command: &str, started: Started, changed: watch::Sender<u64>) -> Arc<Task> {
-        let guard::Guarded { reaper, mut child, mut status } = started.into_guarded();
+        let (guard::Guarded { reaper, mut child, mut status }, policy) = started.into_parts();
         let task = Arc::new(Task {
             id,
             command: command.to_string(),
             started: Instant::now(),
             inner: Mutex::new(Inner {
                 state: State::Running,
-                unread: Bounded::new(CHECK_CHARS),
+                unread: Bounded::new(CHECK_BOUND),
                 tail: VecDeque::new(),
                 total: 0,
                 told: false,
                 killing: None,
                 ended_at: None,
+                stop_note: None,
             }),
             reaper: Arc::new(reaper),
+            policy,
             ended: watch::Sender::new(false),
             changed,
         });
@@ -144,6 +156,16 @@ impl Task {
             (None, Exit::Unknown) => State::Killed("an unknown cause (no exit status)".into()),
         };
         i.ended_at = Some(Instant::now());
+        // A failure the sandbox caused is said as such. No question to run it outside follows (that is
+        // `bash`'s): nobody waits on a background task's end to answer one.
+        let failed = !matches!(i.state, State::Exited(0)) && i.killing.is_none();
+        if let Some(policy) = self.policy.as_ref().filter(|_| failed) {
+            let (a, b) = i.tail.as_slices();
+            let tail = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+            if let Some(stop) = sandbox::stopped(&tail, true, policy) {
+                i.stop_note = Some(sandbox::stopped_note(policy, Some(&stop), sandbox::Escalation::Background));
+            }
+        }
         drop(i);
         self.ended.send_replace(true);
         self.changed.send_modify(|n| *n += 1);
@@ -160,7 +182,7 @@ impl Task {
     /// The output since the last check (emptied), and the state; an ended state counts as told.
     pub fn check(&self) -> (State, String, u64) {
         let mut i = lock(&self.inner);
-        let unread = std::mem::replace(&mut i.unread, Bounded::new(CHECK_CHARS));
+        let unread = std::mem::replace(&mut i.unread, Bounded::new(CHECK_BOUND));
         let fresh = unread.total();
         if i.state != State::Running {
             i.told = true;
@@ -196,6 +218,11 @@ impl Task {
         lock(&self.inner).told = true;
     }
 
+    /// What the sandbox stopped, once its end showed it did.
+    pub fn stop_note(&self) -> Option<String> {
+        lock(&self.inner).stop_note.clone()
+    }
+
     pub fn ended_at(&self) -> Option<Instant> {
         lock(&self.inner).ended_at
     }
@@ -216,12 +243,25 @@ impl Task {
             self.until_ended(Duration::from_secs(5)).await;
             return false;
         }
-        if !(self.reaper.terminate() && self.until_ended(GRACE).await) {
+        if !(self.ask_to_end().await && self.until_ended(GRACE).await) {
             lock(&self.inner).killing = Some((killer, libc::SIGKILL));
             self.reaper.kill_all();
             self.until_ended(Duration::from_secs(5)).await;
         }
         true
+    }
+
+    /// SIGTERM to the task's processes; false where they cannot be listed or none came. A task killed
+    /// right after it started may not have its command yet (the guard starts it): that is waited for a
+    /// moment, else the SIGTERM would reach nobody and only SIGKILL, a second later, would end it.
+    async fn ask_to_end(&self) -> bool {
+        for _ in 0..START_POLLS {
+            match self.reaper.terminate() {
+                Some(0) if self.is_running() => tokio::time::sleep(Duration::from_millis(10)).await,
+                asked => return asked.is_some_and(|n| n > 0),
+            }
+        }
+        false
     }
 
     /// Kills everything now, without a grace (the session is going).

@@ -18,12 +18,14 @@ use super::Policy;
 /// A started command, as a host hands it to the session's tasks (`crate::background`).
 pub struct Started {
     guarded: guard::Guarded,
+    /// The sandbox it runs in (`None`: outside, approved or where there is none).
+    policy: Option<Policy>,
 }
 
 impl Started {
-    /// The guard, the child and how to wait for its end.
-    pub(crate) fn into_guarded(self) -> guard::Guarded {
-        self.guarded
+    /// The guard, the child and how to wait for its end; the sandbox it runs in.
+    pub(crate) fn into_parts(self) -> (guard::Guarded, Option<Policy>) {
+        (self.guarded, self.policy)
     }
 }
 
@@ -32,8 +34,9 @@ impl Started {
 pub async fn spawn(root: &Path, command: &str, sandbox: Option<&Policy>) -> Result<Started, String> {
     let (root, command, policy) = (root.to_path_buf(), command.to_string(), sandbox.cloned());
     let confined = policy.is_some();
+    let kept = policy.clone();
     let spawned = on_spawner(move || guard::spawn(&root, &command, policy.as_ref())).await?;
-    spawned.map(|guarded| Started { guarded }).map_err(|e| match confined {
+    spawned.map(|guarded| Started { guarded, policy: kept }).map_err(|e| match confined {
         true => format!("cannot start the command in the sandbox: {e}"),
         false => format!("cannot start the command: {e}"),
     })

@@ -301,11 +301,12 @@ impl Reaper {
 
 impl Reaper {
     /// Asks the command's processes to end (SIGTERM), the guard excepted (its own SIGTERM ends them all
-    /// at once, which is `kill_all`'s job). False where they cannot be listed (the portable guard, or a
-    /// guard that was lost): the caller goes straight to `kill_all`.
-    pub fn terminate(&self) -> bool {
+    /// at once, which is `kill_all`'s job): how many were asked. `None` where they cannot be listed (the
+    /// portable guard, or a guard that was lost): the caller goes straight to `kill_all`. `Some(0)` while
+    /// the guard has not started the command yet (or it has ended).
+    pub fn terminate(&self) -> Option<usize> {
         if self.guard <= 0 || self.done.load(Ordering::Relaxed) || self.portable || self.lost.load(Ordering::Relaxed) {
-            return false;
+            return None;
         }
         #[cfg(target_os = "linux")]
         if let Some(all) = subtree(self.guard) {
@@ -313,9 +314,9 @@ impl Reaper {
                 // SAFETY: plain syscall; the process may already be gone.
                 unsafe { libc::kill(p, libc::SIGTERM) };
             }
-            return true;
+            return Some(all.len() - 1);
         }
-        false
+        None
     }
 }
 

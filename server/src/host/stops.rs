@@ -146,6 +146,9 @@ pub fn stopped_note(policy: &Policy, stop: Option<&Stop>, outcome: Escalation) -
         Escalation::Declined => "the user declined to run it outside the sandbox: do it another way, or ask the user",
         Escalation::NotOffered => "it cannot run outside the sandbox in this mode",
         Escalation::Approved => "the user approved running it again outside the sandbox; that run's output follows",
+        Escalation::Background => {
+            "a background task is not offered to run outside the sandbox: do it another way, or ask the user"
+        }
     };
     format!("[sandbox: the command was stopped by the sandbox ({what}{allows}{net}); {then}]")
 }
@@ -156,6 +159,8 @@ pub enum Escalation {
     Approved,
     Declined,
     NotOffered,
+    /// A background task: its end comes when nobody waits to answer a question, so none is put.
+    Background,
 }
 
 #[cfg(test)]

@@ -56,7 +56,10 @@ impl EditorHost {
     }
 
     fn status(&self, state: ext::RunState) {
-        self.shared.notifier.send(Outgoing::Status(ext::Status::new(&self.folder.uri, &self.run_id, state)));
+        let running = self.folder.ws.background().running();
+        self.shared
+            .notifier
+            .send(Outgoing::Status(ext::Status::new(&self.folder.uri, &self.run_id, state).tasks(running)));
     }
 
     fn label(&self, ctx: &EditContext, path: &ResolvedPath) -> String {

@@ -3,6 +3,7 @@
 
 mod ask;
 mod asker;
+mod background;
 mod caps;
 mod commands;
 mod events;

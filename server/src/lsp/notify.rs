@@ -200,22 +200,6 @@ fn refresh_once(client: &Client, state: &std::sync::Arc<std::sync::Mutex<Refresh
     });
 }
 
-/// Sends `stepwise/background` for `folder` whenever its tasks change (a start, output, an end), at most
-/// about ten times a second, for as long as its workspace lives.
-pub(super) fn watch_background(notifier: &Notifier, folder: &super::folder::Folder) {
-    let mut rx = folder.ws.background().subscribe();
-    let (ws, uri, notifier) = (std::sync::Arc::downgrade(&folder.ws), folder.uri.clone(), notifier.clone());
-    tokio::spawn(async move {
-        while rx.changed().await.is_ok() {
-            let Some(ws) = ws.upgrade() else { return };
-            let tasks = ws.background().views();
-            drop(ws);
-            notifier.send(Outgoing::Background(ext::Background { workspace: uri.clone(), tasks }));
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,7 +52,8 @@ pub fn start_with(shared: &Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, 
         progress.end(n, "error");
         n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
         let idle = ext::Status::idle(&folder.uri, &run_id, FinishReason::Error, Some(&why));
-        n.send(Outgoing::Status(ext::Status { error_kind: Some(ext::ErrorKind::Internal), ..idle }));
+        let running = folder.ws.background().running();
+        n.send(Outgoing::Status(ext::Status { error_kind: Some(ext::ErrorKind::Internal), ..idle.tasks(running) }));
     });
     id
 }
@@ -64,7 +65,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
         Job::Compact => "Compacting the conversation".to_string(),
     };
     let n = &shared.notifier;
-    n.send(Outgoing::Status(ext::Status::new(&folder.uri, &run_id, ext::RunState::Running)));
+    let running = folder.ws.background().running();
+    n.send(Outgoing::Status(ext::Status::new(&folder.uri, &run_id, ext::RunState::Running).tasks(running)));
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
     drop(shared.config_pending.read().await);
@@ -111,7 +113,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     // What is left to review is announced before the run is said to be over.
     super::review::refresh(&shared, &folder).await;
     let idle = ext::Status::idle(&folder.uri, &run_id, reason, error.as_deref());
-    n.send(Outgoing::Status(ext::Status { error_kind: kind, ..idle }));
+    let running = folder.ws.background().running();
+    n.send(Outgoing::Status(ext::Status { error_kind: kind, ..idle.tasks(running) }));
 }
 
 /// A work-done progress for the run, when the client offers them and agrees to this one in time.

@@ -154,7 +154,7 @@ impl Shared {
             ));
         }
         let folder = Arc::new(Folder::new(key.clone(), ws));
-        super::notify::watch_background(&self.notifier, &folder);
+        super::background::watch(&self.notifier, &self.client, self.caps().work_done_progress, &folder);
         self.folders.insert(key.clone(), folder.clone());
         let mut order = locks::write(&self.order);
         if !order.contains(&key) {

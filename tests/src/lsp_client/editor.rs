@@ -601,13 +601,18 @@ impl TestEditor {
 
     /// Waits for run `run_id` in `ws` to end; takes every notification it sent (status, plan, tool
     /// calls, text, usage, reminders, its `$/progress`) up to and including its `idle` status.
+    /// `stepwise/background` stays unread: the folder's tasks outlive the run that started them, and a
+    /// test waiting for a task's state must still find the notification that came before the run ended.
     pub async fn await_run(&self, ws: &str, run_id: &str, timeout: Duration) -> RunLog {
         let token = format!("stepwise/{run_id}");
         let belongs = |m: &str, p: &Value| -> bool {
             if m == "$/progress" {
                 return p["token"] == token.as_str();
             }
-            m.starts_with("stepwise/") && p["workspace"] == ws && (p.get("runId").is_none() || p["runId"] == run_id)
+            m.starts_with("stepwise/")
+                && m != "stepwise/background"
+                && p["workspace"] == ws
+                && (p.get("runId").is_none() || p["runId"] == run_id)
         };
         let is_end = |m: &str, p: &Value| m == "stepwise/status" && p["state"] == "idle" && p["runId"] == run_id;
         let done = self

@@ -443,6 +443,11 @@ export interface StatusParams {
   reason?: FinishReason;
   message?: string;
   errorKind?: ErrorKind;
+  /**
+   * How many of the folder's background tasks run when this status is sent, left out when none does
+   * (the live list: `stepwise/background`).
+   */
+  backgroundTasks?: number;
 }
 
 /** `stepwise.steer`. */

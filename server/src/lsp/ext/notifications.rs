@@ -81,6 +81,10 @@ pub struct Status {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<ErrorKind>,
+    /// How many of the folder's background tasks run when this status is sent, left out when none does
+    /// (the live list: `stepwise/background`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_tasks: Option<u32>,
 }
 
 impl Status {
@@ -92,7 +96,15 @@ impl Status {
             reason: None,
             message: None,
             error_kind: None,
+            background_tasks: None,
         }
+    }
+
+    /// With the count of the folder's running background tasks (none: the field is left out, so a status
+    /// reads as it did before background tasks).
+    pub fn tasks(self, running: usize) -> Status {
+        let n = (running > 0).then(|| u32::try_from(running).unwrap_or(u32::MAX));
+        Status { background_tasks: n, ..self }
     }
 
     /// `idle`, ending a run.
