@@ -77,8 +77,10 @@ impl Session {
             if !meta.is_file() || meta.len() > 4 << 20 {
                 continue;
             }
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                self.wrote(&path, None, &text);
+            // A binary file a command wrote is not fed to a server (the `diagnostics` tool says why).
+            match std::fs::read_to_string(&path) {
+                Ok(text) if !text.contains('\0') => self.wrote(&path, None, &text),
+                _ => {}
             }
         }
     }
@@ -104,6 +106,7 @@ impl Session {
         );
         let mut lines = Vec::new();
         let mut unchecked = Vec::new();
+        let mut unread = Vec::new();
         let mut outside = 0;
         for f in files {
             let Some(rel) = text::rel(&self.root, &f.path) else {
@@ -126,11 +129,15 @@ impl Session {
                 None => read(host, &self.root, &rel).await,
             };
             lines.extend(self.new_lines(&rel, &f, now_text.as_deref()));
+            if f.dropped > 0 {
+                unread.push(text::unread_line(&rel, &f));
+            }
         }
         if outside > 0 {
             lines.push(format!("({outside} errors in files outside the workspace not shown)"));
         }
         let mut all = text::capped(lines, "errors");
+        all.extend(unread);
         all.extend(unchecked);
         // After the wait: a server that crashed meanwhile was restarted during it.
         all.extend(self.source.notices());

@@ -120,8 +120,9 @@ impl Servers {
             .clone()
     }
 
-    /// The running server for `spec`: started on first need, restarted once after a crash.
-    async fn running(&self, spec: &Arc<Spec>, slot: &mut Slot) -> Result<Arc<Running>, String> {
+    /// The running server for `spec`: started on first need (its start bounded by `deadline`), restarted
+    /// once after a crash.
+    async fn running(&self, spec: &Arc<Spec>, slot: &mut Slot, deadline: Instant) -> Result<Arc<Running>, String> {
         if let Some(why) = &slot.failed {
             return Err(why.clone());
         }
@@ -144,7 +145,8 @@ impl Servers {
             Rights::Trusted => None,
             Rights::Refused(why) => return Err(why.clone()),
         };
-        match Running::start(spec.clone(), &self.0.root, policy, self.0.max_wait).await {
+        let budget = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        match Running::start(spec.clone(), &self.0.root, policy, budget).await {
             Ok(r) => {
                 let r = Arc::new(r);
                 slot.running = Some(r.clone());
@@ -178,24 +180,36 @@ impl Servers {
 
     /// One file: its server started and fed, settled if asked.
     async fn file(&self, path: &Path, settle: bool) -> FileDiagnostics {
-        let report =
-            |checked| FileDiagnostics { path: path.to_path_buf(), diagnostics: Vec::new(), before: None, checked };
+        let report = |checked| FileDiagnostics {
+            path: path.to_path_buf(),
+            diagnostics: Vec::new(),
+            before: None,
+            checked,
+            dropped: 0,
+        };
         let Some(spec) = self.spec_for(path) else {
             return report(Checked::Failed("no language server for this kind of file".into()));
         };
+        // The wait starts now: time spent behind the server's start or feed (begun when the agent wrote)
+        // counts, so what the model is told it waited is what the round waited.
+        let started = Instant::now();
         let slot = self.slot(&spec.name);
         let mut slot = slot.lock().await;
-        let started = Instant::now();
         let cold = slot.running.is_none() || slot.learned.is_none();
         let wait = match slot.learned {
             Some(l) if !cold => (l * 4).max(MIN_WAIT).min(self.0.max_wait),
             _ => self.0.max_wait,
         };
         let deadline = started + wait;
-        let r = match self.running(&spec, &mut slot).await {
+        let r = match self.running(&spec, &mut slot, deadline).await {
             Ok(r) => r,
             Err(why) => return report(Checked::Failed(why)),
         };
+        // The wait may feed the server before the task `wrote` spawned does: files it reports from here on
+        // are the ones the change affected.
+        if settle && slot.since.is_none() {
+            slot.since = Some(r.seq());
+        }
         if let Err(why) = self.feed(&r, path, deadline).await {
             return report(Checked::Failed(why));
         }
@@ -212,8 +226,8 @@ impl Servers {
         } else {
             Checked::No { who: spec.name.clone(), waited: started.elapsed() }
         };
-        let (diagnostics, before) = r.diagnostics(path);
-        FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked }
+        let (diagnostics, before, dropped) = r.diagnostics(path);
+        FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked, dropped }
     }
 }
 
@@ -225,9 +239,9 @@ fn read_text(path: &Path) -> Result<Arc<str>, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
     if bytes.contains(&0) {
-        return Err("a binary file, not checked".into());
+        return Err("it is a binary file".into());
     }
-    String::from_utf8(bytes).map(Arc::from).map_err(|_| "not UTF-8 text, not checked".into())
+    String::from_utf8(bytes).map(Arc::from).map_err(|_| "it is not UTF-8 text".into())
 }
 
 impl Intelligence for Servers {
@@ -254,11 +268,12 @@ impl Intelligence for Servers {
             let Some(spec) = this.spec_for(&w.path) else { return };
             let slot = this.slot(&spec.name);
             let mut slot = slot.lock().await;
-            if let Ok(r) = this.running(&spec, &mut slot).await {
+            let deadline = Instant::now() + this.0.max_wait;
+            if let Ok(r) = this.running(&spec, &mut slot, deadline).await {
                 if slot.since.is_none() {
                     slot.since = Some(r.seq());
                 }
-                let _ = this.feed(&r, &w.path, Instant::now() + this.0.max_wait).await;
+                let _ = this.feed(&r, &w.path, deadline).await;
             }
         });
     }
@@ -275,6 +290,7 @@ impl Intelligence for Servers {
                             diagnostics,
                             before: None,
                             checked: Checked::Yes,
+                            dropped: 0,
                         }));
                     }
                 }
@@ -290,7 +306,8 @@ impl Intelligence for Servers {
                     let (Some(since), Some(r)) = (slot.since.take(), slot.running.clone()) else { continue };
                     for (path, diagnostics, before) in r.affected_since(since) {
                         if !req.paths.contains(&path) {
-                            out.push(FileDiagnostics { path, diagnostics, before, checked: Checked::Yes });
+                            let f = FileDiagnostics { path, diagnostics, before, checked: Checked::Yes, dropped: 0 };
+                            out.push(f);
                         }
                     }
                 }
@@ -315,9 +332,9 @@ impl Intelligence for Servers {
             let spec = self.spec_for(&path).ok_or("no language server for this kind of file")?;
             let slot = self.slot(&spec.name);
             let r = {
-                let mut slot = slot.lock().await;
-                let r = self.running(&spec, &mut slot).await?;
                 let deadline = Instant::now() + self.0.max_wait;
+                let mut slot = slot.lock().await;
+                let r = self.running(&spec, &mut slot, deadline).await?;
                 self.feed(&r, &path, deadline).await?;
                 r
             };
