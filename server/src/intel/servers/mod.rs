@@ -28,6 +28,16 @@ const MIN_WAIT: Duration = Duration::from_secs(2);
 /// The largest file fed to a server.
 const MAX_TEXT: u64 = 4 << 20;
 
+/// The question whether `names` may run in `root` with the user's rights (no sandbox holds them), the
+/// same in every adapter.
+pub fn trust_question(root: &Path, names: &[String]) -> String {
+    format!(
+        "No sandbox can hold language servers here. Run {} in {} with your rights (they may run the workspace's build scripts)?",
+        names.join(", "),
+        root.display()
+    )
+}
+
 /// How the servers may run: inside the session's sandbox, or plainly in a workspace the user trusted;
 /// otherwise not at all (the line says why).
 #[derive(Debug, Clone)]
@@ -35,6 +45,8 @@ pub enum Rights {
     Sandbox(crate::host::Policy),
     Trusted,
     Refused(String),
+    /// The user is being asked (in an editor or a client); a start waits for the answer until its deadline.
+    Asking(String),
 }
 
 struct Slot {
@@ -53,7 +65,8 @@ type Wrote = (Option<Arc<str>>, Arc<str>);
 struct Inner {
     root: PathBuf,
     specs: Vec<Arc<Spec>>,
-    rights: Rights,
+    /// Set again when the user answers a question asked `Later`.
+    rights: tokio::sync::watch::Sender<Rights>,
     max_wait: Duration,
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     /// The agent's latest text of each file it wrote, with the text before its first write.
@@ -71,7 +84,7 @@ impl Servers {
         Servers(Arc::new(Inner {
             root,
             specs: specs.into_iter().map(Arc::new).collect(),
-            rights,
+            rights: tokio::sync::watch::Sender::new(rights),
             max_wait: max_wait.min(FIRST_WAIT),
             slots: Mutex::default(),
             written: Mutex::default(),
@@ -79,7 +92,26 @@ impl Servers {
         }))
     }
 
-    /// Whether a server would serve some file of the workspace (a bounded look at its files).
+    /// The rights from now on (the user answered the question about trusting the workspace).
+    pub fn set_rights(&self, rights: Rights) {
+        self.0.rights.send_replace(rights);
+    }
+
+    /// The rights, once the user answered (a question still open is waited for until `deadline`).
+    async fn rights(&self, deadline: Instant) -> Rights {
+        let mut rx = self.0.rights.subscribe();
+        loop {
+            let now = rx.borrow_and_update().clone();
+            if !matches!(now, Rights::Asking(_)) {
+                return now;
+            }
+            match tokio::time::timeout_at(deadline.into(), rx.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return now,
+            }
+        }
+    }
+
     /// The servers (by name) that serve some file of the workspace, looked for in a bounded walk (depth 6,
     /// 5,000 entries: enough to see a project's languages, cheap on a huge tree).
     pub fn serving_workspace(&self) -> Vec<String> {
@@ -140,13 +172,13 @@ impl Servers {
             slot.restarted = true;
             lock(&self.0.notices).push(format!("{} stopped unexpectedly{said}; restarted", spec.name));
         }
-        let policy = match &self.0.rights {
+        let policy = match self.rights(deadline).await {
             Rights::Sandbox(p) => Some(p),
             Rights::Trusted => None,
-            Rights::Refused(why) => return Err(why.clone()),
+            Rights::Refused(why) | Rights::Asking(why) => return Err(why),
         };
         let budget = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-        match Running::start(spec.clone(), &self.0.root, policy, budget).await {
+        match Running::start(spec.clone(), &self.0.root, policy.as_ref(), budget).await {
             Ok(r) => {
                 let r = Arc::new(r);
                 slot.running = Some(r.clone());
