@@ -195,3 +195,27 @@ async fn without_a_server_no_tool_is_offered_and_a_broken_one_is_a_clear_line() 
         "{block}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_made_by_a_shell_command_reaches_the_server_in_a_one_shot_run() {
+    // `stepwise run` keeps no checkpoints, so no scan says what a command changed: the files the server
+    // was fed are looked at again after each command.
+    let bin = pylsp_bin();
+    let ws = TempDir::new("intel-shell-fix");
+    ws.write("m.py", "x = 1\n");
+    let mock = MockModel::start(vec![
+        call("edit_file", json!({"path": "m.py", "old_text": "x = 1\n", "new_text": "x = 1\ny = undefined_new\n"})),
+        call("bash", json!({"command": "sed -i 's/undefined_new/2/' m.py"})),
+        call("diagnostics", json!({"paths": ["m.py"]})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(Some(&bin));
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the edit\n{}", show(&o)));
+    assert_eq!(block_lines(&block), ["m.py:2:5: error: undefined name 'undefined_new' (pyflakes)"]);
+    assert_eq!(std::fs::read_to_string(ws.join("m.py")).unwrap(), "x = 1\ny = 2\n");
+    assert_eq!(diagnostics_block(&mock, 2), None, "{}", show(&o));
+    assert_eq!(tool_result(&mock, 3), "No diagnostics.", "the server still has the text before the command");
+}
