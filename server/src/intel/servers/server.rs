@@ -127,6 +127,11 @@ impl Running {
         let answer = conn.request("initialize", init, budget).await;
         let caps = match answer {
             Ok(v) => v.get("capabilities").cloned().unwrap_or(Value::Null),
+            // Still running and silent: said at once (asking why waits for an exit that is not coming).
+            Err(e) if e.starts_with("no answer in") && !*exited.borrow() => {
+                let said = lock(&stderr_tail).last().cloned().map(|l| format!(": {l}")).unwrap_or_default();
+                return Err(format!("{} could not start: {e}{said}", spec.name));
+            }
             Err(e) => {
                 let why = reaper.why_failed(e, &stderr_tail).await;
                 return Err(format!("{} could not start: {why}", spec.name));
