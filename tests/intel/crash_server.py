@@ -1,39 +1,32 @@
-"""A language server that publishes for what it is opened with and crashes at the first change."""
-import json
+"""A language server that publishes (nothing) for what it is opened with and crashes at the first change.
+With --nul it publishes for every change too, and crashes only when it is fed text holding a NUL byte."""
 import sys
 
+sys.dont_write_bytecode = True
+import lsp_frame  # noqa: E402
 
-def read():
-    length = 0
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        line = line.strip()
-        if not line:
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(sys.stdin.buffer.read(length))
+ONLY_NUL = "--nul" in sys.argv[1:]
 
 
-def send(msg):
-    body = json.dumps(msg).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    sys.stdout.buffer.flush()
+def crash():
+    sys.stderr.write("crash_server: boom\n")
+    sys.exit(3)
 
 
-while True:
-    msg = read()
+def handle(msg):
     method = msg.get("method")
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"textDocumentSync": 1}}})
-    elif method == "textDocument/didOpen":
-        doc = msg["params"]["textDocument"]
-        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
-              "params": {"uri": doc["uri"], "version": doc["version"], "diagnostics": []}})
+    params = msg.get("params", {})
+    if method == "textDocument/didOpen":
+        doc = params["textDocument"]
+        if "\0" in doc["text"]:
+            crash()
+        lsp_frame.publish(doc["uri"], doc["version"], [])
     elif method == "textDocument/didChange":
-        sys.stderr.write("crash_server: boom\n")
-        sys.exit(3)
-    elif "id" in msg and method:
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+        doc = params["textDocument"]
+        if not ONLY_NUL or any("\0" in c["text"] for c in params["contentChanges"]):
+            crash()
+        lsp_frame.publish(doc["uri"], doc["version"], [])
+    return False
+
+
+lsp_frame.serve(handle)

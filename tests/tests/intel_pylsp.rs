@@ -1,115 +1,20 @@
 //! Code intelligence against a real language server (pylsp with pyflakes, installed from PyPI by
 //! tests/intel/setup.sh into ~/.cache/stepwise-tools/intel), through `stepwise run` and the scripted mock
 //! model: what the model is told after an edit, and navigation and rename through the server. A server
-//! that never answers and one that crashes are tiny fake servers (tests/intel/*.py).
+//! that never answers and one that crashes are tiny fake servers (tests/intel/*.py); the other faults are
+//! in intel_faults.rs.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{call, calls};
-use serde_json::{json, Value};
-use stepwise_tests::lsp_client::stepwise_binary;
+use serde_json::json;
+use stepwise_tests::intel::{
+    block_lines, diagnostics_block, pylsp_bin, show, tool_names, tool_result, user_texts, Env,
+};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
-
-/// The venv's bin folder; a machine that cannot install it fails the test, saying why.
-fn pylsp_bin() -> PathBuf {
-    let t = Instant::now();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("intel/setup.sh");
-    let o = std::process::Command::new("bash").arg(&script).output().expect("bash runs");
-    assert!(
-        o.status.success(),
-        "cannot install the Python language server for these tests (tests/intel/setup.sh): {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    eprintln!("setup took {:?}", t.elapsed());
-    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
-}
-
-struct Env {
-    state: TempDir,
-    config: TempDir,
-    path: String,
-}
-
-fn env(extra_bin: Option<&Path>) -> Env {
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(b) = extra_bin {
-        path = format!("{}:{path}", b.display());
-    }
-    Env { state: TempDir::new("intel-state"), config: TempDir::new("intel-config"), path }
-}
-
-async fn run(mock: &MockModel, ws: &TempDir, e: &Env, extra: &[(&str, &str)], task: &str) -> Output {
-    let mut cmd = tokio::process::Command::new(stepwise_binary(false));
-    cmd.env_clear();
-    for keep in ["HOME", "TMPDIR", "LANG"] {
-        if let Ok(v) = std::env::var(keep) {
-            cmd.env(keep, v);
-        }
-    }
-    cmd.env("PATH", &e.path)
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("MODEL_ID", "m")
-        .env("STEPWISE_PROMPT_CACHE", "off")
-        .env("STEPWISE_STATE_DIR", e.state.path())
-        .env("XDG_CONFIG_HOME", e.config.path())
-        .current_dir(ws.path())
-        .args(["run", "--yes", task])
-        .kill_on_drop(true);
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    let started = Instant::now();
-    let o = tokio::time::timeout(Duration::from_secs(90), cmd.output()).await.expect("stepwise run ends").unwrap();
-    eprintln!("stepwise run took {:?}\n{}", started.elapsed(), show(&o));
-    o
-}
-
-fn show(o: &Output) -> String {
-    format!("--- stdout\n{}\n--- stderr\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// The text blocks of the user message of request `n` (0-based) that follow tool results.
-fn user_texts(mock: &MockModel, n: usize) -> Vec<String> {
-    let reqs = mock.requests();
-    let body: &Value = &reqs[n].body;
-    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
-    last["content"]
-        .as_array()
-        .map(|c| {
-            c.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str().map(str::to_string)).collect()
-        })
-        .unwrap_or_default()
-}
-
-fn diagnostics_block(mock: &MockModel, n: usize) -> Option<String> {
-    user_texts(mock, n).into_iter().find(|t| t.starts_with("<diagnostics>"))
-}
-
-fn tool_result(mock: &MockModel, n: usize) -> String {
-    let reqs = mock.requests();
-    let last = reqs[n].body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
-    last["content"]
-        .as_array()
-        .and_then(|c| c.iter().find(|b| b["type"] == "tool_result"))
-        .map(|b| match &b["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_default()
-}
-
-fn tool_names(mock: &MockModel) -> Vec<String> {
-    mock.requests()[0].body["tools"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_error_reaches_the_model_an_old_one_does_not_and_a_fix_leaves_no_block() {
@@ -128,8 +33,8 @@ async fn a_new_error_reaches_the_model_an_old_one_does_not_and_a_fix_leaves_no_b
         Step::text("done"),
     ])
     .await;
-    let e = env(Some(&bin));
-    let o = run(&mock, &ws, &e, &[], "work").await;
+    let e = Env::new(Some(&bin));
+    let o = e.run(&mock, &ws, &[], "work").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(tool_names(&mock).contains(&"code_nav".to_string()), "a source exists: the tools are offered");
 
@@ -137,10 +42,7 @@ async fn a_new_error_reaches_the_model_an_old_one_does_not_and_a_fix_leaves_no_b
     assert_eq!(diagnostics_block(&mock, 1), None, "{:?}\n{}", user_texts(&mock, 1), show(&o));
     // After round 2: only the new error, with file, line and column.
     let block = diagnostics_block(&mock, 2).unwrap_or_else(|| panic!("a block after round 2\n{}", show(&o)));
-    let lines: Vec<&str> = block.lines().collect();
-    assert_eq!(lines.first(), Some(&"<diagnostics>"));
-    assert_eq!(lines.last(), Some(&"</diagnostics>"));
-    assert_eq!(lines[1..lines.len() - 1], ["m.py:6:5: error: undefined name 'undefined_new' (pyflakes)"], "{block}");
+    assert_eq!(block_lines(&block), ["m.py:6:5: error: undefined name 'undefined_new' (pyflakes)"], "{block}");
     // The fix: no block. A markdown file: nothing to check, no block.
     assert_eq!(diagnostics_block(&mock, 3), None);
     assert_eq!(diagnostics_block(&mock, 4), None);
@@ -168,23 +70,12 @@ async fn definition_references_and_rename_through_the_server_and_a_rewind_undoes
     ])
     .await;
     // One chat session: the task, then a rewind to the checkpoint before the rename's round.
-    let e = env(Some(&bin));
-    let mut cmd = tokio::process::Command::new(stepwise_binary(false));
-    cmd.env_clear()
-        .env("PATH", &e.path)
-        .env("HOME", std::env::var("HOME").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", mock.url())
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("MODEL_ID", "m")
-        .env("STEPWISE_PROMPT_CACHE", "off")
-        .env("STEPWISE_STATE_DIR", e.state.path())
-        .env("XDG_CONFIG_HOME", e.config.path())
-        .current_dir(ws.path())
-        .args(["chat", "--yes"])
+    let e = Env::new(Some(&bin));
+    let mut cmd = e.command(&mock, &ws);
+    cmd.args(["chat", "--yes"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+        .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     {
         use tokio::io::AsyncWriteExt;
@@ -225,12 +116,6 @@ async fn definition_references_and_rename_through_the_server_and_a_rewind_undoes
     );
 }
 
-fn fake_server(config: &TempDir, name: &str, script: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("intel").join(script);
-    let servers = json!({"servers": {name: {"command": ["python3", path.to_str().unwrap()], "extensions": ["py"]}}});
-    config.write("stepwise/language-servers.json", &servers.to_string());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_reports_gives_not_checked_within_the_deadline() {
     let ws = TempDir::new("intel-silent");
@@ -238,12 +123,10 @@ async fn a_server_that_never_reports_gives_not_checked_within_the_deadline() {
     let mock =
         MockModel::start(vec![call("write_file", json!({"path": "m.py", "content": "x = 2\n"})), Step::text("done")])
             .await;
-    let e = env(None);
-    fake_server(&e.config, "silent", "silent_server.py");
-    let started = Instant::now();
-    let o = run(&mock, &ws, &e, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "1500")], "work").await;
+    let e = Env::new(None);
+    e.fake_server("silent", "silent_server.py", &[]);
+    let o = e.run(&mock, &ws, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "1500")], "work").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert!(started.elapsed() < Duration::from_secs(30), "the deadline holds");
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a not checked line\n{}", show(&o)));
     let line = block.lines().nth(1).unwrap();
     assert!(line.starts_with("m.py: not checked (silent did not answer in "), "{block}");
@@ -252,7 +135,9 @@ async fn a_server_that_never_reports_gives_not_checked_within_the_deadline() {
         .trim_end_matches(" ms)")
         .parse()
         .unwrap();
-    assert!((1400..5000).contains(&ms), "{ms} ms");
+    // The wait the engine reports (not the test's clock, which a loaded machine stretches): it waited out
+    // the deadline it was given, the server's start included, and never past the contract's first-wait cap.
+    assert!((1500..10_000).contains(&ms), "{ms} ms");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,9 +151,9 @@ async fn a_crash_is_reported_and_the_server_restarted_once() {
         Step::text("done"),
     ])
     .await;
-    let e = env(None);
-    fake_server(&e.config, "crashy", "crash_server.py");
-    let o = run(&mock, &ws, &e, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "3000")], "work").await;
+    let e = Env::new(None);
+    e.fake_server("crashy", "crash_server.py", &[]);
+    let o = e.run(&mock, &ws, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "3000")], "work").await;
     assert_eq!(o.status.code(), Some(0), "the session goes on\n{}", show(&o));
     let blocks: Vec<String> = (1..4).map(|n| diagnostics_block(&mock, n).unwrap_or_default()).collect();
     let all = blocks.join("\n");
@@ -284,9 +169,9 @@ async fn without_a_server_no_tool_is_offered_and_a_broken_one_is_a_clear_line() 
     ws.write("m.py", "x = 1\n");
     // No server at all (PATH without any): none of the tools.
     let mock = MockModel::start(vec![Step::text("done")]).await;
-    let mut e = env(None);
+    let mut e = Env::new(None);
     e.path = "/usr/bin:/bin".into();
-    let o = run(&mock, &ws, &e, &[], "work").await;
+    let o = e.run(&mock, &ws, &[], "work").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let names = tool_names(&mock);
     assert!(!names.iter().any(|n| ["diagnostics", "code_nav", "rename_symbol"].contains(&n.as_str())), "{names:?}");
@@ -297,10 +182,10 @@ async fn without_a_server_no_tool_is_offered_and_a_broken_one_is_a_clear_line() 
         Step::text("done"),
     ])
     .await;
-    let e = env(None);
+    let e = Env::new(None);
     let servers = json!({"servers": {"broken": {"command": ["sh", "-c", "echo 'error: the component is not installed' >&2; exit 1"], "extensions": ["py"]}}});
     e.config.write("stepwise/language-servers.json", &servers.to_string());
-    let o = run(&mock, &ws, &e, &[], "work").await;
+    let o = e.run(&mock, &ws, &[], "work").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a line\n{}", show(&o)));
     assert!(
@@ -309,4 +194,28 @@ async fn without_a_server_no_tool_is_offered_and_a_broken_one_is_a_clear_line() 
         ),
         "{block}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_made_by_a_shell_command_reaches_the_server_in_a_one_shot_run() {
+    // `stepwise run` keeps no checkpoints, so no scan says what a command changed: the files the server
+    // was fed are looked at again after each command.
+    let bin = pylsp_bin();
+    let ws = TempDir::new("intel-shell-fix");
+    ws.write("m.py", "x = 1\n");
+    let mock = MockModel::start(vec![
+        call("edit_file", json!({"path": "m.py", "old_text": "x = 1\n", "new_text": "x = 1\ny = undefined_new\n"})),
+        call("bash", json!({"command": "sed -i 's/undefined_new/2/' m.py"})),
+        call("diagnostics", json!({"paths": ["m.py"]})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(Some(&bin));
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the edit\n{}", show(&o)));
+    assert_eq!(block_lines(&block), ["m.py:2:5: error: undefined name 'undefined_new' (pyflakes)"]);
+    assert_eq!(std::fs::read_to_string(ws.join("m.py")).unwrap(), "x = 1\ny = 2\n");
+    assert_eq!(diagnostics_block(&mock, 2), None, "{}", show(&o));
+    assert_eq!(tool_result(&mock, 3), "No diagnostics.", "the server still has the text before the command");
 }

@@ -19,6 +19,8 @@ use crate::workspace::{Asker, Trust};
 
 const TRUST: &str = "trust";
 const DISTRUST: &str = "distrust";
+/// How long the question about language servers waits for the user; then it is a no.
+const TRUST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 pub(crate) struct SessionAsker {
     pub conn: Conn,
@@ -47,6 +49,34 @@ impl Asker for SessionAsker {
                     Ok(r) => matches!(r.outcome, RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == TRUST),
                     Err(e) => {
                         tracing::warn!("session/request_permission failed: {}", e.message);
+                        false
+                    }
+                }
+            }
+            .boxed(),
+        )
+    }
+
+    async fn trust_language_servers(&self, root: &std::path::Path, names: &[String]) -> Trust {
+        let (conn, id) = (self.conn.clone(), self.session_id.clone());
+        let question = crate::intel::servers::trust_question(root, names);
+        Trust::Later(
+            async move {
+                let fields = ToolCallUpdateFields::new().title(question);
+                let options = vec![
+                    PermissionOption::new(TRUST, "Trust this folder", PermissionOptionKind::AllowAlways),
+                    PermissionOption::new(DISTRUST, "Don't start them", PermissionOptionKind::RejectOnce),
+                ];
+                let call = ToolCallUpdate::new("stepwise-language-servers-trust", fields);
+                let req = RequestPermissionRequest::new(id, call, options);
+                match tokio::time::timeout(TRUST_TIMEOUT, conn.send_request(req).block_task()).await {
+                    Ok(Ok(r)) => matches!(r.outcome, RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == TRUST),
+                    Ok(Err(e)) => {
+                        tracing::warn!("session/request_permission failed: {}", e.message);
+                        false
+                    }
+                    Err(_) => {
+                        tracing::warn!("the question about trusting language servers was not answered in time");
                         false
                     }
                 }

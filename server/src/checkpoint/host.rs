@@ -114,11 +114,16 @@ struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel:
 
 impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
-        if let Some(c) = self.0 {
-            let changed = locks::lock(c).after_command();
-            if let Some(intel) = self.1 {
-                intel.command_changed(&changed);
+        match (self.0, self.1) {
+            (Some(c), intel) => {
+                let changed = locks::lock(c).after_command();
+                if let Some(intel) = intel {
+                    intel.command_changed(&changed);
+                }
             }
+            // No checkpoints (`stepwise run`): the files code intelligence was fed are looked at again.
+            (None, Some(intel)) => intel.command_ran_untracked(),
+            (None, None) => {}
         }
     }
 }

@@ -44,21 +44,17 @@ impl Asker for TerminalAsker {
         Trust::Now(self.yes().await)
     }
 
-    async fn trust_language_servers(&self, root: &std::path::Path, names: &[String]) -> bool {
+    async fn trust_language_servers(&self, root: &std::path::Path, names: &[String]) -> Trust {
         if !self.interactive {
             eprintln!(
                 "stepwise: not starting language servers in {}: no sandbox holds them and the workspace is not trusted yet (run stepwise chat on a terminal to trust it)",
                 root.display()
             );
-            return false;
+            return Trust::Now(false);
         }
-        let q = format!(
-            "No sandbox can hold language servers here. Run {} in {} with your rights (they may run the workspace's build scripts)?",
-            names.join(", "),
-            root.display()
-        );
+        let q = crate::intel::servers::trust_question(root, names);
         anstream::eprint!("{}\n[y/N]: ", bold(&q));
-        self.yes().await
+        Trust::Now(self.yes().await)
     }
 
     async fn trust_endpoint(&self, f: &ForeignEndpoint) -> bool {

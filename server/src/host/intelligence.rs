@@ -29,6 +29,10 @@ pub struct Written {
     pub text: Arc<str>,
 }
 
+/// The most diagnostics a source keeps for one file (a server or an editor flooding thousands costs
+/// bounded memory; `FileDiagnostics::dropped` counts the rest).
+pub const KEEP_PER_FILE: usize = 200;
+
 /// A request for diagnostics.
 #[derive(Debug, Clone)]
 pub struct DiagnosticsRequest {
@@ -69,6 +73,9 @@ pub struct FileDiagnostics {
     /// its previous report of the file; with neither, every diagnostic counts as new.
     pub before: Option<Vec<Diagnostic>>,
     pub checked: Checked,
+    /// How many more the source was given for the file than it kept (a server flooding thousands: memory
+    /// stays bounded, and the model is told how many it does not see).
+    pub dropped: usize,
 }
 
 /// A question about the code, as `stepwise/query` asks it. Positions are in the text the source has for

@@ -28,6 +28,9 @@ pub struct Session {
     before: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
     /// The engine's view: each file's diagnostics as last reported, keyed so a moved line still matches.
     seen: Mutex<HashMap<PathBuf, Vec<Key>>>,
+    /// A hash of the text last fed for each file, to find what a command changed where no checkpoints
+    /// follow the commands (`stepwise run`).
+    fed: Mutex<HashMap<PathBuf, u64>>,
 }
 
 impl Session {
@@ -40,6 +43,7 @@ impl Session {
             round: Mutex::default(),
             before: Mutex::default(),
             seen: Mutex::default(),
+            fed: Mutex::default(),
         }
     }
 
@@ -54,6 +58,7 @@ impl Session {
         if !self.source.covers(path) {
             return;
         }
+        lock(&self.fed).insert(path.to_path_buf(), hash(text));
         let text: Arc<str> = Arc::from(text);
         let before: Option<Arc<str>> = before.map(Arc::from);
         lock(&self.before).entry(path.to_path_buf()).or_insert_with(|| before.clone());
@@ -68,16 +73,26 @@ impl Session {
     /// A shell command changed these files (relative paths, from the checkpoints): their text now, fed
     /// like the file tools' (a file removed or unreadable is left out).
     pub fn command_changed(&self, rel: &[PathBuf]) {
+        tracing::debug!("a command changed {rel:?}");
         for r in rel {
             let path = self.root.join(r);
             if !self.source.covers(&path) {
                 continue;
             }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-            if !meta.is_file() || meta.len() > 4 << 20 {
-                continue;
+            if let Some(text) = disk_text(&path) {
+                self.wrote(&path, None, &text);
             }
-            if let Ok(text) = std::fs::read_to_string(&path) {
+        }
+    }
+
+    /// A shell command ran where no checkpoints say what it changed: the files fed before are looked at
+    /// again, and those whose text changed are fed like the file tools' (a new file the command made is
+    /// not seen; the `diagnostics` tool reads it from disk).
+    pub fn command_ran_untracked(&self) {
+        let known: Vec<PathBuf> = lock(&self.fed).keys().cloned().collect();
+        for path in known {
+            let Some(text) = disk_text(&path) else { continue };
+            if lock(&self.fed).get(&path) != Some(&hash(&text)) {
                 self.wrote(&path, None, &text);
             }
         }
@@ -104,6 +119,7 @@ impl Session {
         );
         let mut lines = Vec::new();
         let mut unchecked = Vec::new();
+        let mut unread = Vec::new();
         let mut outside = 0;
         for f in files {
             let Some(rel) = text::rel(&self.root, &f.path) else {
@@ -126,11 +142,15 @@ impl Session {
                 None => read(host, &self.root, &rel).await,
             };
             lines.extend(self.new_lines(&rel, &f, now_text.as_deref()));
+            if f.dropped > 0 {
+                unread.push(text::unread_line(&rel, &f));
+            }
         }
         if outside > 0 {
             lines.push(format!("({outside} errors in files outside the workspace not shown)"));
         }
         let mut all = text::capped(lines, "errors");
+        all.extend(unread);
         all.extend(unchecked);
         // After the wait: a server that crashed meanwhile was restarted during it.
         all.extend(self.source.notices());
@@ -156,6 +176,23 @@ impl Session {
         lock(&self.seen).insert(f.path.clone(), now.into_iter().map(|(k, _)| k).collect());
         lines
     }
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// A file's text as a command left it: a regular file, not too large; a binary one is not fed to a server
+/// (the `diagnostics` tool says why).
+fn disk_text(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 4 << 20 {
+        return None;
+    }
+    std::fs::read_to_string(path).ok().filter(|t| !t.contains('\0'))
 }
 
 fn block(lines: Vec<String>) -> Option<String> {

@@ -158,6 +158,12 @@ pub fn location_line(root: &Path, loc: &Location, text: Option<&str>) -> String 
     }
 }
 
+/// The line for a file whose source gave more diagnostics than it keeps (`KEEP_PER_FILE`).
+pub fn unread_line(rel: &str, f: &crate::intel::source::FileDiagnostics) -> String {
+    let total = f.diagnostics.len() + f.dropped;
+    format!("({rel}: {total} diagnostics reported; only the first {} were read)", f.diagnostics.len())
+}
+
 /// Lines past `CAP` counted in one last line.
 pub fn capped(mut lines: Vec<String>, what: &str) -> Vec<String> {
     if lines.len() > CAP {

@@ -55,7 +55,7 @@ pub async fn diagnostics<H: Host>(s: &Session, host: &H, input: &Value) -> Resul
             outside += f.diagnostics.len();
             continue;
         };
-        match f.checked {
+        match &f.checked {
             Checked::Yes => {}
             Checked::No { who, waited } => {
                 unchecked.push(format!("{rel}: not checked ({who} did not answer in {} ms)", waited.as_millis()))
@@ -66,6 +66,9 @@ pub async fn diagnostics<H: Host>(s: &Session, host: &H, input: &Value) -> Resul
         let mut ds: Vec<_> = f.diagnostics.iter().collect();
         ds.sort_by_key(|d| (d.severity.map(|s| format!("{s:?}")), d.range.start.line, d.range.start.character));
         lines.extend(ds.into_iter().map(|d| text::diagnostic_line(&rel, body.as_deref(), d)));
+        if f.dropped > 0 {
+            unchecked.push(text::unread_line(&rel, &f));
+        }
     }
     if outside > 0 {
         lines.push(format!("({outside} diagnostics in files outside the workspace not shown)"));

@@ -4,7 +4,9 @@
 //! (shown beside the plan). A `.env` endpoint for a key from elsewhere is not asked about here: the run
 //! says how to approve it.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType};
@@ -18,11 +20,14 @@ use crate::workspace::{Asker, Trust};
 
 const TRUST: &str = "Trust this file";
 const DISTRUST: &str = "Don't start them";
+const TRUST_FOLDER: &str = "Trust this folder";
 
 pub struct FolderAsker {
     pub shared: Arc<Shared>,
     /// The folder's URI, as `stepwise/mcp` names it.
     pub uri: String,
+    /// How long a question waits for the user (the `approvalTimeoutSecs` setting); then it is a no.
+    pub timeout: Duration,
 }
 
 impl Asker for FolderAsker {
@@ -41,6 +46,27 @@ impl Asker for FolderAsker {
                     [TRUST, DISTRUST].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
                 let asked = shared.client.show_message_request(MessageType::WARNING, question, Some(actions.to_vec()));
                 matches!(asked.await, Ok(Some(item)) if item.title == TRUST)
+            }
+            .boxed(),
+        )
+    }
+
+    async fn trust_language_servers(&self, root: &Path, names: &[String]) -> Trust {
+        let (shared, timeout) = (self.shared.clone(), self.timeout);
+        let question = crate::intel::servers::trust_question(root, names);
+        Trust::Later(
+            async move {
+                let actions = [TRUST_FOLDER, DISTRUST]
+                    .map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
+                let asked = shared.client.show_message_request(MessageType::WARNING, question, Some(actions.to_vec()));
+                match tokio::time::timeout(timeout, asked).await {
+                    Ok(Ok(Some(item))) => item.title == TRUST_FOLDER,
+                    Ok(_) => false,
+                    Err(_) => {
+                        tracing::warn!("the question about trusting language servers was not answered in time");
+                        false
+                    }
+                }
             }
             .boxed(),
         )

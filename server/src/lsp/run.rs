@@ -82,7 +82,8 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
         host_intelligence: shared.caps().query,
         ..Default::default()
     };
-    let asker = FolderAsker { shared: shared.clone(), uri: folder.uri.clone() };
+    let timeout = std::time::Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1));
+    let asker = FolderAsker { shared: shared.clone(), uri: folder.uri.clone(), timeout };
     let (reason, error, kind) = match folder.ws.prepare_run(req, &asker).await {
         Err(msg) => (FinishReason::Error, Some(msg), Some(ext::ErrorKind::Setup)),
         Ok(Prepared { cfg, llm }) => {

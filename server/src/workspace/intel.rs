@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Asker, Workspace};
+use super::{Asker, Trust, Workspace};
 use crate::agent::AgentConfig;
 use crate::host::{Host, SandboxSettings};
 use crate::intel::servers::{self, Rights, Servers};
@@ -22,6 +22,17 @@ pub fn is_trusted(root: &Path) -> bool {
 
 pub fn remember(root: &Path) -> std::io::Result<()> {
     crate::trust::record(TRUSTED, &root.display().to_string())
+}
+
+/// The rights of servers the user trusted (remembered, as a trusted `.mcp.json` is); `None`: not trusted.
+fn trusted(root: &Path, yes: bool, report: &crate::mcp::Report) -> Option<Rights> {
+    if !yes {
+        return None;
+    }
+    if let Err(e) = remember(root) {
+        report(&format!("could not remember the trust in {}: {e}", root.display()));
+    }
+    Some(Rights::Trusted)
 }
 
 impl Workspace {
@@ -48,22 +59,37 @@ impl Workspace {
                 if serving.is_empty() {
                     return None;
                 }
+                let no = format!(
+                    "language servers do not start in {} without the sandbox unless the workspace is trusted",
+                    crate::host::folder_name(&root)
+                );
+                let refused = move || Rights::Refused(no);
                 let rights = match self.sandbox.policy(&root, sandbox) {
                     Ok(Some(policy)) => Rights::Sandbox(policy),
                     _ if is_trusted(&root) => Rights::Trusted,
-                    _ => {
-                        if asker.trust_language_servers(&root, &serving).await {
-                            if let Err(e) = remember(&root) {
-                                asker.reporter()(&format!("could not remember the trust in {}: {e}", root.display()));
-                            }
-                            Rights::Trusted
-                        } else {
-                            Rights::Refused(format!(
-                                "language servers do not start in {} without the sandbox unless the workspace is trusted",
+                    _ => match asker.trust_language_servers(&root, &serving).await {
+                        Trust::Now(yes) => trusted(&root, yes, &asker.reporter()).unwrap_or_else(refused),
+                        Trust::Later(answer) => {
+                            // Asked in the editor or the client: the run goes on, the servers wait for the answer.
+                            let asking = Rights::Asking(format!(
+                                "language servers wait for your answer on whether to trust {}",
                                 crate::host::folder_name(&root)
-                            ))
+                            ));
+                            let servers = Servers::new(root.clone(), specs, asking, wait);
+                            let (later, report) = (servers.clone(), asker.reporter());
+                            tokio::spawn(async move {
+                                let yes = answer.await;
+                                if !yes {
+                                    report(&format!(
+                                        "language servers will not start in {}: the folder is not trusted",
+                                        crate::host::folder_name(&root)
+                                    ));
+                                }
+                                later.set_rights(trusted(&root, yes, &report).unwrap_or_else(refused));
+                            });
+                            return Some(Arc::new(servers) as Source);
                         }
-                    }
+                    },
                 };
                 Some(Arc::new(Servers::new(root, specs, rights, wait)) as Source)
             })

@@ -43,9 +43,11 @@ pub trait Asker: Send + Sync {
 
     /// Whether the language servers `names` may run in `root` with the user's rights (there is no
     /// sandbox to hold them: rust-analyzer runs build scripts, tsserver loads the workspace's plugins).
-    /// An adapter that cannot ask says no; the servers then do not start and the model is told why.
-    fn trust_language_servers(&self, _root: &Path, _names: &[String]) -> impl Future<Output = bool> + Send {
-        async { false }
+    /// An adapter that cannot ask says no; the servers then do not start and the model is told why. An
+    /// answer given `Later` (an editor's question, a client's permission request) does not hold up the run:
+    /// until it comes the servers do not start; a question unanswered, failed or timed out is a no.
+    fn trust_language_servers(&self, _root: &Path, _names: &[String]) -> impl Future<Output = Trust> + Send {
+        async { Trust::Now(false) }
     }
 }
 

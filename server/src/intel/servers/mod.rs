@@ -28,6 +28,16 @@ const MIN_WAIT: Duration = Duration::from_secs(2);
 /// The largest file fed to a server.
 const MAX_TEXT: u64 = 4 << 20;
 
+/// The question whether `names` may run in `root` with the user's rights (no sandbox holds them), the
+/// same in every adapter.
+pub fn trust_question(root: &Path, names: &[String]) -> String {
+    format!(
+        "No sandbox can hold language servers here. Run {} in {} with your rights (they may run the workspace's build scripts)?",
+        names.join(", "),
+        root.display()
+    )
+}
+
 /// How the servers may run: inside the session's sandbox, or plainly in a workspace the user trusted;
 /// otherwise not at all (the line says why).
 #[derive(Debug, Clone)]
@@ -35,6 +45,8 @@ pub enum Rights {
     Sandbox(crate::host::Policy),
     Trusted,
     Refused(String),
+    /// The user is being asked (in an editor or a client); a start waits for the answer until its deadline.
+    Asking(String),
 }
 
 struct Slot {
@@ -53,7 +65,8 @@ type Wrote = (Option<Arc<str>>, Arc<str>);
 struct Inner {
     root: PathBuf,
     specs: Vec<Arc<Spec>>,
-    rights: Rights,
+    /// Set again when the user answers a question asked `Later`.
+    rights: tokio::sync::watch::Sender<Rights>,
     max_wait: Duration,
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     /// The agent's latest text of each file it wrote, with the text before its first write.
@@ -71,7 +84,7 @@ impl Servers {
         Servers(Arc::new(Inner {
             root,
             specs: specs.into_iter().map(Arc::new).collect(),
-            rights,
+            rights: tokio::sync::watch::Sender::new(rights),
             max_wait: max_wait.min(FIRST_WAIT),
             slots: Mutex::default(),
             written: Mutex::default(),
@@ -79,7 +92,26 @@ impl Servers {
         }))
     }
 
-    /// Whether a server would serve some file of the workspace (a bounded look at its files).
+    /// The rights from now on (the user answered the question about trusting the workspace).
+    pub fn set_rights(&self, rights: Rights) {
+        self.0.rights.send_replace(rights);
+    }
+
+    /// The rights, once the user answered (a question still open is waited for until `deadline`).
+    async fn rights(&self, deadline: Instant) -> Rights {
+        let mut rx = self.0.rights.subscribe();
+        loop {
+            let now = rx.borrow_and_update().clone();
+            if !matches!(now, Rights::Asking(_)) {
+                return now;
+            }
+            match tokio::time::timeout_at(deadline.into(), rx.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return now,
+            }
+        }
+    }
+
     /// The servers (by name) that serve some file of the workspace, looked for in a bounded walk (depth 6,
     /// 5,000 entries: enough to see a project's languages, cheap on a huge tree).
     pub fn serving_workspace(&self) -> Vec<String> {
@@ -120,8 +152,9 @@ impl Servers {
             .clone()
     }
 
-    /// The running server for `spec`: started on first need, restarted once after a crash.
-    async fn running(&self, spec: &Arc<Spec>, slot: &mut Slot) -> Result<Arc<Running>, String> {
+    /// The running server for `spec`: started on first need (its start bounded by `deadline`), restarted
+    /// once after a crash.
+    async fn running(&self, spec: &Arc<Spec>, slot: &mut Slot, deadline: Instant) -> Result<Arc<Running>, String> {
         if let Some(why) = &slot.failed {
             return Err(why.clone());
         }
@@ -139,12 +172,13 @@ impl Servers {
             slot.restarted = true;
             lock(&self.0.notices).push(format!("{} stopped unexpectedly{said}; restarted", spec.name));
         }
-        let policy = match &self.0.rights {
+        let policy = match self.rights(deadline).await {
             Rights::Sandbox(p) => Some(p),
             Rights::Trusted => None,
-            Rights::Refused(why) => return Err(why.clone()),
+            Rights::Refused(why) | Rights::Asking(why) => return Err(why),
         };
-        match Running::start(spec.clone(), &self.0.root, policy, self.0.max_wait).await {
+        let budget = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        match Running::start(spec.clone(), &self.0.root, policy.as_ref(), budget).await {
             Ok(r) => {
                 let r = Arc::new(r);
                 slot.running = Some(r.clone());
@@ -178,24 +212,36 @@ impl Servers {
 
     /// One file: its server started and fed, settled if asked.
     async fn file(&self, path: &Path, settle: bool) -> FileDiagnostics {
-        let report =
-            |checked| FileDiagnostics { path: path.to_path_buf(), diagnostics: Vec::new(), before: None, checked };
+        let report = |checked| FileDiagnostics {
+            path: path.to_path_buf(),
+            diagnostics: Vec::new(),
+            before: None,
+            checked,
+            dropped: 0,
+        };
         let Some(spec) = self.spec_for(path) else {
             return report(Checked::Failed("no language server for this kind of file".into()));
         };
+        // The wait starts now: time spent behind the server's start or feed (begun when the agent wrote)
+        // counts, so what the model is told it waited is what the round waited.
+        let started = Instant::now();
         let slot = self.slot(&spec.name);
         let mut slot = slot.lock().await;
-        let started = Instant::now();
         let cold = slot.running.is_none() || slot.learned.is_none();
         let wait = match slot.learned {
             Some(l) if !cold => (l * 4).max(MIN_WAIT).min(self.0.max_wait),
             _ => self.0.max_wait,
         };
         let deadline = started + wait;
-        let r = match self.running(&spec, &mut slot).await {
+        let r = match self.running(&spec, &mut slot, deadline).await {
             Ok(r) => r,
             Err(why) => return report(Checked::Failed(why)),
         };
+        // The wait may feed the server before the task `wrote` spawned does: files it reports from here on
+        // are the ones the change affected.
+        if settle && slot.since.is_none() {
+            slot.since = Some(r.seq());
+        }
         if let Err(why) = self.feed(&r, path, deadline).await {
             return report(Checked::Failed(why));
         }
@@ -212,8 +258,8 @@ impl Servers {
         } else {
             Checked::No { who: spec.name.clone(), waited: started.elapsed() }
         };
-        let (diagnostics, before) = r.diagnostics(path);
-        FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked }
+        let (diagnostics, before, dropped) = r.diagnostics(path);
+        FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked, dropped }
     }
 }
 
@@ -225,9 +271,9 @@ fn read_text(path: &Path) -> Result<Arc<str>, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
     if bytes.contains(&0) {
-        return Err("a binary file, not checked".into());
+        return Err("it is a binary file".into());
     }
-    String::from_utf8(bytes).map(Arc::from).map_err(|_| "not UTF-8 text, not checked".into())
+    String::from_utf8(bytes).map(Arc::from).map_err(|_| "it is not UTF-8 text".into())
 }
 
 impl Intelligence for Servers {
@@ -254,11 +300,12 @@ impl Intelligence for Servers {
             let Some(spec) = this.spec_for(&w.path) else { return };
             let slot = this.slot(&spec.name);
             let mut slot = slot.lock().await;
-            if let Ok(r) = this.running(&spec, &mut slot).await {
+            let deadline = Instant::now() + this.0.max_wait;
+            if let Ok(r) = this.running(&spec, &mut slot, deadline).await {
                 if slot.since.is_none() {
                     slot.since = Some(r.seq());
                 }
-                let _ = this.feed(&r, &w.path, Instant::now() + this.0.max_wait).await;
+                let _ = this.feed(&r, &w.path, deadline).await;
             }
         });
     }
@@ -275,6 +322,7 @@ impl Intelligence for Servers {
                             diagnostics,
                             before: None,
                             checked: Checked::Yes,
+                            dropped: 0,
                         }));
                     }
                 }
@@ -290,7 +338,8 @@ impl Intelligence for Servers {
                     let (Some(since), Some(r)) = (slot.since.take(), slot.running.clone()) else { continue };
                     for (path, diagnostics, before) in r.affected_since(since) {
                         if !req.paths.contains(&path) {
-                            out.push(FileDiagnostics { path, diagnostics, before, checked: Checked::Yes });
+                            let f = FileDiagnostics { path, diagnostics, before, checked: Checked::Yes, dropped: 0 };
+                            out.push(f);
                         }
                     }
                 }
@@ -315,9 +364,9 @@ impl Intelligence for Servers {
             let spec = self.spec_for(&path).ok_or("no language server for this kind of file")?;
             let slot = self.slot(&spec.name);
             let r = {
-                let mut slot = slot.lock().await;
-                let r = self.running(&spec, &mut slot).await?;
                 let deadline = Instant::now() + self.0.max_wait;
+                let mut slot = slot.lock().await;
+                let r = self.running(&spec, &mut slot, deadline).await?;
                 self.feed(&r, &path, deadline).await?;
                 r
             };

@@ -15,8 +15,10 @@ use super::rpc::{Conn, Incoming};
 use super::spec::Spec;
 use crate::locks::lock;
 
-/// The most diagnostics kept for one file: a server flooding thousands costs bounded memory.
-pub const KEEP_PER_FILE: usize = 200;
+pub use crate::intel::source::KEEP_PER_FILE;
+/// The most files whose diagnostics are kept (besides those open): a server publishing for a huge tree
+/// costs bounded memory.
+const KEEP_FILES: usize = 2000;
 
 /// What one file's diagnostics were, as published.
 #[derive(Default)]
@@ -29,6 +31,8 @@ struct Published {
     first: Option<Vec<Diagnostic>>,
     /// The ones before the latest.
     prev: Option<Vec<Diagnostic>>,
+    /// How many the latest publish held beyond those kept.
+    dropped: usize,
 }
 
 #[derive(Default)]
@@ -123,6 +127,11 @@ impl Running {
         let answer = conn.request("initialize", init, budget).await;
         let caps = match answer {
             Ok(v) => v.get("capabilities").cloned().unwrap_or(Value::Null),
+            // Still running and silent: said at once (asking why waits for an exit that is not coming).
+            Err(e) if e.starts_with("no answer in") && !*exited.borrow() => {
+                let said = lock(&stderr_tail).last().cloned().map(|l| format!(": {l}")).unwrap_or_default();
+                return Err(format!("{} could not start: {e}{said}", spec.name));
+            }
             Err(e) => {
                 let why = reaper.why_failed(e, &stderr_tail).await;
                 return Err(format!("{} could not start: {why}", spec.name));
@@ -225,21 +234,24 @@ impl Running {
         else {
             return false;
         };
-        let Some(items) = answer.get("items").and_then(|i| serde_json::from_value(i.clone()).ok()) else {
+        let items: Option<Vec<Diagnostic>> = answer.get("items").and_then(|i| serde_json::from_value(i.clone()).ok());
+        let Some(items) = items else {
             // "unchanged": what was known stands.
             return answer.get("kind").and_then(Value::as_str) == Some("unchanged");
         };
         let version = lock(&self.state).docs.get(path).map(|(v, _)| *v);
-        record(&self.state, path.to_path_buf(), version, items);
+        let total = items.len();
+        record(&self.state, path.to_path_buf(), version, items, total);
         true
     }
 
-    /// A file's diagnostics now, its first ones (before the agent wrote), and the ones before the latest.
-    pub fn diagnostics(&self, path: &Path) -> (Vec<Diagnostic>, Option<Vec<Diagnostic>>) {
+    /// A file's diagnostics now, its first ones (before the agent wrote), and how many of the latest
+    /// publish were not kept.
+    pub fn diagnostics(&self, path: &Path) -> (Vec<Diagnostic>, Option<Vec<Diagnostic>>, usize) {
         let s = lock(&self.state);
         match s.published.get(path) {
-            Some(p) => (p.diagnostics.clone(), p.first.clone()),
-            None => (Vec::new(), None),
+            Some(p) => (p.diagnostics.clone(), p.first.clone(), p.dropped),
+            None => (Vec::new(), None, 0),
         }
     }
 
@@ -264,13 +276,18 @@ impl Running {
     }
 }
 
-/// Stores one file's diagnostics (at most `KEEP_PER_FILE`).
-fn record(state: &Mutex<State>, path: PathBuf, version: Option<i32>, mut diagnostics: Vec<Diagnostic>) {
+/// Stores one file's diagnostics (at most `KEEP_PER_FILE` of the `total` it published).
+fn record(state: &Mutex<State>, path: PathBuf, version: Option<i32>, mut diagnostics: Vec<Diagnostic>, total: usize) {
     diagnostics.truncate(KEEP_PER_FILE);
+    let dropped = total.saturating_sub(diagnostics.len());
     let mut s = lock(state);
     s.seq += 1;
     s.versioned |= version.is_some();
     let seq = s.seq;
+    if s.published.len() >= KEEP_FILES && !s.published.contains_key(&path) && !s.docs.contains_key(&path) {
+        tracing::debug!("diagnostics for {} not kept: {KEEP_FILES} files are", path.display());
+        return;
+    }
     let p = s.published.entry(path).or_default();
     if p.first.is_none() {
         p.first = Some(diagnostics.clone());
@@ -278,6 +295,7 @@ fn record(state: &Mutex<State>, path: PathBuf, version: Option<i32>, mut diagnos
     p.prev = Some(std::mem::replace(&mut p.diagnostics, diagnostics));
     p.version = version;
     p.seq = seq;
+    p.dropped = dropped;
 }
 
 /// Reads the server's notifications into the state, and counts events for the waiters.
@@ -289,15 +307,15 @@ async fn listen(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<Mutex<Stat
                 let Some(path) = path.and_then(|u| u.to_file_path().map(|p| p.into_owned())) else { continue };
                 let version = params.get("version").and_then(Value::as_i64).map(|v| v as i32);
                 // Entries that do not parse (a server's own shapes) are left out, not the whole list.
-                let diags: Vec<Diagnostic> = params
-                    .get("diagnostics")
-                    .and_then(Value::as_array)
+                let all = params.get("diagnostics").and_then(Value::as_array);
+                let total = all.map_or(0, Vec::len);
+                let diags: Vec<Diagnostic> = all
                     .map(|a| {
                         a.iter().take(KEEP_PER_FILE).filter_map(|d| serde_json::from_value(d.clone()).ok()).collect()
                     })
                     .unwrap_or_default();
-                tracing::debug!("publishDiagnostics {} v{version:?}: {}", path.display(), diags.len());
-                record(&state, path, version, diags);
+                tracing::debug!("publishDiagnostics {} v{version:?}: {total}", path.display());
+                record(&state, path, version, diags, total);
             }
             "$/progress" => {
                 let token = params.get("token").map(|t| t.to_string()).unwrap_or_default();

@@ -16,6 +16,7 @@ use tower_lsp_server::ls_types::{GotoDefinitionResponse, Location, Uri};
 
 use super::ext::{self, QueryDocument, QueryKind, QueryParams, QueryPosition};
 use super::shared::Shared;
+use crate::intel::source::KEEP_PER_FILE;
 use crate::intel::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Written};
 use recode::Recode;
 
@@ -87,6 +88,7 @@ impl EditorIntel {
                     diagnostics: Vec::new(),
                     before: None,
                     checked: checked.clone(),
+                    dropped: 0,
                 })
                 .collect()
         };
@@ -106,17 +108,25 @@ impl EditorIntel {
             let Ok(uri) = item.uri.parse::<Uri>() else { continue };
             let Some(path) = self.shared.texts.path_of(&uri) else { continue };
             let mut diagnostics = item.diagnostics;
+            let dropped = diagnostics.len().saturating_sub(KEEP_PER_FILE);
+            diagnostics.truncate(KEEP_PER_FILE);
             for d in &mut diagnostics {
                 recode.range(&uri, &mut d.range).await;
             }
             let checked = if item.settled { Checked::Yes } else { Checked::No { who: WHO.into(), waited: wait } };
-            out.push(FileDiagnostics { path, diagnostics, before: None, checked });
+            out.push(FileDiagnostics { path, diagnostics, before: None, checked, dropped });
         }
         // A document asked about that the answer leaves out was not checked.
         for (p, _) in &asked {
             if !out.iter().any(|f| &f.path == p) {
                 let checked = Checked::No { who: WHO.into(), waited: wait };
-                out.push(FileDiagnostics { path: p.clone(), diagnostics: Vec::new(), before: None, checked });
+                out.push(FileDiagnostics {
+                    path: p.clone(),
+                    diagnostics: Vec::new(),
+                    before: None,
+                    checked,
+                    dropped: 0,
+                });
             }
         }
         out

@@ -1,0 +1,151 @@
+//! Driving code intelligence through the real binary: `stepwise run` in a workspace with a language
+//! server (real pylsp from tests/intel/setup.sh, or a scripted fake from tests/intel/*_server.py), and
+//! reading back what the scripted model was told (the `<diagnostics>` block, tool results, the tools).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::lsp_client::stepwise_binary;
+use crate::mock::MockModel;
+use crate::TempDir;
+
+/// The folder of the fake servers and of setup.sh.
+pub fn scripts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("intel")
+}
+
+/// The pylsp venv's bin folder; a machine that cannot install it fails the caller, saying why.
+pub fn pylsp_bin() -> PathBuf {
+    let o = std::process::Command::new("bash").arg(scripts().join("setup.sh")).output().expect("bash runs");
+    assert!(
+        o.status.success(),
+        "cannot install the Python language server for these tests (tests/intel/setup.sh): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+}
+
+/// A run's state and config folders, and its PATH.
+pub struct Env {
+    pub state: TempDir,
+    pub config: TempDir,
+    pub path: String,
+}
+
+impl Env {
+    /// `extra_bin` goes first on PATH.
+    pub fn new(extra_bin: Option<&Path>) -> Env {
+        let mut path = std::env::var("PATH").unwrap_or_default();
+        if let Some(b) = extra_bin {
+            path = format!("{}:{path}", b.display());
+        }
+        Env { state: TempDir::new("intel-state"), config: TempDir::new("intel-config"), path }
+    }
+
+    /// The user's language-servers.json naming one server for `.py` files: `command`.
+    pub fn server(&self, name: &str, command: &[&str]) {
+        let servers = json!({"servers": {name: {"command": command, "extensions": ["py"]}}});
+        self.config.write("stepwise/language-servers.json", &servers.to_string());
+    }
+
+    /// One of the fake servers of tests/intel (`script`, with `args`), for `.py` files.
+    pub fn fake_server(&self, name: &str, script: &str, args: &[&str]) {
+        let path = scripts().join(script);
+        let mut command = vec!["python3", path.to_str().expect("a UTF-8 path")];
+        command.extend_from_slice(args);
+        self.server(name, &command);
+    }
+
+    /// A `stepwise` command for this environment (the model at `mock`, nothing else of the caller's).
+    pub fn command(&self, mock: &MockModel, ws: &TempDir) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(stepwise_binary(false));
+        cmd.env_clear();
+        for keep in ["HOME", "TMPDIR", "LANG"] {
+            if let Ok(v) = std::env::var(keep) {
+                cmd.env(keep, v);
+            }
+        }
+        cmd.env("PATH", &self.path)
+            .env("ANTHROPIC_BASE_URL", mock.url())
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("MODEL_ID", "m")
+            .env("STEPWISE_PROMPT_CACHE", "off")
+            .env("STEPWISE_STATE_DIR", self.state.path())
+            .env("XDG_CONFIG_HOME", self.config.path())
+            .current_dir(ws.path())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// `stepwise run --yes TASK` with `extra` variables; its output (the run is bounded generously).
+    pub async fn run(&self, mock: &MockModel, ws: &TempDir, extra: &[(&str, &str)], task: &str) -> Output {
+        let mut cmd = self.command(mock, ws);
+        cmd.args(["run", "--yes", task]);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let started = Instant::now();
+        let o = tokio::time::timeout(Duration::from_secs(120), cmd.output())
+            .await
+            .expect("stepwise run ends")
+            .expect("stepwise runs");
+        eprintln!("stepwise run took {:?}\n{}", started.elapsed(), show(&o));
+        o
+    }
+}
+
+pub fn show(o: &Output) -> String {
+    format!("--- stdout\n{}\n--- stderr\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn last_message(mock: &MockModel, n: usize) -> Value {
+    let reqs = mock.requests();
+    reqs.get(n).and_then(|r| r.body["messages"].as_array().and_then(|m| m.last()).cloned()).unwrap_or(Value::Null)
+}
+
+/// The text blocks of the last (user) message of request `n` (0-based).
+pub fn user_texts(mock: &MockModel, n: usize) -> Vec<String> {
+    last_message(mock, n)["content"]
+        .as_array()
+        .map(|c| {
+            c.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str().map(str::to_string)).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `<diagnostics>` block request `n` carries.
+pub fn diagnostics_block(mock: &MockModel, n: usize) -> Option<String> {
+    user_texts(mock, n).into_iter().find(|t| t.starts_with("<diagnostics>"))
+}
+
+/// The block's lines between `<diagnostics>` and `</diagnostics>`.
+pub fn block_lines(block: &str) -> Vec<String> {
+    let lines: Vec<&str> = block.lines().collect();
+    assert_eq!(lines.first(), Some(&"<diagnostics>"), "{block}");
+    assert_eq!(lines.last(), Some(&"</diagnostics>"), "{block}");
+    lines[1..lines.len() - 1].iter().map(|l| l.to_string()).collect()
+}
+
+/// The first tool result request `n` carries.
+pub fn tool_result(mock: &MockModel, n: usize) -> String {
+    last_message(mock, n)["content"]
+        .as_array()
+        .and_then(|c| c.iter().find(|b| b["type"] == "tool_result"))
+        .map(|b| match &b["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+/// The tools offered in the first request.
+pub fn tool_names(mock: &MockModel) -> Vec<String> {
+    mock.requests()[0].body["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
