@@ -1,0 +1,71 @@
+//! A window reload (issue 39): the editor starts a new server on the same folder while the old one is
+//! still alive (VS Code starts the new extension host; the old server gets `shutdown` / `exit`, or just
+//! its pipe closed, and takes a moment to end). The new server must come to the changes that wait for
+//! review, as it comes to the conversation, rather than keep the empty store it fell back to while the
+//! old one held the checkpoints' lock.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step};
+
+const T: Duration = Duration::from_secs(10);
+
+/// The paths `stepwise.changes` lists.
+fn paths(changes: &Value) -> Vec<String> {
+    changes["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_string()).collect()
+}
+
+/// A first server whose run left a change to `a.txt` waiting for review, and its folder and state.
+async fn first_with_pending(tag: &str) -> (TestEditor, TempDir, TempDir, MockModel) {
+    let (dir, state) = folder_and_state(tag);
+    dir.write("a.txt", "one\n");
+    let mock = MockModel::start(vec![
+        // On disk (an edit through the editor would wait in its buffer, which the new editor has not opened).
+        Step::tool("bash", json!({"command": "printf 'two\\n' > a.txt"})),
+        Step::text("Done."),
+    ])
+    .await;
+    // `stepwise/review` comes when the run is over or later (the second server's is the one looked at).
+    let first =
+        auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().ignore(&["stepwise/review"]).start().await;
+    let ws = first.folder_uri(0);
+    let run = first.start_run(&ws, "change a").await;
+    assert_eq!(first.await_run(&ws, &run, T).await.reason(), "end_turn");
+    let changes = first.execute("stepwise.changes", json!({})).await.unwrap();
+    assert_eq!(paths(&changes), ["a.txt"], "{changes}");
+    (first, dir, state, mock)
+}
+
+/// The second server, started while the first still runs, announces the pending change once the first
+/// is gone, and `stepwise.changes` lists it; the conversation is there too.
+async fn second_comes_to_the_changes(second: &TestEditor) {
+    let note = second.try_notification_matching("stepwise/review", |_| true, T).await;
+    let note = note.unwrap_or_else(|| panic!("no stepwise/review; the new server's log:\n{}", second.stderr()));
+    assert_eq!(note["pending"], json!([{"path": "a.txt", "hunks": 1}]), "{note}");
+    let changes = second.execute("stepwise.changes", json!({})).await.unwrap();
+    assert_eq!(paths(&changes), ["a.txt"], "{changes}");
+    let conv = second.execute("stepwise.conversation", json!({})).await.unwrap();
+    assert_eq!(conv["entries"][0]["text"], "change a", "{conv}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_after_a_reload_the_new_server_shows_the_changes_once_the_old_one_has_shut_down() {
+    let (first, dir, state, mock) = first_with_pending("reload-shutdown").await;
+    let second = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().start().await;
+    // The old server still holds the store: the new one has not got it yet.
+    assert!(first.pid().is_some());
+    first.finish().await;
+    second_comes_to_the_changes(&second).await;
+    second.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_after_a_reload_the_new_server_shows_the_changes_once_the_old_ones_pipe_closed() {
+    let (first, dir, state, mock) = first_with_pending("reload-vanish").await;
+    let second = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().start().await;
+    assert!(first.vanish().await.success());
+    second_comes_to_the_changes(&second).await;
+    second.finish().await;
+}
