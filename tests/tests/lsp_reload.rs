@@ -25,6 +25,9 @@ async fn first_with_pending(tag: &str) -> (TestEditor, TempDir, TempDir, MockMod
         // On disk (an edit through the editor would wait in its buffer, which the new editor has not opened).
         Step::tool("bash", json!({"command": "printf 'two\\n' > a.txt"})),
         Step::text("Done."),
+        // A run of the second server (the last test).
+        Step::tool("bash", json!({"command": "printf 'b\\n' > b.txt"})),
+        Step::text("Done too."),
     ])
     .await;
     // `stepwise/review` comes when the run is over or later (the second server's is the one looked at).
@@ -67,5 +70,26 @@ async fn lsp_after_a_reload_the_new_server_shows_the_changes_once_the_old_ones_p
     let second = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().start().await;
     assert!(first.vanish().await.success());
     second_comes_to_the_changes(&second).await;
+    second.finish().await;
+}
+
+/// A new server that ran something of its own before the old one let go keeps what it recorded (its changes
+/// are the ones to review); the old store is left for a later start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_new_server_that_recorded_checkpoints_meanwhile_keeps_its_own() {
+    let (first, dir, state, mock) = first_with_pending("reload-declined").await;
+    let second = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().start().await;
+    let ws = second.folder_uri(0);
+    let run = second.start_run(&ws, "write b").await;
+    assert_eq!(second.await_run(&ws, &run, T).await.reason(), "end_turn");
+    assert!(first.vanish().await.success());
+    eventually("the new server to keep its own checkpoints", T, || {
+        second.stderr().contains("recorded checkpoints meanwhile: they stay for this process only")
+    })
+    .await;
+    let changes = second.execute("stepwise.changes", json!({})).await.unwrap();
+    assert_eq!(paths(&changes), ["b.txt"], "{changes}");
+    assert_eq!(changes["runId"], run.as_str());
+    second.ignore(&["stepwise/review"]);
     second.finish().await;
 }
