@@ -51,6 +51,10 @@ async fn second_comes_to_the_changes(second: &TestEditor) {
     assert_eq!(paths(&changes), ["a.txt"], "{changes}");
     let conv = second.execute("stepwise.conversation", json!({})).await.unwrap();
     assert_eq!(conv["entries"][0]["text"], "change a", "{conv}");
+    // Its first look may have come after the handover too (then it said the same).
+    for note in second.drain("stepwise/review") {
+        assert_eq!(note["pending"], json!([{"path": "a.txt", "hunks": 1}]), "{note}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,5 +95,21 @@ async fn lsp_a_new_server_that_recorded_checkpoints_meanwhile_keeps_its_own() {
     assert_eq!(paths(&changes), ["b.txt"], "{changes}");
     assert_eq!(changes["runId"], run.as_str());
     second.ignore(&["stepwise/review"]);
+    second.finish().await;
+}
+
+/// Changes all kept before the reload are still listed (reviewed) once the store is taken over: the editor is
+/// told to look again although nothing waits for review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_after_a_reload_changes_already_reviewed_are_listed_again() {
+    let (first, dir, state, mock) = first_with_pending("reload-reviewed").await;
+    first.execute("stepwise.review", json!({"path": "a.txt", "action": "keep"})).await.unwrap();
+    let second = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).binary().start().await;
+    assert!(first.vanish().await.success());
+    let note = second.await_notification_timeout("stepwise/review", T).await;
+    assert_eq!(note["pending"], json!([]), "{note}");
+    let changes = second.execute("stepwise.changes", json!({})).await.unwrap();
+    assert_eq!(paths(&changes), ["a.txt"], "{changes}");
+    assert_eq!(changes["files"][0]["reviewed"], true, "{changes}");
     second.finish().await;
 }

@@ -161,7 +161,7 @@ pub fn announce_restored(shared: &Arc<Shared>, folders: &[Arc<Folder>]) {
             let (mut handover, f) = (f.ws.checkpoints_handover(), Arc::downgrade(&f));
             if handover.wait_for(|h| *h != Handover::Waiting).await.is_ok_and(|h| *h == Handover::Done) {
                 if let Some(f) = f.upgrade() {
-                    super::review::refresh(&shared, &f).await;
+                    super::review::refresh_announcing(&shared, &f).await;
                 }
             }
         });
