@@ -38,6 +38,7 @@ mod copy;
 mod entry;
 mod file_tools;
 mod files;
+mod handover;
 mod hash;
 mod host;
 mod info;
@@ -101,6 +102,8 @@ pub struct Checkpoints {
     dir: PathBuf,
     /// A temporary directory (no state directory, or another process holds it): removed on drop.
     temporary: bool,
+    /// The state directory another process held when this store opened (`handover.rs`).
+    held_elsewhere: Option<PathBuf>,
     _lock: File,
     limits: Limits,
     pack: Arc<Pack>,
@@ -143,7 +146,7 @@ fn lock(dir: &Path) -> std::io::Result<File> {
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    Err(std::io::Error::other("another stepwise process uses it"))
+    Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "another stepwise process uses it"))
 }
 
 fn temp_dir() -> PathBuf {
@@ -157,17 +160,32 @@ impl Checkpoints {
     /// Without one, or when another process holds it, they live in a temporary directory for this process.
     pub fn open(state_dir: Option<&Path>, root: &Path, limits: Limits) -> std::io::Result<Checkpoints> {
         let root = std::fs::canonicalize(root)?;
-        let (dir, temporary, lock) = match state_dir.map(|d| (d, lock(d))) {
-            Some((d, Ok(l))) => (d.to_path_buf(), false, l),
+        match state_dir.map(|d| (d, lock(d))) {
+            Some((d, Ok(l))) => Self::open_in(d.to_path_buf(), false, l, root, limits),
             other => {
+                let mut held = None;
                 if let Some((d, Err(e))) = other {
                     tracing::warn!("checkpoints kept for this process only: {} is not usable ({e})", d.display());
+                    // Another process's: this one takes the store over when that one lets go (handover.rs).
+                    held = (e.kind() == std::io::ErrorKind::WouldBlock).then(|| d.to_path_buf());
                 }
                 let d = temp_dir();
                 let l = lock(&d)?;
-                (d, true, l)
+                let mut cp = Self::open_in(d, true, l, root, limits)?;
+                cp.held_elsewhere = held;
+                Ok(cp)
             }
-        };
+        }
+    }
+
+    /// The store in `dir` (of the canonical `root`), whose lock `lock` is; a `temporary` one is removed on drop.
+    fn open_in(
+        dir: PathBuf,
+        temporary: bool,
+        lock: File,
+        root: PathBuf,
+        limits: Limits,
+    ) -> std::io::Result<Checkpoints> {
         let pack = Arc::new(Pack::open(&dir.join("objects.pack"))?);
         let (journal, records) = Journal::open(&dir.join("journal.jsonl"))?;
         let skip = std::fs::canonicalize(&dir).ok().filter(|d| d.starts_with(&root));
@@ -177,6 +195,7 @@ impl Checkpoints {
             root,
             dir,
             temporary,
+            held_elsewhere: None,
             _lock: lock,
             limits,
             pack,

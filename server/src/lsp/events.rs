@@ -12,6 +12,7 @@ use super::shared::Shared;
 use crate::events::{Event, EventSink};
 use crate::plan::PlanState;
 use crate::tools;
+use crate::workspace::Handover;
 
 /// Transcript notifications carry at most this much of a tool's output.
 const SHORT_OUTPUT: usize = 400;
@@ -153,6 +154,16 @@ pub fn announce_restored(shared: &Arc<Shared>, folders: &[Arc<Folder>]) {
     }
     for f in folders {
         let (shared, f) = (shared.clone(), f.clone());
-        tokio::spawn(async move { super::review::refresh(&shared, &f).await });
+        tokio::spawn(async move {
+            super::review::refresh(&shared, &f).await;
+            // A reload's old server still held the checkpoints: their changes come when it lets go. The
+            // folder is not kept open meanwhile.
+            let (mut handover, f) = (f.ws.checkpoints_handover(), Arc::downgrade(&f));
+            if handover.wait_for(|h| *h != Handover::Waiting).await.is_ok_and(|h| *h == Handover::Done) {
+                if let Some(f) = f.upgrade() {
+                    super::review::refresh_announcing(&shared, &f).await;
+                }
+            }
+        });
     }
 }

@@ -120,6 +120,16 @@ pub async fn comment_text(
 /// Recomputes the folder's review (the latest run's changes): keeps its bases for the lenses, and sends
 /// `stepwise/review` (and a lens refresh) when the unreviewed set changed. One at a time per folder.
 pub async fn refresh(shared: &Arc<Shared>, folder: &Arc<Folder>) {
+    refresh_with(shared, folder, false).await
+}
+
+/// The same, sending `stepwise/review` whatever the unreviewed set (the checkpoints were taken over from
+/// another process: even with nothing left to review, the changes to list are new to the editor).
+pub async fn refresh_announcing(shared: &Arc<Shared>, folder: &Arc<Folder>) {
+    refresh_with(shared, folder, true).await
+}
+
+async fn refresh_with(shared: &Arc<Shared>, folder: &Arc<Folder>, always: bool) {
     let _turn = folder.review_turn.lock().await;
     let (f, current) = (folder.clone(), in_editor(shared, folder));
     let computed = blocking(move || {
@@ -145,7 +155,7 @@ pub async fn refresh(shared: &Arc<Shared>, folder: &Arc<Folder>) {
         state.pending = Some(pending.clone());
         changed
     };
-    if changed {
+    if changed || always {
         shared.notifier.send(Outgoing::Review(ext::Review { workspace: folder.uri.clone(), pending }));
     }
     shared.notifier.send(Outgoing::RefreshLenses);

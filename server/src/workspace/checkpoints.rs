@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::watch;
+
 use super::{RunTicket, Workspace};
 use crate::checkpoint::{apply_on_disk, Checkpoints, Info, Limits, Meta, Prepared, Restore, RewindPlan, Rewound};
 use crate::events::{Event, EventSink};
@@ -14,9 +16,25 @@ use crate::session::Session;
 
 const REFUSED: &str = "a run is in progress: cancel it or let it finish before rewinding";
 
+/// Where the checkpoints stand with a store another process held when they were turned on (a window
+/// reload's old server, still ending): the workspace waits for it and takes it over (`checkpoint/handover.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Handover {
+    /// Nothing to wait for.
+    #[default]
+    None,
+    /// Another process holds the store; a temporary one stands in.
+    Waiting,
+    /// The store was taken over: what it holds (the changes waiting for review) is there now.
+    Done,
+    /// It came free after something was recorded in the temporary store, which stays.
+    Declined,
+}
+
 impl Workspace {
     /// Turns checkpoints on, kept in `dir` (they survive a restart) or, without one, for this process.
-    pub fn enable_checkpoints(&self, dir: Option<&Path>) {
+    /// When another process holds `dir`, a temporary store stands in until that process lets go.
+    pub fn enable_checkpoints(self: &Arc<Self>, dir: Option<&Path>) {
         let limits = Limits::from_env(&crate::config::Env::for_workspace(&self.root)).unwrap_or_else(|e| {
             tracing::warn!("{e}; using the default");
             Limits::default()
@@ -25,11 +43,67 @@ impl Workspace {
             Ok(mut c) => {
                 // The first shell command then finds the workspace's copy made.
                 c.copy_in_background();
+                let held = c.held_elsewhere().map(Path::to_path_buf);
                 let _ = self.user_saves.set(c.user_saves());
                 let _ = self.checkpoints.set(Mutex::new(c));
+                if let Some(held) = held {
+                    self.take_over_when_free(held, limits);
+                }
             }
             Err(e) => tracing::warn!("checkpoints are off for {}: {e}", self.root.display()),
         }
+    }
+
+    /// Waits on a thread of its own for the store in `dir` to come free, then puts it in the temporary
+    /// one's place, unless something was recorded there meanwhile.
+    fn take_over_when_free(self: &Arc<Self>, dir: PathBuf, limits: Limits) {
+        self.handover.send_replace(Handover::Waiting);
+        let (ws, root) = (Arc::downgrade(self), self.root.clone());
+        let spawned = std::thread::Builder::new().name("stepwise-checkpoints-handover".into()).spawn(move || {
+            let opened = Checkpoints::open_when_free(&dir, &root, limits);
+            // The workspace may be gone meanwhile (its folder closed): the store is let go at once.
+            let Some(ws) = ws.upgrade() else { return };
+            match opened {
+                Ok(c) => ws.take_over(c),
+                Err(e) => {
+                    tracing::warn!("checkpoints stay for this process only: {} ({e})", dir.display());
+                    ws.handover.send_replace(Handover::Declined);
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("checkpoints stay for this process only: {e}");
+            self.handover.send_replace(Handover::Declined);
+        }
+    }
+
+    fn take_over(&self, mut store: Checkpoints) {
+        let Some(c) = self.checkpoints.get() else { return };
+        let replaced = {
+            let mut current = locks::lock(c);
+            if !current.untouched() {
+                tracing::warn!(
+                    "{} came free, but this session recorded checkpoints meanwhile: they stay for this process only",
+                    store.dir().display()
+                );
+                drop(current);
+                self.handover.send_replace(Handover::Declined);
+                return;
+            }
+            store.replace(&current);
+            store.copy_in_background();
+            std::mem::replace(&mut *current, store)
+        };
+        tracing::info!("checkpoints: took over {}", locks::lock(c).dir().display());
+        // The temporary store goes (its copy's thread ends, its directory is removed) without the lock.
+        drop(replaced);
+        self.handover.send_replace(Handover::Done);
+    }
+
+    /// Where the checkpoints stand with a store another process held: `Waiting` turns to `Done` once its
+    /// checkpoints are this workspace's (the receiver ends with the workspace).
+    pub fn checkpoints_handover(&self) -> watch::Receiver<Handover> {
+        self.handover.subscribe()
     }
 
     /// The user saved `path` (absolute) in the editor: a command running now did not make that change.

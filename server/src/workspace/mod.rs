@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+pub use checkpoints::Handover;
+
 use crate::host::Approvals;
 use crate::llm::Message;
 use crate::plan::{Change, EditItem, PlanBoard, PlanState};
@@ -54,6 +56,8 @@ pub struct Workspace {
     checkpoints: std::sync::OnceLock<std::sync::Mutex<crate::checkpoint::Checkpoints>>,
     /// The store's note of the user's saves, reachable without its lock.
     user_saves: std::sync::OnceLock<crate::checkpoint::UserSaves>,
+    /// Whether the checkpoints wait for a store another process holds (`checkpoints.rs`).
+    handover: watch::Sender<checkpoints::Handover>,
     /// Started at the first run's preparation (`open.rs`); they stop when the workspace goes.
     mcp: tokio::sync::OnceCell<Arc<crate::mcp::McpSet>>,
     /// Plan first: the task whose plan waits for the user's approval (`plan_first.rs`).
@@ -92,6 +96,7 @@ impl Workspace {
             saver,
             checkpoints: std::sync::OnceLock::new(),
             user_saves: std::sync::OnceLock::new(),
+            handover: watch::Sender::new(Default::default()),
             mcp: tokio::sync::OnceCell::new(),
             awaiting: std::sync::Mutex::new(None),
             background: Default::default(),

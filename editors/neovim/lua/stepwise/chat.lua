@@ -111,6 +111,11 @@ function M._restore(ch, entries)
         add_note(ch, '✎ you edited the plan')
       elseif kind == 'diagnostics' then
         blocks.add_diagnostics(ch, blocks.diagnostic_lines(e.text))
+      elseif kind == 'background' then
+        -- the `<background-results>` the model was told: the tasks' ends, not the user's words
+        for _, note in ipairs(blocks.background_notes(e.text)) do
+          add_note(ch, note)
+        end
       end
     end
     ch.speaker = nil

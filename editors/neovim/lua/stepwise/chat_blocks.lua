@@ -310,6 +310,33 @@ function apply.diagnostics(ch, d)
   add_diagnostics(ch, texts)
 end
 
+--- The notes of a saved `<background-results>` block: each task's end in a line (`⏹ bg-1 exited 3`), with the
+--- last lines of its output when it failed, as jobs.lua says an end live (the block does not name the command).
+local function background_notes(text)
+  local tasks, cur = {}, nil
+  for _, l in ipairs(split(type(text) == 'string' and text or '')) do
+    local t = vim.trim(l)
+    local id, st = t:match('^(bg%-%d+): (.+)$')
+    if id then
+      cur = { id = id, state = st, out = {} }
+      tasks[#tasks + 1] = cur
+    elseif cur and t ~= '' and t ~= '</background-results>' then
+      cur.out[#cur.out + 1] = l
+    end
+  end
+  local notes = {}
+  for _, task in ipairs(tasks) do
+    local lines = { string.format('⏹ %s %s', task.id, task.state) }
+    if task.state:match('^exited %d') and task.state ~= 'exited 0' then
+      for i = math.max(1, #task.out - 2), #task.out do
+        lines[#lines + 1] = '  ' .. task.out[i]
+      end
+    end
+    notes[#notes + 1] = table.concat(lines, '\n')
+  end
+  return notes
+end
+
 --- A background task ended (also after the run): its line (jobs.lua's `note`).
 function apply.job_ended(ch, d)
   add_note(ch, d.note)
@@ -320,6 +347,6 @@ M.apply = apply
 
 M.split, M.one_line, M.header_row, M.edit, M.plan_lines = split, one_line, header_row, edit, plan_lines
 M.add_user, M.add_text, M.add_tool, M.add_note, M.is_planning = add_user, add_text, add_tool, add_note, is_planning
-M.add_diagnostics, M.diagnostic_lines = add_diagnostics, diagnostic_lines
+M.add_diagnostics, M.diagnostic_lines, M.background_notes = add_diagnostics, diagnostic_lines, background_notes
 
 return M

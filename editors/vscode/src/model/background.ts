@@ -41,6 +41,36 @@ export function endLine(t: BackgroundTask): string {
   return `⏹ ${t.id} ${t.state}: ${t.command}`;
 }
 
+/** A task's end as a saved `<background-results>` block tells it (the command is not in it). */
+export interface SavedEnd {
+  id: string;
+  state: string;
+  /** The last lines of its output, as the model was told. */
+  output: string;
+}
+
+/** The ends a saved `<background-results>` block tells: a `bg-1: exited 3` line each, its output's lines after it. */
+export function savedEnds(block: string): SavedEnd[] {
+  const out: SavedEnd[] = [];
+  const output: string[][] = [];
+  for (const line of block.split('\n')) {
+    const t = line.trim();
+    if (t === '<background-results>' || t === '</background-results>') continue;
+    const m = /^(bg-\d+): (.+)$/.exec(t);
+    if (m) {
+      out.push({ id: m[1], state: m[2], output: '' });
+      output.push([]);
+    } else if (output.length > 0) output[output.length - 1].push(line);
+  }
+  out.forEach((e, i) => (e.output = plainTail(output[i].join('\n')).replace(/\n+$/, '')));
+  return out;
+}
+
+/** A saved end in one line, as the view shows it: `⏹ bg-1 exited 3`. */
+export function savedEndLine(e: SavedEnd): string {
+  return `⏹ ${e.id} ${e.state}`;
+}
+
 export class BackgroundTasks {
   private tasks: BackgroundTask[] = [];
   /** Ended tasks no longer listed: dismissed, or ended before a later run started. */

@@ -5,7 +5,7 @@
 import type * as wire from '../protocol/generated';
 import type { Choice, Question } from './ask';
 
-export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'diagnostics' | 'note';
+export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'diagnostics' | 'background' | 'note';
 
 export interface ToolInfo {
   id: string;
@@ -69,7 +69,7 @@ export type Event =
   | { type: 'diagnostics'; runId?: string; calls: string[]; lines: DiagnosticLine[] }
   | { type: 'ended'; runId?: string };
 
-const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'diagnostics', 'note'];
+const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'diagnostics', 'background', 'note'];
 /** Entries kept per folder: a long session stays within memory (the oldest go first). */
 export const MAX_ENTRIES = 20_000;
 

@@ -2,6 +2,7 @@
 // it comes near the screen, so a long conversation opens fast), a tool call's card (its command or path,
 // the step it served, the output collapsed, an error state, the approval's buttons), or a small note.
 import { CHOICES, questionText, type Choice } from '../model/ask';
+import { savedEndLine, savedEnds } from '../model/background';
 import { diagnosticHref, diagnosticLines, errorCount, type DiagnosticLine, type Entry } from '../model/conversation';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
@@ -32,6 +33,15 @@ export function drawEntry(e: Entry, index: number, actions: EntryActions): HTMLE
       const lines = diagnosticLines(e.text ?? '');
       const div = el('div', { class: 'entry note diagnostics', 'data-index': String(index) });
       div.append(diagnosticsBox(lines, true));
+      return div;
+    }
+    case 'background': {
+      // After a reload: the background tasks' ends the model was told (`<background-results>`), never the user's words.
+      const div = el('div', { class: 'entry note background', 'data-index': String(index) });
+      for (const t of savedEnds(e.text ?? '')) {
+        div.append(el('div', { class: 'bg-end', 'data-task': t.id }, savedEndLine(t)));
+        if (t.output) div.append(el('details', { class: 'output' }, el('summary', {}, `${t.id} output`), el('pre', {}, t.output)));
+      }
       return div;
     }
     default: {
@@ -117,7 +127,7 @@ function approvalRow(e: Entry, actions: EntryActions): HTMLElement {
   CHOICES.forEach(({ choice, label }, i) => {
     const b = el('button', { class: i === 0 ? 'primary' : 'secondary', 'data-answer': choice }, label);
     b.addEventListener('click', () => {
-      for (const x of buttons.querySelectorAll('button')) x.disabled = true;
+      buttons.querySelectorAll('button').forEach((x) => (x.disabled = true));
       actions.approve(a.id, choice);
     });
     buttons.append(b);
