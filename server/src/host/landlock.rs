@@ -54,21 +54,23 @@ pub fn probe(network: bool) -> Result<String, String> {
     let policy =
         Policy { root: tmp.clone(), tmp, write: false, network, writable: Vec::new(), keeper: None, netns: None };
     let fd = ruleset(&policy).map_err(|e| format!("a Landlock ruleset cannot be made: {e}"))?;
-    let raw = fd.as_raw_fd();
-    let mut trial = std::process::Command::new("/bin/sh");
-    trial.args(["-c", ":"]).stdin(std::process::Stdio::null());
-    // SAFETY: two syscalls between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        trial.pre_exec(move || match restrict(raw) {
-            true => Ok(()),
-            false => Err(std::io::Error::last_os_error()),
-        });
-    }
-    match trial.status() {
-        Ok(s) if s.success() => Ok(format!("Landlock ABI {abi}")),
-        Ok(s) => Err(format!("a confined trial command failed ({s})")),
-        Err(e) => Err(format!("Landlock refused to confine a trial command: {e}")),
+    // Confined is a thread of its own, which then starts the trial: Landlock and `no_new_privs` hold for
+    // the calling thread only (and for what it starts), and a plain spawn (`posix_spawn`, no copy of the
+    // page tables) replaces the fork a `pre_exec` needs, which stalled the other threads' allocations
+    // while the first model request was being made (issue 39). The thread ends with the trial.
+    let trial = std::thread::Builder::new().name("sandbox-trial".into()).spawn(move || {
+        // SAFETY: two syscalls on this thread, which runs nothing else.
+        if !unsafe { restrict(fd.as_raw_fd()) } {
+            return Err(std::io::Error::last_os_error());
+        }
+        std::process::Command::new("/bin/sh").args(["-c", ":"]).stdin(std::process::Stdio::null()).status()
+    });
+    let status = trial.map_err(|e| format!("no thread for a trial command: {e}"))?.join();
+    match status {
+        Ok(Ok(s)) if s.success() => Ok(format!("Landlock ABI {abi}")),
+        Ok(Ok(s)) => Err(format!("a confined trial command failed ({s})")),
+        Ok(Err(e)) => Err(format!("Landlock refused to confine a trial command: {e}")),
+        Err(_) => Err("the trial command's thread panicked".into()),
     }
 }
 

@@ -167,20 +167,37 @@ impl SandboxSettings {
 }
 
 /// Whether commands can be confined here, and by what (`Ok("Landlock ABI 7")`), or why not. Checked
-/// once per process and network setting by confining a real command.
+/// once per process and network setting by confining a real command (a fork, an exec and a wait: about
+/// 1.5 ms); a caller that can go on without the answer asks `known` or `unavailable_later` instead.
 pub fn availability(network: bool) -> Result<String, String> {
+    cell(network).get_or_init(|| pretended().unwrap_or_else(|| probe(network))).clone()
+}
+
+/// The answer of `availability` if it is known already, without waiting for the trial.
+pub fn known(network: bool) -> Option<Result<String, String>> {
+    if let Some(pretend) = pretended() {
+        return Some(pretend);
+    }
+    cell(network).get().cloned()
+}
+
+fn cell(network: bool) -> &'static OnceLock<Result<String, String>> {
     static WITH: OnceLock<Result<String, String>> = OnceLock::new();
     static WITHOUT: OnceLock<Result<String, String>> = OnceLock::new();
-    let cell = if network { &WITH } else { &WITHOUT };
-    cell.get_or_init(|| {
-        // Debug builds only: lets the tests see a machine without a sandbox (the fallback to asking).
-        #[cfg(debug_assertions)]
-        if std::env::var_os(UNAVAILABLE_ENV).is_some_and(|v| v == "1") {
-            return Err(format!("{UNAVAILABLE_ENV}=1 (a debug build pretending there is none)"));
-        }
-        probe(network)
-    })
-    .clone()
+    if network {
+        &WITH
+    } else {
+        &WITHOUT
+    }
+}
+
+/// Debug builds only: lets the tests see a machine without a sandbox (the fallback to asking).
+fn pretended() -> Option<Result<String, String>> {
+    #[cfg(debug_assertions)]
+    if std::env::var_os(UNAVAILABLE_ENV).is_some_and(|v| v == "1") {
+        return Some(Err(format!("{UNAVAILABLE_ENV}=1 (a debug build pretending there is none)")));
+    }
+    None
 }
 
 /// `1` makes stepwise use Landlock's TCP rules rather than a network namespace (as where none can be
@@ -246,8 +263,8 @@ pub struct Sandbox {
     /// The private network namespace its commands share with the network off (Linux), or why none.
     #[cfg(target_os = "linux")]
     netns: OnceLock<Result<super::netns::NetRef, String>>,
-    /// The session was told the sandbox cannot start.
-    told: std::sync::atomic::AtomicBool,
+    /// The session was told the sandbox cannot start (shared with the trial's thread).
+    told: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 static NEXT_TMP: AtomicU64 = AtomicU64::new(1);
@@ -304,29 +321,74 @@ impl Sandbox {
     }
 
     /// The warning an adapter shows once per session (status line, message) when the sandbox is wanted
-    /// but cannot start; `None` when it can, when it is off, or when this session was told already.
-    pub fn unavailable_once(&self, settings: SandboxSettings) -> Option<String> {
-        if settings.mode == SandboxMode::Off {
+    /// but cannot start, told to `report`: at once when the answer is known, else from the trial's own
+    /// thread when it ends. Nothing when it can start, when it is off, or when this session was told
+    /// already. The trial is kept off the way to the first model request (issue 39: it was 1.5 ms of
+    /// the start): nothing before that request needs it in the default mode (the first command, and plan
+    /// mode's tools, wait for it through `availability`). Returns the trial's thread, if one was started
+    /// (the tests wait for it; nothing else needs to).
+    pub fn unavailable_later(
+        &self,
+        settings: SandboxSettings,
+        report: crate::mcp::Report,
+    ) -> Option<std::thread::JoinHandle<()>> {
+        if settings.mode == SandboxMode::Off || self.told.load(Ordering::Relaxed) {
             return None;
         }
-        let why = availability(settings.network).err()?;
-        if self.told.swap(true, Ordering::Relaxed) {
-            return None;
-        }
-        Some(match settings.mode {
-            SandboxMode::ReadOnly => {
-                format!("the sandbox cannot start here ({why}): in read-only mode shell commands are refused")
+        let told = self.told.clone();
+        let tell = move |answer: Result<String, String>| {
+            if let Err(why) = answer {
+                if !told.swap(true, Ordering::Relaxed) {
+                    report(&unavailable_warning(settings.mode, &why));
+                }
             }
-            _ => format!(
-                "the sandbox cannot start here ({why}): every shell command asks for approval instead \
-                 (`sandbox: off` / STEPWISE_SANDBOX=off turns it off)"
-            ),
-        })
+        };
+        let network = settings.network;
+        match known(network) {
+            Some(answer) => {
+                tell(answer);
+                None
+            }
+            None => {
+                let spawned = std::thread::Builder::new().name("sandbox-answer".into()).spawn(move || {
+                    yield_to_others();
+                    tell(availability(network))
+                });
+                spawned
+                    .map_err(|e| {
+                        tracing::debug!("sandbox: no thread for the trial ({e}); it runs at the first command")
+                    })
+                    .ok()
+            }
+        }
     }
 
     /// The temporary folder, once made.
     pub fn tmp(&self) -> Option<&Path> {
         self.tmp.get().and_then(|t| t.as_deref().ok())
+    }
+}
+
+/// The trial's thread (and the command it starts, which inherits it) at the lowest priority: started
+/// beside the first model request, it should not take a core from it (on 2 busy cores it did, 1 ms).
+fn yield_to_others() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a plain syscall on the calling thread (Linux's nice value is per thread).
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS as _, libc::gettid() as libc::id_t, 19);
+    }
+}
+
+/// What a session is told when the sandbox it wants cannot start.
+fn unavailable_warning(mode: SandboxMode, why: &str) -> String {
+    match mode {
+        SandboxMode::ReadOnly => {
+            format!("the sandbox cannot start here ({why}): in read-only mode shell commands are refused")
+        }
+        _ => format!(
+            "the sandbox cannot start here ({why}): every shell command asks for approval instead \
+             (`sandbox: off` / STEPWISE_SANDBOX=off turns it off)"
+        ),
     }
 }
 
@@ -380,6 +442,35 @@ pub use super::stops::{stopped, stopped_note, Escalation, Stop};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_warning_that_the_sandbox_cannot_start_is_told_once_when_its_answer_comes_and_never_when_it_can() {
+        let sandbox = Sandbox::default();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let tx = std::sync::Mutex::new(tx);
+        let report: crate::mcp::Report = std::sync::Arc::new(move |m: &str| {
+            let _ = tx.lock().map(|t| t.send(m.to_string()));
+        });
+        let wanted = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
+        let threads: Vec<_> = [wanted, wanted, SandboxSettings::of(SandboxMode::Off, false)]
+            .into_iter()
+            .filter_map(|s| sandbox.unavailable_later(s, report.clone()))
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        drop(report);
+        let told: Vec<String> = rx.iter().collect();
+        match availability(false) {
+            Ok(_) => assert!(told.is_empty(), "{told:?}"),
+            Err(why) => {
+                assert_eq!(told.len(), 1, "{told:?}");
+                assert!(told[0].starts_with("the sandbox cannot start here (") && told[0].contains(&why), "{told:?}");
+            }
+        }
+        // Told already: a later run of the session says nothing again.
+        assert!(sandbox.unavailable_later(wanted, std::sync::Arc::new(|m: &str| panic!("told twice: {m}"))).is_none());
+    }
 
     #[test]
     fn editor_values_are_checked_by_name() {

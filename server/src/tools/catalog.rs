@@ -337,7 +337,7 @@ impl Tool {
     /// Whether a run in `mode` may call it. Plan mode: only what changes nothing, and the shell only
     /// where a read-only sandbox holds it.
     pub fn allowed(&self, mode: Mode) -> bool {
-        self.allowed_where(mode, read_only_sandbox())
+        self.allowed_where(mode, mode == Mode::Plan && read_only_sandbox())
     }
 
     /// `allowed`, with whether a read-only sandbox can run commands given (the tests choose).
@@ -361,7 +361,8 @@ impl Tool {
 /// The tools the model is offered: the built-in ones of this planning style (the code-intelligence ones
 /// only with `intel`, a source), then the MCP servers' (`mcp__<server>__<tool>`), less what `mode` forbids.
 pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool) -> Vec<ToolSpec> {
-    specs_where(style, mode, mcp, intel, read_only_sandbox())
+    // Only plan mode asks the sandbox (and waits for its trial): the default mode's first request does not.
+    specs_where(style, mode, mcp, intel, mode == Mode::Plan && read_only_sandbox())
 }
 
 fn specs_where(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool, sandbox: bool) -> Vec<ToolSpec> {
@@ -378,7 +379,7 @@ fn specs_where(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: 
 /// A call `mode` forbids (the model called a tool it was not offered): the refusal it reads. Nothing
 /// of the call runs, not even its approval question.
 pub fn refusal(name: &str, mode: Mode) -> Option<String> {
-    refusal_where(name, mode, read_only_sandbox())
+    refusal_where(name, mode, mode == Mode::Plan && read_only_sandbox())
 }
 
 fn refusal_where(name: &str, mode: Mode, sandbox: bool) -> Option<String> {

@@ -174,9 +174,7 @@ impl Workspace {
             cfg.mode = mode;
         }
         if !req.compaction {
-            if let Some(warning) = self.sandbox.unavailable_once(cfg.sandbox) {
-                asker.reporter()(&warning);
-            }
+            let _trial = self.sandbox.unavailable_later(cfg.sandbox, asker.reporter());
             let editor = o.mcp_servers.as_ref().map(|s| &s.0);
             let set = self.mcp.get_or_init(|| self.start_mcp(editor, req.client_mcp, cfg.mcp.timeout, asker)).await;
             cfg.mcp.set = Some(set.clone());

@@ -120,7 +120,7 @@ impl Servers {
         if specs.is_empty() {
             return found;
         }
-        for e in ignore::WalkBuilder::new(&self.0.root).max_depth(Some(6)).build().take(5000).flatten() {
+        for e in bounded_walk(&self.0.root) {
             for s in specs.iter().filter(|s| s.serves(e.path())) {
                 if !found.contains(&s.name) {
                     found.push(s.name.clone());
@@ -380,18 +380,20 @@ impl Intelligence for Servers {
     }
 }
 
+/// A look at the workspace's files bounded in depth (6) and entries (5,000), honouring its ignore files but
+/// not the user's global one (`core.excludesFile`): finding that one means reading git's configuration and
+/// compiling a regex, which was half the instructions of `stepwise run`'s start (issue 39), and files
+/// only the user's global ignore hides still show which languages a project has.
+fn bounded_walk(root: &Path) -> impl Iterator<Item = ignore::DirEntry> {
+    ignore::WalkBuilder::new(root).max_depth(Some(6)).git_global(false).build().take(5000).flatten()
+}
+
 impl Servers {
     /// A file some running server has open, for a workspace-wide question.
     async fn any_running_path(&self) -> Option<PathBuf> {
         let written = lock(&self.0.written).keys().next().cloned();
         written.or_else(|| {
-            ignore::WalkBuilder::new(&self.0.root)
-                .max_depth(Some(6))
-                .build()
-                .take(5000)
-                .flatten()
-                .map(|e| e.into_path())
-                .find(|p| p.is_file() && self.spec_for(p).is_some())
+            bounded_walk(&self.0.root).map(|e| e.into_path()).find(|p| p.is_file() && self.spec_for(p).is_some())
         })
     }
 }
