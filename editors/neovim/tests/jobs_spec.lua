@@ -44,6 +44,21 @@ return H.spec({
     end,
   },
   {
+    name = 'jobs: the statusline counts the running background tasks, with or without a plan or a run',
+    fn = function()
+      local line = require('stepwise.statusline').line
+      local running = { id = 'bg-1', command = 'x', state = 'running', running = true, tail = '' }
+      local other = { id = 'bg-3', command = 'y', state = 'running', running = true, tail = '' }
+      local ended = { id = 'bg-2', command = 'z', state = 'exited 0', running = false, tail = '' }
+      H.eq('', line({ state = 'idle', jobs = { ended } }), 'an ended task is not counted')
+      H.eq('stepwise · 1 job', line({ state = 'idle', jobs = { running, ended } }), 'idle, one task running (between runs)')
+      H.eq('stepwise running · 2 jobs', line({ state = 'running', jobs = { running, ended, other } }), 'a run and two tasks')
+      local plan = { items = { { id = 1, text = 'Write the fix', status = 'in_progress' }, { id = 2, text = 'Test', status = 'pending' } }, completed = 0, total = 2 }
+      H.eq('stepwise 0/2 ▸ Write the fix (waiting) · 1 job', line({ state = 'waiting', plan = plan, jobs = { running } }), 'with the plan')
+      H.eq('stepwise 0/2 ▸ Write the fix', line({ state = 'running', plan = plan }), 'no task, no count')
+    end,
+  },
+  {
     name = 'jobs: :Stepwise jobs shows a running task live; x stops it (its process gone); the chat tells each end',
     timeout = 60000,
     fn = function()
@@ -55,6 +70,13 @@ return H.spec({
       })
       H.setup(m)
       local cap = H.capture()
+      local background
+      api.nvim_create_autocmd('User', {
+        pattern = 'StepwiseBackground',
+        callback = function(ev)
+          background = ev.data
+        end,
+      })
       vim.cmd('Stepwise chat')
       local chat = api.nvim_get_current_buf()
       vim.cmd('Stepwise run Start the ticker in the background')
@@ -67,6 +89,8 @@ return H.spec({
         return folder.jobs
       end)
       H.eq({ 'bg-1' }, vim.fn.getcompletion('Stepwise kill ', 'cmdline'), ':Stepwise kill completes the running task')
+      H.eq('stepwise · 1 job', require('stepwise').statusline(), 'the statusline counts the running task after the run')
+      H.eq(1, background.running, 'User StepwiseBackground carries the running count')
       H.truthy(vim.tbl_contains(require('stepwise').status(), 'background: 1 running (bg-1); :Stepwise jobs'), ':Stepwise status names the running task')
 
       vim.cmd('Stepwise jobs')
@@ -99,6 +123,8 @@ return H.spec({
         return folder.jobs
       end)
       H.truthy(not alive(pid), 'the ticker ' .. pid .. ' outlived its stop')
+      H.eq('', require('stepwise').statusline(), 'the statusline drops the count when the task ends between runs')
+      H.eq(0, background.running, 'the event says none runs')
       H.wait(function()
         return #vim.tbl_filter(function(n)
           return n.msg:find('bg-1: killed by the user (SIGTERM); none of its processes is left', 1, true) ~= nil

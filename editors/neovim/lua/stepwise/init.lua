@@ -236,27 +236,10 @@ function M.find_folder(buf)
   return state.containing(cwd)
 end
 
---- A short status for a statusline: `stepwise 1/3 ▸ step` while a plan is going.
+--- A short status for a statusline: `stepwise 1/3 ▸ step · 1 job` (see stepwise/statusline.lua).
 function M.statusline()
   local ok, folder = pcall(M.find_folder)
-  if not ok or not folder then
-    return ''
-  end
-  local p = folder.plan
-  local mcp = require('stepwise.mcp').short(folder)
-  if not p or not p.items or #p.items == 0 then
-    local s = folder.state ~= 'idle' and ('stepwise ' .. folder.state) or (mcp and 'stepwise' or '')
-    return mcp and (s .. ' ' .. mcp) or s
-  end
-  local s = string.format('stepwise %s/%s', p.completed or 0, p.total or #p.items)
-  local item = plan.active_item(p)
-  if item then
-    s = s .. ' ▸ ' .. tostring(item.text)
-  end
-  if folder.state == 'waiting' then
-    s = s .. ' (waiting)'
-  end
-  return mcp and (s .. ' ' .. mcp) or s
+  return ok and folder and require('stepwise.statusline').line(folder) or ''
 end
 
 --- The `:Stepwise` command.

@@ -222,6 +222,7 @@ function M.on_background(_, params)
   end
   local folder = state.ensure(params.workspace)
   local before = {}
+  local was_running = #M.running_ids(folder)
   for _, t in ipairs(folder.jobs or {}) do
     before[t.id] = t
   end
@@ -236,7 +237,12 @@ function M.on_background(_, params)
   if view.uri == folder.uri and valid(view.buf, api.nvim_buf_is_valid) then
     draw(folder)
   end
-  util.emit('StepwiseBackground', { workspace = folder.uri, tasks = folder.jobs })
+  local running = #M.running_ids(folder)
+  if running ~= was_running then
+    -- The statusline counts the running tasks; a task's end between runs brings no `stepwise/status`.
+    pcall(vim.cmd.redrawstatus)
+  end
+  util.emit('StepwiseBackground', { workspace = folder.uri, tasks = folder.jobs, running = running })
 end
 
 --- The ids of the folder's running tasks (`:Stepwise kill <Tab>`).

@@ -92,6 +92,8 @@ export class Events {
       if (ended.length > 0) this.transcriptFolder(p.workspace);
       for (const t of ended) writer.line(endLine(t));
       this.background(p.workspace);
+      // The status bar counts the running tasks: a task's end between runs sends no `stepwise/status`.
+      this.ui.updateStatusBar();
     });
     onNotification(client, 'stepwise/usage', (p) => {
       if (!p?.workspace) return;

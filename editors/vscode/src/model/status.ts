@@ -1,4 +1,4 @@
-// The status-bar item: run state + plan progress. Pure logic: no `vscode` import.
+// The status-bar item: run state + plan progress + running background tasks. Pure logic: no `vscode` import.
 import { planCounts, planSummary, type PlanParams } from './plan';
 import { EXTENSION_COMMANDS } from './commands';
 import { mcpStatus, type McpServer } from './mcp';
@@ -90,6 +90,13 @@ export function totalTokens(u: UsageParams | undefined): number | undefined {
   return Number(i ?? 0) + Number(o ?? 0);
 }
 
+/** `1 background task`, `2 background tasks`; undefined when none runs (the status bar says nothing then). */
+export function backgroundText(running: number | undefined): string | undefined {
+  const n = Number(running ?? 0);
+  if (!Number.isFinite(n) || n <= 0) return undefined;
+  return `${n} background task${n === 1 ? '' : 's'}`;
+}
+
 const REASONS: Record<string, string> = {
   end_turn: 'done',
   cancelled: 'cancelled',
@@ -107,6 +114,7 @@ export function statusBarModel(
   folderName?: string,
   compacted?: CompactedParams,
   mcp?: McpServer[],
+  background = 0,
 ): StatusBarModel {
   const { completed, total } = planCounts(plan);
   const progress = total > 0 ? ` ${completed}/${total}` : '';
@@ -149,6 +157,11 @@ export function statusBarModel(
   const ctx = contextLine(usage);
   if (ctx) tip.push(ctx);
   if (compacted) tip.push(compactedLine(compacted));
+  const tasks = backgroundText(background);
+  if (tasks) {
+    text += ` · ${tasks}`;
+    tip.push(`${tasks[0].toUpperCase()}${tasks.slice(1)} running${where} (listed in the Conversation view).`);
+  }
   const servers = mcpStatus(mcp);
   if (servers) {
     text += servers.text;

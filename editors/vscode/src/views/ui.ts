@@ -57,7 +57,7 @@ export class Ui {
     const ws = this.statusFolder();
     const f = this.core.folders.get(ws);
     const multi = (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
-    const model = statusBarModel(f?.status, f?.plan, f?.usage, multi && ws ? folderName(ws) : undefined, f?.compaction, f?.mcp);
+    const model = statusBarModel(f?.status, f?.plan, f?.usage, multi && ws ? folderName(ws) : undefined, f?.compaction, f?.mcp, f?.background.running());
     item.text = model.text;
     item.tooltip = model.tooltip;
     item.command = model.command;

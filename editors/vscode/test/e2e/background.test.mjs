@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { LONG, SHORT, artifacts, norm, onlyConversation, page, runCommand, screenshot, step, transcriptLog, useCodeServer, viewFrame, waitFor, waitStatus, workspaceDir } from './harness.mjs';
+import { LONG, SHORT, artifacts, norm, onlyConversation, page, runCommand, screenshot, statusBarText, step, transcriptLog, useCodeServer, viewFrame, waitFor, waitStatus, workspaceDir } from './harness.mjs';
 
 const TICKER = 'echo $$ > ticker.pid; i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 0.2; done';
 const FAILING = 'echo "build failed: missing script dev" >&2; exit 3';
@@ -56,6 +56,8 @@ step('the view lists the running task with its output as it prints, and the one 
   assert.match(await failed.getAttribute('class'), /\bfailed\b/);
   // The run ended; the task goes on, and its output keeps coming.
   await waitStatus(/stepwise: idle/, LONG);
+  // The status bar counts the task still running after the run (bg-2 has ended).
+  await waitStatus(/stepwise: idle.* · 1 background task/, SHORT);
   const seen = tickNumber(await ticker.locator('.bg-tail').textContent());
   await waitFor('newer output', () => ticker.locator('.bg-tail').textContent(), (t) => tickNumber(t) >= seen + 3, SHORT);
   // The output box follows the newest lines (scrolled to its end once they overflow it).
@@ -72,6 +74,8 @@ step('Stop ends the task: killed by the user, its process gone; it stays listed 
   const ticker = frame.locator('.bg-task[data-task="bg-1"]');
   await ticker.getByRole('button', { name: 'Stop bg-1' }).click();
   await waitFor('the ticker killed', () => ticker.locator('.bg-state').textContent(), (t) => norm(t) === 'killed by the user (SIGTERM)', LONG);
+  // Its end between runs sends no status: the status bar follows stepwise/background.
+  await waitFor('no task counted in the status bar', statusBarText, (t) => /stepwise: idle/.test(t) && !/background task/.test(t), SHORT);
   assert.ok(!alive(pid), `the ticker's shell ${pid} outlived its Stop`);
   assert.match(await ticker.getAttribute('class'), /\bkilled\b/);
   assert.equal(await ticker.locator('button.bg-stop').count(), 0, 'no Stop on an ended task');

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { cacheShare, compactedLine, contextPercent, formatTokens, isSetupError, statusBarModel, totalTokens, usageText } from '../../src/model/status';
+import { backgroundText, cacheShare, compactedLine, contextPercent, formatTokens, isSetupError, statusBarModel, totalTokens, usageText } from '../../src/model/status';
 import { TranscriptWriter, planChangeLine, reminderLine, runEndLine, runStartLine, shortOutput, toolCallLines, usageLine } from '../../src/model/transcript';
+import { BackgroundTasks, tasksOf } from '../../src/model/background';
 import type { PlanParams } from '../../src/model/plan';
 
 const WS = 'file:///work/demo';
@@ -129,4 +130,29 @@ test('a setup error is what the server says it is; older servers are judged by t
   assert.equal(isSetupError({ errorKind: 'internal' }), false);
   assert.equal(isSetupError({ message: 'no model is configured' }), true);
   assert.equal(isSetupError({ message: 'the stream broke' }), false);
+});
+
+test('status bar: counts the running background tasks, live from stepwise/background, also between runs', () => {
+  const tasks = new BackgroundTasks();
+  const task = (id: string, running: boolean) => ({ id, command: `serve ${id}`, state: running ? 'running' : 'exited 0', running, tail: '' });
+  const idle = { workspace: WS, state: 'idle', reason: 'end_turn', backgroundTasks: 2 };
+  tasks.update(tasksOf({ workspace: WS, tasks: [task('bg-1', true), task('bg-2', true)] }));
+  const running = statusBarModel({ workspace: WS, state: 'running', runId: 'r1' }, plan, undefined, 'demo', undefined, undefined, tasks.running());
+  assert.equal(running.text, '$(sync~spin) stepwise: running 1/2 · 2 background tasks');
+  assert.match(running.tooltip, /^2 background tasks running \(demo\)/m);
+  assert.equal(statusBarModel(idle, undefined, undefined, undefined, undefined, undefined, tasks.running()).text, '$(checklist) stepwise: idle · 2 background tasks');
+  // bg-2 ends after the run: no new status, the list alone brings the count down (the status's stale 2 is not used).
+  tasks.update(tasksOf({ workspace: WS, tasks: [task('bg-1', true), task('bg-2', false)] }));
+  const one = statusBarModel(idle, undefined, undefined, undefined, undefined, undefined, tasks.running());
+  assert.equal(one.text, '$(checklist) stepwise: idle · 1 background task');
+  assert.match(one.tooltip, /^1 background task running/m);
+  tasks.update(tasksOf({ workspace: WS, tasks: [task('bg-1', false), task('bg-2', false)] }));
+  const none = statusBarModel(idle, undefined, undefined, undefined, undefined, undefined, tasks.running());
+  assert.equal(none.text, '$(checklist) stepwise: idle');
+  assert.doesNotMatch(none.tooltip, /background/);
+  // The server stopped: its tasks ended with it.
+  tasks.update(tasksOf({ workspace: WS, tasks: [task('bg-3', true)] }));
+  tasks.serverStopped();
+  assert.equal(backgroundText(tasks.running()), undefined);
+  assert.equal(backgroundText(3), '3 background tasks');
 });
