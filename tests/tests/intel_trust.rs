@@ -58,6 +58,7 @@ impl Sidecar<'_> {
         let ed = auto_editor(ClientPreset::Neovim, self.dir, self.state, &mock)
             .binary()
             .option("sandbox", json!("off"))
+            .option("diagnostics", json!("auto"))
             .option("approvalTimeoutSecs", json!(timeout_secs))
             .policy("window/showMessageRequest", policy)
             .ignore(&["window/showMessage"])

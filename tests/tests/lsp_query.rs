@@ -67,6 +67,7 @@ async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_mo
     });
     let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("approval", json!("auto"))
+        .option("diagnostics", json!("auto"))
         .capabilities(with_query)
         .policy("stepwise/query", Policy::With(answer))
         .timeout(T)
@@ -117,6 +118,7 @@ async fn lsp_an_editor_that_does_not_answer_the_query_in_time_reads_as_not_check
     std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
     let mock = MockModel::start(script()).await;
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("diagnostics", json!("auto"))
         .capabilities(with_query)
         .policy("stepwise/query", Policy::NeverAnswer)
         .timeout(T)

@@ -54,8 +54,14 @@ impl EditorBuilder {
             folders: Vec::new(),
             root_uri_only: false,
             // The sandbox is on by default in stepwise; the tests written for commands that ask (and
-            // for their output unchanged) run without it, those of the sandbox turn it on.
-            init_options: [("sandbox".to_string(), json!("off"))].into_iter().collect(),
+            // for their output unchanged) run without it, those of the sandbox turn it on. Code
+            // intelligence is off likewise: without the sandbox, a language server on the machine's
+            // PATH serving a test's file (rustup's rust-analyzer proxy for a `.rs`) would ask whether
+            // to trust the folder, and hold the round for the answer; the tests of code intelligence
+            // turn it on (`diagnostics`).
+            init_options: [("sandbox".to_string(), json!("off")), ("diagnostics".to_string(), json!("off"))]
+                .into_iter()
+                .collect(),
             settings: Value::Null,
             policies: preset.default_policies(),
             // Plan changes and reminders are mirrored as log lines for plain clients (lsp_plain_clients.rs

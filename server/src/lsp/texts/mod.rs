@@ -248,8 +248,11 @@ impl Texts {
             Some(b) => {
                 // Made for this opening of the document; or opened while the edit was out, with the text
                 // the edit was made on (the text it opened with may have the edit already).
-                let take = Some(b.opened) == edit.made_for
-                    || (b.text() != edit.after && edit.before().as_deref() == Some(b.text()));
+                // Not when the text has it already: the editor's didChange can be handled before the
+                // task holding its answer to applyEdit runs, and an insertion (`old` empty) would then
+                // match again and wait for a report that never comes.
+                let take = b.text() != edit.after
+                    && (Some(b.opened) == edit.made_for || edit.before().as_deref() == Some(b.text()));
                 if take && !b.push(edit.at, &edit.old, &edit.new) {
                     // The text moved under the edit (a report crossed it): the editor's next report stands.
                     tracing::warn!(

@@ -97,6 +97,21 @@ fn rule_3_the_report_of_the_agents_edit_is_not_applied_twice() {
 }
 
 #[test]
+fn rule_5_a_report_handled_before_the_answer_leaves_nothing_to_wait_for() {
+    // The editor answers applyEdit, then reports the change; the report can be handled first. An
+    // insertion (nothing replaced) would match again on the new text and wait for a second report.
+    let texts = Texts::default();
+    let (path, uri) = file("v.rs");
+    texts.open(uri.clone(), "c = 3;\n".into(), 1);
+    let e = edit(&texts, &path, "c = 3;\n", "", "0");
+    let e = AgentEdit { at: 5, after: "c = 30;\n".into(), ..e };
+    texts.change(&uri, 2, vec![change(0, 5, 0, 5, "0")]).expect("in order");
+    texts.applied(e);
+    let t = texts.read(&path).expect("open");
+    assert_eq!((t.text.as_str(), t.open.map(|o| o.version)), ("c = 30;\n", Some(Some(2))));
+}
+
+#[test]
 fn rule_3_the_users_edit_over_a_pending_agent_edit_wins() {
     let texts = Texts::default();
     let (path, uri) = file("a.txt");
