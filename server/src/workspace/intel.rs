@@ -39,20 +39,37 @@ fn trusted(root: &Path, yes: bool, report: &crate::mcp::Report) -> Option<Rights
 /// the workspace (its bounded walk).
 type Found = (Vec<servers::spec::Spec>, Vec<String>, Vec<String>);
 
-/// The look for the servers a workspace would use, under way on a blocking thread: begun at the start of
-/// the first run's preparation, so the `PATH` look-ups and the walk overlap the model client's making and
-/// the MCP servers' start instead of adding to the time before the first request.
-pub(super) struct Look(tokio::task::JoinHandle<Found>);
+/// The look for the servers a workspace would use. With worker threads (the sidecar, ACP) it is begun
+/// on a blocking thread at the start of the first run's preparation, so the `PATH` look-ups and the walk
+/// overlap the model client's making and the MCP servers' start; on the one-thread runtime of `stepwise
+/// run` it is done where it is needed, on that thread: a thread of its own cost more there than the look.
+pub(super) enum Look {
+    Later(PathBuf),
+    Running(tokio::task::JoinHandle<Found>),
+}
 
 impl Look {
     fn start(root: PathBuf) -> Look {
-        Look(tokio::task::spawn_blocking(move || {
-            let (specs, problems) = servers::spec::discover();
-            let probe = Servers::new(root, specs.clone(), Rights::Refused(String::new()), servers::FIRST_WAIT);
-            let serving = probe.serving_workspace();
-            (specs, problems, serving)
-        }))
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::current().runtime_flavor() {
+            RuntimeFlavor::CurrentThread => Look::Later(root),
+            _ => Look::Running(tokio::task::spawn_blocking(move || look(root))),
+        }
     }
+
+    async fn found(self) -> Found {
+        match self {
+            Look::Later(root) => look(root),
+            Look::Running(task) => task.await.unwrap_or_default(),
+        }
+    }
+}
+
+fn look(root: PathBuf) -> Found {
+    let (specs, problems) = servers::spec::discover();
+    let probe = Servers::new(root, specs.clone(), Rights::Refused(String::new()), servers::FIRST_WAIT);
+    let serving = probe.serving_workspace();
+    (specs, problems, serving)
 }
 
 impl Workspace {
@@ -73,7 +90,7 @@ impl Workspace {
         self.servers
             .get_or_init(|| async {
                 let look = look.unwrap_or_else(|| Look::start(self.root.clone()));
-                let (specs, problems, serving) = look.0.await.unwrap_or_default();
+                let (specs, problems, serving) = look.found().await;
                 for p in problems {
                     asker.reporter()(&p);
                 }
