@@ -2,7 +2,7 @@
 //! first run's preparation; none start before they are needed), the rights they run with, and the
 //! session the loop uses (the host's source, an editor's, wins over the servers).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,27 +35,68 @@ fn trusted(root: &Path, yes: bool, report: &crate::mcp::Report) -> Option<Rights
     Some(Rights::Trusted)
 }
 
+/// The servers configured or on `PATH`, the problems with their settings, and those serving some file of
+/// the workspace (its bounded walk).
+type Found = (Vec<servers::spec::Spec>, Vec<String>, Vec<String>);
+
+/// The look for the servers a workspace would use. With worker threads (the sidecar, ACP) it is begun
+/// on a blocking thread at the start of the first run's preparation, so the `PATH` look-ups and the walk
+/// overlap the model client's making and the MCP servers' start; on the one-thread runtime of `stepwise
+/// run` it is done where it is needed, on that thread: a thread of its own cost more there than the look.
+pub(super) enum Look {
+    Later(PathBuf),
+    Running(tokio::task::JoinHandle<Found>),
+}
+
+impl Look {
+    fn start(root: PathBuf) -> Look {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::current().runtime_flavor() {
+            RuntimeFlavor::CurrentThread => Look::Later(root),
+            _ => Look::Running(tokio::task::spawn_blocking(move || look(root))),
+        }
+    }
+
+    async fn found(self) -> Found {
+        match self {
+            Look::Later(root) => look(root),
+            Look::Running(task) => task.await.unwrap_or_default(),
+        }
+    }
+}
+
+fn look(root: PathBuf) -> Found {
+    let (specs, problems) = servers::spec::discover();
+    let probe = Servers::new(root, specs.clone(), Rights::Refused(String::new()), servers::FIRST_WAIT);
+    let serving = probe.serving_workspace();
+    (specs, problems, serving)
+}
+
 impl Workspace {
-    /// The language servers for this workspace (`None`: none serves any of its files), found once.
+    /// The look `language_servers` will need, begun now; `None` once the servers are known.
+    pub(super) fn look_for_servers(&self) -> Option<Look> {
+        (!self.servers.initialized()).then(|| Look::start(self.root.clone()))
+    }
+
+    /// The language servers for this workspace (`None`: none serves any of its files), found once (with
+    /// `look`, when one was begun).
     pub(super) async fn language_servers<A: Asker>(
         &self,
+        look: Option<Look>,
         sandbox: SandboxSettings,
         max_wait: Option<Duration>,
         asker: &A,
     ) -> Option<Source> {
         self.servers
             .get_or_init(|| async {
-                let (specs, problems) = servers::spec::discover();
+                let look = look.unwrap_or_else(|| Look::start(self.root.clone()));
+                let (specs, problems, serving) = look.found().await;
                 for p in problems {
                     asker.reporter()(&p);
                 }
                 let root = self.root.clone();
                 let wait = max_wait.unwrap_or(servers::FIRST_WAIT);
                 // Which servers this workspace would use: nothing to start, nothing to ask about.
-                let serving = {
-                    let probe = Servers::new(root.clone(), specs.clone(), Rights::Refused(String::new()), wait);
-                    tokio::task::spawn_blocking(move || probe.serving_workspace()).await.unwrap_or_default()
-                };
                 if serving.is_empty() {
                     return None;
                 }

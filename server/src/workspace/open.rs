@@ -153,6 +153,9 @@ impl Workspace {
         let env = Env::for_workspace(&self.root);
         let o = &req.overrides;
         let mut cfg = config::agent(&env, o)?;
+        // Which language servers the workspace needs is looked for beside the rest of the preparation.
+        let intel = cfg.intel.mode != crate::intel::DiagnosticsMode::Off && !req.host_intelligence && !req.compaction;
+        let look = if intel { self.look_for_servers() } else { None };
         let llm = match req.replay {
             Some(path) => Llm::replay(Replay::load(path)?),
             None => {
@@ -178,8 +181,8 @@ impl Workspace {
             let editor = o.mcp_servers.as_ref().map(|s| &s.0);
             let set = self.mcp.get_or_init(|| self.start_mcp(editor, req.client_mcp, cfg.mcp.timeout, asker)).await;
             cfg.mcp.set = Some(set.clone());
-            if cfg.intel.mode != crate::intel::DiagnosticsMode::Off && !req.host_intelligence {
-                cfg.intel.servers = self.language_servers(cfg.sandbox, cfg.intel.max_wait, asker).await;
+            if intel {
+                cfg.intel.servers = self.language_servers(look, cfg.sandbox, cfg.intel.max_wait, asker).await;
             }
         }
         Ok(Prepared { cfg, llm })
