@@ -121,6 +121,7 @@ impl Session {
         let mut unchecked = Vec::new();
         let mut unread = Vec::new();
         let mut outside = 0;
+        let mut uncompared = Vec::new();
         for f in files {
             let Some(rel) = text::rel(&self.root, &f.path) else {
                 outside += f.diagnostics.iter().filter(|d| text::is_error(d)).count();
@@ -141,13 +142,27 @@ impl Session {
                 Some(t) => Some(t.to_string()),
                 None => read(host, &self.root, &rel).await,
             };
-            lines.extend(self.new_lines(&rel, &f, now_text.as_deref()));
+            // A file the round did not change, first reported after it: its errors may be older than the
+            // round (a server's first check of an unopened file), so they are not claimed as new.
+            let unknown = !texts.contains_key(&f.path) && f.before.is_none() && !lock(&self.seen).contains_key(&f.path);
+            let new = self.new_lines(&rel, &f, now_text.as_deref());
+            if unknown {
+                let n = f.diagnostics.iter().filter(|d| text::is_error(d)).count();
+                if n > 0 {
+                    uncompared.push(format!("{rel} ({n})"));
+                }
+            } else {
+                lines.extend(new);
+            }
             if f.dropped > 0 {
                 unread.push(text::unread_line(&rel, &f));
             }
         }
         if outside > 0 {
             lines.push(format!("({outside} errors in files outside the workspace not shown)"));
+        }
+        if !uncompared.is_empty() {
+            lines.push(uncompared_line(uncompared));
         }
         let mut all = text::capped(lines, "errors");
         all.extend(unread);
@@ -176,6 +191,17 @@ impl Session {
         lock(&self.seen).insert(f.path.clone(), now.into_iter().map(|(k, _)| k).collect());
         lines
     }
+}
+
+/// Files first reported after the round's changes that it did not change, named (at most 5) with their
+/// error counts: said, not compared.
+fn uncompared_line(files: Vec<String>) -> String {
+    let more = files.len().saturating_sub(5);
+    let mut named = files.into_iter().take(5).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        named.push_str(&format!(" and {more} more"));
+    }
+    format!("(errors in files the round did not change, first reported after it, not compared with before: {named})")
 }
 
 fn hash(text: &str) -> u64 {

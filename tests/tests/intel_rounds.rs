@@ -1,0 +1,41 @@
+//! What counts as a round's changes for the `<diagnostics>` block, through the real binary and a fake
+//! server (tests/intel/lines_server.py: an error on each line containing BAD): files a background task
+//! changed, a new file a shell command made where no checkpoints follow the commands (`stepwise run`), and
+//! a file the server reports for the first time after the change (not claimed as new errors).
+
+mod common;
+
+use common::call;
+use serde_json::json;
+use stepwise_tests::intel::{block_lines, diagnostics_block, show, user_texts, Env};
+use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::TempDir;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_of_a_file_first_reported_after_the_change_are_not_claimed_as_new() {
+    let ws = TempDir::new("intel-affected");
+    ws.write("m.py", "x = 1\n");
+    ws.write("other.py", "q = 1\n");
+    let mock = MockModel::start(vec![
+        // The change makes the server report other.py, never reported before, with an old error.
+        call("write_file", json!({"path": "m.py", "content": "x = 1  # AFFECT\ny = BAD\n"})),
+        // A second change: other.py was reported before this round; its error is not new.
+        call("write_file", json!({"path": "m.py", "content": "x = 2  # AFFECT\n"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after round 1\n{}", show(&o)));
+    assert_eq!(
+        block_lines(&block),
+        [
+            "m.py:2:1: error: bad line (fake)",
+            "(errors in files the round did not change, first reported after it, not compared with before: other.py (1))",
+        ],
+        "{block}"
+    );
+    assert_eq!(diagnostics_block(&mock, 2), None, "{:?}\n{}", user_texts(&mock, 2), show(&o));
+}
