@@ -77,7 +77,7 @@ impl<H: Host> Host for Tracked<'_, H> {
     ) -> Result<ShellOutput, String> {
         self.with(|c| c.before_command());
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
-        let _after = AfterCommand(self.checkpoints, self.intel);
+        let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now());
         self.inner.run_command(command, timeout, sandbox).await
     }
 
@@ -110,7 +110,8 @@ impl<H: Host> Tracked<'_, H> {
     }
 }
 
-struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel::Session>);
+/// The checkpoints, code intelligence and when the command started.
+struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel::Session>, std::time::SystemTime);
 
 impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
@@ -122,7 +123,7 @@ impl Drop for AfterCommand<'_> {
                 }
             }
             // No checkpoints (`stepwise run`): the files code intelligence was fed are looked at again.
-            (None, Some(intel)) => intel.command_ran_untracked(),
+            (None, Some(intel)) => intel.command_ran_untracked(Some(self.2)),
             (None, None) => {}
         }
     }
