@@ -5,11 +5,49 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::call;
 use serde_json::json;
 use stepwise_tests::intel::{block_lines, diagnostics_block, show, user_texts, Env};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_a_background_task_changed_counts_as_the_rounds_change() {
+    let ws = TempDir::new("intel-bg");
+    ws.write("m.py", "x = 1\n");
+    let mock = MockModel::start(vec![
+        // The task writes b.py and stays running (it ends with the session).
+        call("background_run", json!({"command": "printf 'y = BAD\\n' > b.py; exec sleep 300"})),
+        // Waits for the task's write (an event, not a time).
+        call("bash", json!({"command": "while [ ! -s b.py ]; do sleep 0.02; done"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    // `chat` keeps checkpoints: their look at what the task changed is what feeds the server.
+    let mut cmd = e.command(&mock, &ws);
+    cmd.args(["chat", "--yes"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"work\n").await.unwrap();
+    }
+    let o = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let want = "b.py:1:1: error: bad line (fake)";
+    // Seen at the end of round 1 (the task had written) or when round 2's command began: told once.
+    let told: Vec<usize> = (1..=2)
+        .filter(|n| diagnostics_block(&mock, *n).is_some_and(|b| block_lines(&b).iter().any(|l| l == want)))
+        .collect();
+    assert_eq!(told.len(), 1, "{:?} {:?}\n{}", user_texts(&mock, 1), user_texts(&mock, 2), show(&o));
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_file_a_shell_command_made_reaches_the_server_in_a_one_shot_run() {
