@@ -28,10 +28,16 @@ impl UserSaves {
 
 impl Checkpoints {
     /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
-    pub fn before_command(&mut self) {
+    /// Already armed (a background task runs): what changed since the last look is recorded first, not
+    /// taken into the copy unrecorded; those files are returned.
+    pub fn before_command(&mut self) -> Vec<PathBuf> {
+        let seen = match self.armed {
+            true => self.after_command(),
+            false => Vec::new(),
+        };
         self.user_saved.take();
         if self.cps.is_empty() {
-            return;
+            return seen;
         }
         // A copy still being made is finished here, at this thread's priority.
         if let Some(c) = &self.copy {
@@ -44,6 +50,7 @@ impl Checkpoints {
         }
         let marks = &self.marks;
         self.unflushed.retain(|k| scan.mark_of(k).as_ref() != marks.get(k));
+        seen
     }
 
     /// After a shell command: what it created, modified or deleted (relative paths), now recorded.

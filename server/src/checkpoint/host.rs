@@ -75,9 +75,9 @@ impl<H: Host> Host for Tracked<'_, H> {
         timeout: Duration,
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<ShellOutput, String> {
-        self.with(|c| c.before_command());
+        self.before_command();
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
-        let _after = AfterCommand(self.checkpoints, self.intel);
+        let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now());
         self.inner.run_command(command, timeout, sandbox).await
     }
 
@@ -91,14 +91,16 @@ impl<H: Host> Host for Tracked<'_, H> {
     }
 
     /// Records what the tasks changed since the last look (into the round's checkpoint), and keeps the
-    /// scan armed while one still runs.
+    /// scan armed while one still runs. What they changed counts as the round's changes for code
+    /// intelligence, as a shell command's do.
     fn background_seen(&self, running: bool) {
-        self.with(|c| match running {
-            true => c.before_command(),
-            false => {
-                c.after_command();
+        match running {
+            true if self.checkpoints.is_some() => self.before_command(),
+            _ => {
+                let changed = self.checkpoints.map(|c| locks::lock(c).after_command());
+                self.tell_intel(changed);
             }
-        });
+        }
         self.inner.background_seen(running);
     }
 }
@@ -106,11 +108,32 @@ impl<H: Host> Host for Tracked<'_, H> {
 impl<H: Host> Tracked<'_, H> {
     /// Arms the scan before a background command starts, so what it changes is recorded.
     pub fn arm(&self) {
-        self.with(|c| c.before_command());
+        self.before_command();
+    }
+
+    /// Arms the scan; what a running background task changed since the last look is recorded by it and
+    /// told to code intelligence.
+    fn before_command(&self) {
+        if let Some(c) = self.checkpoints {
+            let changed = locks::lock(c).before_command();
+            self.tell_intel(Some(changed));
+        }
+    }
+
+    /// Files changed outside the file tools (`None`: no checkpoints say which) fed to code intelligence.
+    fn tell_intel(&self, changed: Option<Vec<std::path::PathBuf>>) {
+        match (changed, self.intel) {
+            (Some(changed), Some(intel)) if !changed.is_empty() => intel.command_changed(&changed),
+            // Without checkpoints (`stepwise run`), at a background task's look: the files fed are looked
+            // at again (new files are looked for only after a shell command, whose start is known).
+            (None, Some(intel)) => intel.command_ran_untracked(None),
+            _ => {}
+        }
     }
 }
 
-struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel::Session>);
+/// The checkpoints, code intelligence and when the command started.
+struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel::Session>, std::time::SystemTime);
 
 impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
@@ -122,7 +145,7 @@ impl Drop for AfterCommand<'_> {
                 }
             }
             // No checkpoints (`stepwise run`): the files code intelligence was fed are looked at again.
-            (None, Some(intel)) => intel.command_ran_untracked(),
+            (None, Some(intel)) => intel.command_ran_untracked(Some(self.2)),
             (None, None) => {}
         }
     }

@@ -10,6 +10,7 @@ pub mod session;
 pub use crate::host::intelligence as source;
 pub mod text;
 pub mod tools;
+mod untracked;
 
 pub use session::Session;
 pub use source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Source, Written};

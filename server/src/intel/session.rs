@@ -31,6 +31,8 @@ pub struct Session {
     /// A hash of the text last fed for each file, to find what a command changed where no checkpoints
     /// follow the commands (`stepwise run`).
     fed: Mutex<HashMap<PathBuf, u64>>,
+    /// Files a command made that did not exist before it: their "before" is no errors at all.
+    created: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl Session {
@@ -44,6 +46,7 @@ impl Session {
             before: Mutex::default(),
             seen: Mutex::default(),
             fed: Mutex::default(),
+            created: Mutex::default(),
         }
     }
 
@@ -86,15 +89,28 @@ impl Session {
     }
 
     /// A shell command ran where no checkpoints say what it changed: the files fed before are looked at
-    /// again, and those whose text changed are fed like the file tools' (a new file the command made is
-    /// not seen; the `diagnostics` tool reads it from disk).
-    pub fn command_ran_untracked(&self) {
+    /// again, and those whose text changed are fed like the file tools'; files a server serves that the
+    /// command made or changed since `started` (`untracked::made_since`) are fed too: as new files (no
+    /// errors before) when the file system says they were born after `started`, else with their before
+    /// unknown (the source's first report of them is their before: nothing claimed as new).
+    pub fn command_ran_untracked(&self, started: Option<std::time::SystemTime>) {
         let known: Vec<PathBuf> = lock(&self.fed).keys().cloned().collect();
         for path in known {
             let Some(text) = disk_text(&path) else { continue };
             if lock(&self.fed).get(&path) != Some(&hash(&text)) {
                 self.wrote(&path, None, &text);
             }
+        }
+        let Some(started) = started else { return };
+        for (path, born) in super::untracked::made_since(&self.root, started, |p| self.source.covers(p)) {
+            if lock(&self.fed).contains_key(&path) {
+                continue;
+            }
+            let Some(text) = disk_text(&path) else { continue };
+            if born {
+                lock(&self.created).insert(path.clone());
+            }
+            self.wrote(&path, None, &text);
         }
     }
 
@@ -121,6 +137,7 @@ impl Session {
         let mut unchecked = Vec::new();
         let mut unread = Vec::new();
         let mut outside = 0;
+        let mut uncompared = Vec::new();
         for f in files {
             let Some(rel) = text::rel(&self.root, &f.path) else {
                 outside += f.diagnostics.iter().filter(|d| text::is_error(d)).count();
@@ -141,13 +158,27 @@ impl Session {
                 Some(t) => Some(t.to_string()),
                 None => read(host, &self.root, &rel).await,
             };
-            lines.extend(self.new_lines(&rel, &f, now_text.as_deref()));
+            // A file the round did not change, first reported after it: its errors may be older than the
+            // round (a server's first check of an unopened file), so they are not claimed as new.
+            let unknown = !texts.contains_key(&f.path) && f.before.is_none() && !lock(&self.seen).contains_key(&f.path);
+            let new = self.new_lines(&rel, &f, now_text.as_deref());
+            if unknown {
+                let n = f.diagnostics.iter().filter(|d| text::is_error(d)).count();
+                if n > 0 {
+                    uncompared.push(format!("{rel} ({n})"));
+                }
+            } else {
+                lines.extend(new);
+            }
             if f.dropped > 0 {
                 unread.push(text::unread_line(&rel, &f));
             }
         }
         if outside > 0 {
             lines.push(format!("({outside} errors in files outside the workspace not shown)"));
+        }
+        if !uncompared.is_empty() {
+            lines.push(uncompared_line(uncompared));
         }
         let mut all = text::capped(lines, "errors");
         all.extend(unread);
@@ -165,6 +196,8 @@ impl Session {
             let seen = lock(&self.seen);
             match seen.get(&f.path) {
                 Some(k) => k.clone(),
+                // Made by a command this round: nothing was there before.
+                None if lock(&self.created).remove(&f.path) => Vec::new(),
                 None => {
                     let before_text = lock(&self.before).get(&f.path).cloned().flatten();
                     f.before.iter().flatten().map(|d| text::key(before_text.as_deref(), d)).collect()
@@ -176,6 +209,17 @@ impl Session {
         lock(&self.seen).insert(f.path.clone(), now.into_iter().map(|(k, _)| k).collect());
         lines
     }
+}
+
+/// Files first reported after the round's changes that it did not change, named (at most 5) with their
+/// error counts: said, not compared.
+fn uncompared_line(files: Vec<String>) -> String {
+    let more = files.len().saturating_sub(5);
+    let mut named = files.into_iter().take(5).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        named.push_str(&format!(" and {more} more"));
+    }
+    format!("(errors in files the round did not change, first reported after it, not compared with before: {named})")
 }
 
 fn hash(text: &str) -> u64 {

@@ -29,8 +29,10 @@ struct Published {
     seq: u64,
     /// The file's first published diagnostics (the text it had before the agent wrote to it).
     first: Option<Vec<Diagnostic>>,
-    /// The ones before the latest.
+    /// The ones before the latest (`None`: the latest are its first).
     prev: Option<Vec<Diagnostic>>,
+    /// The event count of its first publish.
+    first_seq: u64,
     /// How many the latest publish held beyond those kept.
     dropped: usize,
 }
@@ -256,13 +258,17 @@ impl Running {
     }
 
     /// Files it published for after event `since` that it was not fed (the servers found them affected),
-    /// with their diagnostics before.
+    /// with their diagnostics before: `None` when it first reported the file after `since` (a first check
+    /// of an unopened file may report errors older than the change; there is nothing to compare with).
     pub fn affected_since(&self, since: u64) -> Vec<(PathBuf, Vec<Diagnostic>, Option<Vec<Diagnostic>>)> {
         let s = lock(&self.state);
         s.published
             .iter()
             .filter(|(p, pb)| pb.seq > since && !s.docs.contains_key(*p))
-            .map(|(p, pb)| (p.clone(), pb.diagnostics.clone(), Some(pb.prev.clone().unwrap_or_default())))
+            .map(|(p, pb)| {
+                let before = if pb.first_seq > since { None } else { pb.prev.clone() };
+                (p.clone(), pb.diagnostics.clone(), before)
+            })
             .collect()
     }
 
@@ -289,10 +295,15 @@ fn record(state: &Mutex<State>, path: PathBuf, version: Option<i32>, mut diagnos
         return;
     }
     let p = s.published.entry(path).or_default();
-    if p.first.is_none() {
-        p.first = Some(diagnostics.clone());
+    let earlier = std::mem::replace(&mut p.diagnostics, diagnostics.clone());
+    match p.first {
+        None => {
+            p.first = Some(diagnostics);
+            p.first_seq = seq;
+            p.prev = None;
+        }
+        Some(_) => p.prev = Some(earlier),
     }
-    p.prev = Some(std::mem::replace(&mut p.diagnostics, diagnostics));
     p.version = version;
     p.seq = seq;
     p.dropped = dropped;

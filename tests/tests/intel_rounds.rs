@@ -1,0 +1,102 @@
+//! What counts as a round's changes for the `<diagnostics>` block, through the real binary and a fake
+//! server (tests/intel/lines_server.py: an error on each line containing BAD): files a background task
+//! changed, a new file a shell command made where no checkpoints follow the commands (`stepwise run`), and
+//! a file the server reports for the first time after the change (not claimed as new errors).
+
+mod common;
+
+use std::time::Duration;
+
+use common::call;
+use serde_json::json;
+use stepwise_tests::intel::{block_lines, diagnostics_block, show, user_texts, Env};
+use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::TempDir;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_a_background_task_changed_counts_as_the_rounds_change() {
+    let ws = TempDir::new("intel-bg");
+    ws.write("m.py", "x = 1\n");
+    let mock = MockModel::start(vec![
+        // The task writes b.py and stays running (it ends with the session).
+        call("background_run", json!({"command": "printf 'y = BAD\\n' > b.py; exec sleep 300"})),
+        // Waits for the task's write (an event, not a time).
+        call("bash", json!({"command": "while [ ! -s b.py ]; do sleep 0.02; done"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    // `chat` keeps checkpoints: their look at what the task changed is what feeds the server.
+    let mut cmd = e.command(&mock, &ws);
+    cmd.args(["chat", "--yes"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"work\n").await.unwrap();
+    }
+    let o = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let want = "b.py:1:1: error: bad line (fake)";
+    // Seen at the end of round 1 (the task had written) or when round 2's command began: told once.
+    let told: Vec<usize> = (1..=2)
+        .filter(|n| diagnostics_block(&mock, *n).is_some_and(|b| block_lines(&b).iter().any(|l| l == want)))
+        .collect();
+    assert_eq!(told.len(), 1, "{:?} {:?}\n{}", user_texts(&mock, 1), user_texts(&mock, 2), show(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_file_a_shell_command_made_reaches_the_server_in_a_one_shot_run() {
+    let ws = TempDir::new("intel-new-file");
+    ws.write("m.py", "x = 1\n");
+    let probe = ws.join("m.py");
+    if std::fs::metadata(&probe).and_then(|m| m.created()).is_err() {
+        // Without birth times a made file cannot be told from a changed one: its errors are not claimed.
+        eprintln!("cannot be tried here: this file system keeps no birth times");
+        return;
+    }
+    let mock = MockModel::start(vec![
+        call("bash", json!({"command": "mkdir -p pkg && printf 'ok = 1\\nz = BAD\\n' > pkg/n.py"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the command\n{}", show(&o)));
+    assert_eq!(block_lines(&block), ["pkg/n.py:2:1: error: bad line (fake)"], "{block}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_of_a_file_first_reported_after_the_change_are_not_claimed_as_new() {
+    let ws = TempDir::new("intel-affected");
+    ws.write("m.py", "x = 1\n");
+    ws.write("other.py", "q = 1\n");
+    let mock = MockModel::start(vec![
+        // The change makes the server report other.py, never reported before, with an old error.
+        call("write_file", json!({"path": "m.py", "content": "x = 1  # AFFECT\ny = BAD\n"})),
+        // A second change: other.py was reported before this round; its error is not new.
+        call("write_file", json!({"path": "m.py", "content": "x = 2  # AFFECT\n"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after round 1\n{}", show(&o)));
+    assert_eq!(
+        block_lines(&block),
+        [
+            "m.py:2:1: error: bad line (fake)",
+            "(errors in files the round did not change, first reported after it, not compared with before: other.py (1))",
+        ],
+        "{block}"
+    );
+    assert_eq!(diagnostics_block(&mock, 2), None, "{:?}\n{}", user_texts(&mock, 2), show(&o));
+}
