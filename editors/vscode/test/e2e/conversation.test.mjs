@@ -63,8 +63,10 @@ step('a task typed into the view runs; the reply is drawn as markdown, the comma
   // The prompt shows as the user's turn; the streamed text as markdown.
   await frame.locator('.turn.user', { hasText: TASK }).waitFor({ timeout: LONG });
   await frame.locator('.assistant strong', { hasText: 'count' }).waitFor({ timeout: LONG });
-  const code = await frame.locator('.assistant pre code').first().textContent();
-  assert.match(code, /const lines = text\.split/);
+  // The reply is still streaming when its first words show: wait for the code block's whole line.
+  const block = frame.locator('.assistant pre code', { hasText: 'const lines = text.split' }).first();
+  await block.waitFor({ timeout: LONG });
+  assert.match(await block.textContent(), /const lines = text\.split\("\\n"\)\.length;/);
   assert.ok((await frame.locator('.assistant pre code .hljs-keyword').count()) > 0, 'the code block is highlighted');
   // Raw HTML from the model stays text: no img element, the tag shown as written.
   assert.equal(await frame.locator('.assistant img').count(), 0, 'no <img> from the model');
