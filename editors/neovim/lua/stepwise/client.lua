@@ -354,8 +354,10 @@ function M.stop(timeout)
   end
   stopping[client.id] = true
   util.stop(client)
+  -- Until the process has exited, not only until its pipe is closing (is_stopped): the server saves the
+  -- session and lets go of its checkpoints as it exits, and a server started next must find them final.
   local ok = vim.wait(timeout or 3000, function()
-    return util.is_stopped(client)
+    return util.is_stopped(client) and vim.lsp.get_client_by_id(client.id) == nil
   end, 20)
   if not ok then
     util.stop(client, true)
