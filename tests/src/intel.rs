@@ -95,6 +95,23 @@ impl Env {
         eprintln!("stepwise run took {:?}\n{}", started.elapsed(), show(&o));
         o
     }
+
+    /// `stepwise chat --yes` fed `input` (prompts and slash commands, a line each); its output when stdin's
+    /// end ends the chat.
+    pub async fn chat(&self, mock: &MockModel, ws: &TempDir, input: &[u8]) -> Output {
+        use std::process::Stdio;
+        use tokio::io::AsyncWriteExt;
+        let mut cmd = self.command(mock, ws);
+        cmd.args(["chat", "--yes"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("stepwise chat starts");
+        let mut stdin = child.stdin.take().expect("a piped stdin");
+        stdin.write_all(input).await.expect("the chat reads its input");
+        drop(stdin);
+        tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
+            .await
+            .expect("stepwise chat ends")
+            .expect("stepwise chat runs")
+    }
 }
 
 pub fn show(o: &Output) -> String {

@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{call, calls};
 use serde_json::json;
 use stepwise_tests::intel::{
@@ -71,18 +69,7 @@ async fn definition_references_and_rename_through_the_server_and_a_rewind_undoes
     .await;
     // One chat session: the task, then a rewind to the checkpoint before the rename's round.
     let e = Env::new(Some(&bin));
-    let mut cmd = e.command(&mock, &ws);
-    cmd.args(["chat", "--yes"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    {
-        use tokio::io::AsyncWriteExt;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"navigate\n/rewind 4 files\n").await.unwrap();
-    }
-    let o = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output()).await.unwrap().unwrap();
+    let o = e.chat(&mock, &ws, b"navigate\n/rewind 4 files\n").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(tool_result(&mock, 1), "lib.py:1: def greet(name):", "{}", show(&o));
     let refs = tool_result(&mock, 2);

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::call;
 use serde_json::json;
 use stepwise_tests::intel::{block_lines, diagnostics_block, show, user_texts, Env};
@@ -28,18 +26,7 @@ async fn a_file_a_background_task_changed_counts_as_the_rounds_change() {
     let e = Env::new(None);
     e.fake_server("lines", "lines_server.py", &[]);
     // `chat` keeps checkpoints: their look at what the task changed is what feeds the server.
-    let mut cmd = e.command(&mock, &ws);
-    cmd.args(["chat", "--yes"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    {
-        use tokio::io::AsyncWriteExt;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"work\n").await.unwrap();
-    }
-    let o = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output()).await.unwrap().unwrap();
+    let o = e.chat(&mock, &ws, b"work\n").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let want = "b.py:1:1: error: bad line (fake)";
     // Seen at the end of round 1 (the task had written) or when round 2's command began: told once.
