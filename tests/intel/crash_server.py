@@ -13,20 +13,16 @@ def crash():
     sys.exit(3)
 
 
-def handle(msg):
-    method = msg.get("method")
-    params = msg.get("params", {})
-    if method == "textDocument/didOpen":
-        doc = params["textDocument"]
-        if "\0" in doc["text"]:
-            crash()
-        lsp_frame.publish(doc["uri"], doc["version"], [])
-    elif method == "textDocument/didChange":
-        doc = params["textDocument"]
-        if not ONLY_NUL or any("\0" in c["text"] for c in params["contentChanges"]):
-            crash()
-        lsp_frame.publish(doc["uri"], doc["version"], [])
-    return False
+def opened(doc):
+    if "\0" in doc.text:
+        crash()
+    lsp_frame.publish(doc.uri, doc.version, [])
 
 
-lsp_frame.serve(handle)
+def changed(doc):
+    if not ONLY_NUL or "\0" in doc.text:
+        crash()
+    lsp_frame.publish(doc.uri, doc.version, [])
+
+
+lsp_frame.serve_documents(changed, on_open=opened)

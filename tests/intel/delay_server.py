@@ -12,19 +12,11 @@ DELAY = int(sys.argv[1]) / 1000.0
 LOG = open(sys.argv[2], "a", buffering=1)
 
 
-def handle(msg):
-    method = msg.get("method")
-    params = msg.get("params", {})
-    if method == "textDocument/didOpen":
-        doc = params["textDocument"]
-        lsp_frame.publish(doc["uri"], doc["version"], [])
-    elif method == "textDocument/didChange":
-        doc = params["textDocument"]
-        time.sleep(DELAY)
-        error = lsp_frame.diagnostic(0, 0, "checked version %d" % doc["version"], severity=2)
-        lsp_frame.publish(doc["uri"], doc["version"], [error])
-        LOG.write("%d %.6f\n" % (doc["version"], time.time()))
-    return False
+def changed(doc):
+    time.sleep(DELAY)
+    error = lsp_frame.diagnostic(0, 0, "checked version %d" % doc.version, severity=2)
+    lsp_frame.publish(doc.uri, doc.version, [error])
+    LOG.write("%d %.6f\n" % (doc.version, time.time()))
 
 
-lsp_frame.serve(handle)
+lsp_frame.serve_documents(changed)

@@ -8,16 +8,9 @@ import lsp_frame  # noqa: E402
 COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 
 
-def handle(msg):
-    method = msg.get("method")
-    if method == "textDocument/didOpen":
-        doc = msg["params"]["textDocument"]
-        lsp_frame.publish(doc["uri"], doc["version"], [])
-    elif method == "textDocument/didChange":
-        doc = msg["params"]["textDocument"]
-        flood = [lsp_frame.diagnostic(0, 0, "flood error %d" % i) for i in range(COUNT)]
-        lsp_frame.publish(doc["uri"], doc["version"], flood)
-    return False
+def flood(doc):
+    errors = [lsp_frame.diagnostic(0, 0, "flood error %d" % i) for i in range(COUNT)]
+    lsp_frame.publish(doc.uri, doc.version, errors)
 
 
-lsp_frame.serve(handle)
+lsp_frame.serve_documents(flood)

@@ -41,6 +41,44 @@ def diagnostic(line, character, message, severity=1):
     return {"range": {"start": pos, "end": pos}, "severity": severity, "message": message, "source": "fake"}
 
 
+class Document:
+    """A document a didOpen or didChange carries: its uri, version and whole text (the servers stepwise
+    starts are fed full text), and whether it was just opened."""
+
+    def __init__(self, uri, version, text, opened):
+        self.uri, self.version, self.text, self.opened = uri, version, text, opened
+
+
+def document(msg):
+    """The document of a didOpen or didChange; None for any other message."""
+    method = msg.get("method")
+    params = msg.get("params", {})
+    if method == "textDocument/didOpen":
+        doc = params["textDocument"]
+        return Document(doc["uri"], doc["version"], doc["text"], True)
+    if method == "textDocument/didChange":
+        doc = params["textDocument"]
+        return Document(doc["uri"], doc["version"], params["contentChanges"][-1]["text"], False)
+    return None
+
+
+def serve_documents(on_change, on_open=None, on_other=None, capabilities=None):
+    """`serve` for a server that reacts to documents: `on_change(doc)` for each change, `on_open(doc)`
+    for what a document is opened with (by default: publish no diagnostics for it), `on_other(msg)` for
+    any other message (returns False to leave a request answered with null)."""
+    def handle(msg):
+        doc = document(msg)
+        if doc is None:
+            return on_other(msg) if on_other else False
+        if doc.opened:
+            (on_open or (lambda d: publish(d.uri, d.version, [])))(doc)
+        else:
+            on_change(doc)
+        return True
+
+    serve(handle, capabilities)
+
+
 def serve(handle, capabilities=None):
     """Answers initialize with `capabilities` (full text sync by default), then calls `handle(msg)` for
     every other message; a request `handle` leaves unanswered (it returns False) is answered with null."""

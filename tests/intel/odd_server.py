@@ -9,30 +9,26 @@ import lsp_frame  # noqa: E402
 OUTSIDE = "file:///etc/passwd"
 
 
-def handle(msg):
-    method = msg.get("method")
-    params = msg.get("params", {})
-    if method == "textDocument/didOpen":
-        doc = params["textDocument"]
-        lsp_frame.publish(doc["uri"], doc["version"], [])
-    elif method == "textDocument/didChange":
-        doc = params["textDocument"]
-        lsp_frame.publish(OUTSIDE, None, [lsp_frame.diagnostic(0, 0, "outside error")])
-        lsp_frame.publish(doc["uri"], doc["version"], [
-            lsp_frame.diagnostic(40, 2, "far error"),
-            lsp_frame.diagnostic(0, 900, "wide error"),
-        ])
-    elif method == "textDocument/definition":
-        uri = params["textDocument"]["uri"]
-        here = uri.rsplit("/", 1)[0]
-        at = lambda line, ch: {"start": {"line": line, "character": ch}, "end": {"line": line, "character": ch}}
-        lsp_frame.reply(msg, [
-            {"uri": uri, "range": at(99, 0)},
-            {"uri": OUTSIDE, "range": at(0, 0)},
-            {"uri": here + "/../../../../../../etc/passwd", "range": at(0, 0)},
-        ])
-        return True
-    return False
+def changed(doc):
+    lsp_frame.publish(OUTSIDE, None, [lsp_frame.diagnostic(0, 0, "outside error")])
+    lsp_frame.publish(doc.uri, doc.version, [
+        lsp_frame.diagnostic(40, 2, "far error"),
+        lsp_frame.diagnostic(0, 900, "wide error"),
+    ])
 
 
-lsp_frame.serve(handle)
+def definition(msg):
+    if msg.get("method") != "textDocument/definition":
+        return False
+    uri = msg["params"]["textDocument"]["uri"]
+    here = uri.rsplit("/", 1)[0]
+    at = lambda line, ch: {"start": {"line": line, "character": ch}, "end": {"line": line, "character": ch}}
+    lsp_frame.reply(msg, [
+        {"uri": uri, "range": at(99, 0)},
+        {"uri": OUTSIDE, "range": at(0, 0)},
+        {"uri": here + "/../../../../../../etc/passwd", "range": at(0, 0)},
+    ])
+    return True
+
+
+lsp_frame.serve_documents(changed, on_other=definition)
