@@ -99,9 +99,15 @@ impl Env {
     /// `stepwise chat --yes` fed `input` (prompts and slash commands, a line each); its output when stdin's
     /// end ends the chat.
     pub async fn chat(&self, mock: &MockModel, ws: &TempDir, input: &[u8]) -> Output {
+        self.chat_with(mock, ws, &[], input).await
+    }
+
+    /// `chat` with `extra` variables.
+    pub async fn chat_with(&self, mock: &MockModel, ws: &TempDir, extra: &[(&str, &str)], input: &[u8]) -> Output {
         use std::process::Stdio;
         use tokio::io::AsyncWriteExt;
         let mut cmd = self.command(mock, ws);
+        cmd.envs(extra.iter().copied());
         cmd.args(["chat", "--yes"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("stepwise chat starts");
         let mut stdin = child.stdin.take().expect("a piped stdin");

@@ -1,7 +1,9 @@
 //! What counts as a round's changes for the `<diagnostics>` block, through the real binary and a fake
 //! server (tests/intel/lines_server.py: an error on each line containing BAD): files a background task
-//! changed, a new file a shell command made where no checkpoints follow the commands (`stepwise run`), and
-//! a file the server reports for the first time after the change (not claimed as new errors).
+//! changed, a new file a shell command made where no checkpoints follow the commands (`stepwise run`), a
+//! file the server reports for the first time after the change (not claimed as new errors), and the
+//! "before" of a file a shell command changed that no server was ever fed, taken from the checkpoints
+//! (and said as not compared when the server does not check it in time).
 
 mod common;
 
@@ -86,4 +88,66 @@ async fn errors_of_a_file_first_reported_after_the_change_are_not_claimed_as_new
         "{block}"
     );
     assert_eq!(diagnostics_block(&mock, 2), None, "{:?}\n{}", user_texts(&mock, 2), show(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_commands_new_error_in_a_file_never_opened_is_told_as_new_and_the_old_one_is_not() {
+    let ws = TempDir::new("intel-sed");
+    // An error already there (line 1); the server has never been fed this file.
+    ws.write("m.py", "a = BAD\nb = 1\n");
+    let mock = MockModel::start(vec![
+        // A shell command adds a second error (line 2): the checkpoints hold the text from before it.
+        call("bash", json!({"command": "sed -i 's/b = 1/b = BAD/' m.py"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    // `chat` keeps checkpoints.
+    let o = e.chat(&mock, &ws, b"work\n").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(std::fs::read_to_string(ws.join("m.py")).unwrap(), "a = BAD\nb = BAD\n");
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the command\n{}", show(&o)));
+    // The new error, as new; the old one (line 1) neither as new nor as "not compared".
+    assert_eq!(block_lines(&block), ["m.py:2:1: error: bad line (fake)"], "{block}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_whose_text_from_before_the_server_does_not_check_in_time_is_not_compared() {
+    let ws = TempDir::new("intel-sed-late");
+    ws.write("m.py", "a = BAD\nb = 1\n");
+    let mock =
+        MockModel::start(vec![call("bash", json!({"command": "sed -i 's/b = 1/b = BAD/' m.py"})), Step::text("done")])
+            .await;
+    let e = Env::new(None);
+    // It never checks what a document is opened with (the text from before): only the change.
+    e.fake_server("lines", "lines_server.py", &["--skip-open"]);
+    let o = e.chat_with(&mock, &ws, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "2000")], b"work\n").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the command\n{}", show(&o)));
+    // Neither error claimed as new: said, with the count, as not compared.
+    assert_eq!(
+        block_lines(&block),
+        ["(errors in files the round changed whose errors before it are not known, not compared with before: m.py (2))"],
+        "{block}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_file_a_file_tool_wrote_has_all_its_errors_new() {
+    let ws = TempDir::new("intel-new-by-tool");
+    // A Python file already there: the server serves this workspace.
+    ws.write("m.py", "x = 1\n");
+    let mock = MockModel::start(vec![
+        call("write_file", json!({"path": "n.py", "content": "ok = 1\nz = BAD\n"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(None);
+    e.fake_server("lines", "lines_server.py", &[]);
+    // The server never saw a text from before: there was none, so nothing was there to compare with.
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the write\n{}", show(&o)));
+    assert_eq!(block_lines(&block), ["n.py:2:1: error: bad line (fake)"], "{block}");
 }

@@ -106,3 +106,26 @@ impl Checkpoints {
         changed
     }
 }
+
+/// What a path held when the newest checkpoint was taken (the round's start), for code intelligence.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Held {
+    Bytes(Vec<u8>),
+    /// Nothing was there.
+    Nothing,
+}
+
+impl Checkpoints {
+    /// What `rel` held at the round's start, if the newest checkpoint kept it and it is at most `max`
+    /// bytes; `None`: not known (unchanged since, a link, not kept, too large, unreadable).
+    pub fn held_at_round_start(&self, rel: &Path, max: u64) -> Option<Held> {
+        let pre = self.cps.last()?.pre.get(&state::key_of(rel)?)?;
+        match pre {
+            Pre::Absent => Some(Held::Nothing),
+            Pre::File { hash, .. } if self.pack.len_of(hash).is_some_and(|n| n <= max) => {
+                self.pack.get(hash).ok().map(Held::Bytes)
+            }
+            _ => None,
+        }
+    }
+}

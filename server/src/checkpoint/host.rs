@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::Checkpoints;
 use crate::host::{Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
+use crate::intel::session::{Before, Held};
 use crate::locks;
 
 pub struct Tracked<'a, H> {
@@ -55,7 +56,8 @@ impl<H: Host> Host for Tracked<'_, H> {
         self.inner.apply_change(path, change, ctx).await?;
         self.with(|c| c.after_write(&path.rel, &change.new_text));
         if let Some(intel) = self.intel {
-            intel.wrote(&path.abs, change.old_text.as_deref(), &change.new_text);
+            let before = change.old_text.as_deref().map_or(Before::Absent, Before::Text);
+            intel.wrote(&path.abs, before, &change.new_text);
         }
         Ok(())
     }
@@ -122,14 +124,25 @@ impl<H: Host> Tracked<'_, H> {
 
     /// Files changed outside the file tools (`None`: no checkpoints say which) fed to code intelligence.
     fn tell_intel(&self, changed: Option<Vec<std::path::PathBuf>>) {
-        match (changed, self.intel) {
-            (Some(changed), Some(intel)) if !changed.is_empty() => intel.command_changed(&changed),
+        match (changed, self.intel, self.checkpoints) {
+            (Some(changed), Some(intel), Some(c)) if !changed.is_empty() => told(intel, &changed, c),
             // Without checkpoints (`stepwise run`), at a background task's look: the files fed are looked
             // at again (new files are looked for only after a shell command, whose start is known).
-            (None, Some(intel)) => intel.command_ran_untracked(None),
+            (None, Some(intel), _) => intel.command_ran_untracked(None),
             _ => {}
         }
     }
+}
+
+/// Code intelligence told what a command changed, with what each file held at the round's start (what the
+/// checkpoints kept), so a file no source had seen is compared with its text from before.
+fn told(intel: &crate::intel::Session, changed: &[std::path::PathBuf], checkpoints: &Mutex<Checkpoints>) {
+    intel.command_changed(changed, |rel| {
+        match locks::lock(checkpoints).held_at_round_start(rel, crate::intel::session::MAX_TEXT)? {
+            super::Held::Nothing => Some(Held::Nothing),
+            super::Held::Bytes(b) => crate::intel::session::text_of(b).map(Held::Text),
+        }
+    });
 }
 
 /// The checkpoints, code intelligence and when the command started.
@@ -141,7 +154,7 @@ impl Drop for AfterCommand<'_> {
             (Some(c), intel) => {
                 let changed = locks::lock(c).after_command();
                 if let Some(intel) = intel {
-                    intel.command_changed(&changed);
+                    told(intel, &changed, c);
                 }
             }
             // No checkpoints (`stepwise run`): the files code intelligence was fed are looked at again.

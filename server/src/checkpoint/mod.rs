@@ -63,7 +63,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::locks;
 
-pub use commands::UserSaves;
+pub use commands::{Held, UserSaves};
 pub use host::Tracked;
 pub use info::{Info, Meta};
 pub use limits::{Limits, DEFAULT_MB};

@@ -125,6 +125,14 @@ pub trait Intelligence: Send + Sync {
     /// server failed or did not answer in time).
     fn query(&self, q: Query) -> BoxFuture<'_, Result<Answer, String>>;
 
+    /// Whether `FileDiagnostics::before` is given for every file whose errors from before the agent's
+    /// first write the source learned (the servers stepwise starts open a file with its text from before
+    /// and wait for its check): then `None` means not known, and the engine compares nothing for the file.
+    /// An editor gives none: the engine compares with its own view, or counts every error as new.
+    fn knows_before(&self) -> bool {
+        false
+    }
+
     /// Lines the model is told once, in the next `<diagnostics>` block (a server crashed and was
     /// restarted). Taking them empties them.
     fn notices(&self) -> Vec<String> {

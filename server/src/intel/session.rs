@@ -17,6 +17,23 @@ use crate::locks::lock;
 pub const OPEN: &str = "<diagnostics>";
 pub const CLOSE: &str = "</diagnostics>";
 
+/// What a file held before the agent's write, as far as the writer knows.
+#[derive(Debug, Clone, Copy)]
+pub enum Before<'a> {
+    Text(&'a str),
+    /// A new file.
+    Absent,
+    /// Not known (a shell command's change where nothing kept the text from before it).
+    Unknown,
+}
+
+/// What a file held at the round's start, as the checkpoints kept it (`text_at_round_start`).
+pub enum Held {
+    Text(String),
+    /// No file was there.
+    Nothing,
+}
+
 pub struct Session {
     pub source: Source,
     pub mode: DiagnosticsMode,
@@ -57,13 +74,23 @@ impl Session {
 
     /// The agent wrote `text` to `path` (a file tool, a rename, or a shell command): the source starts on
     /// it now; the round's end waits for it.
-    pub fn wrote(&self, path: &Path, before: Option<&str>, text: &str) {
+    pub fn wrote(&self, path: &Path, before: Before<'_>, text: &str) {
         if !self.source.covers(path) {
             return;
         }
         lock(&self.fed).insert(path.to_path_buf(), hash(text));
+        let before: Option<Arc<str>> = match before {
+            Before::Text(t) => Some(Arc::from(t)),
+            // Nothing was there: no errors before (where the engine has no view of the file yet).
+            Before::Absent => {
+                if !lock(&self.seen).contains_key(path) {
+                    lock(&self.created).insert(path.to_path_buf());
+                }
+                None
+            }
+            Before::Unknown => None,
+        };
         let text: Arc<str> = Arc::from(text);
-        let before: Option<Arc<str>> = before.map(Arc::from);
         lock(&self.before).entry(path.to_path_buf()).or_insert_with(|| before.clone());
         {
             let mut round = lock(&self.round);
@@ -74,16 +101,26 @@ impl Session {
     }
 
     /// A shell command changed these files (relative paths, from the checkpoints): their text now, fed
-    /// like the file tools' (a file removed or unreadable is left out).
-    pub fn command_changed(&self, rel: &[PathBuf]) {
+    /// like the file tools' (a file removed or unreadable is left out). A file never fed before is fed
+    /// with what it held before the round (`held`: from the checkpoints; `None`: not known), so the
+    /// source knows its errors from before and those the command caused are new.
+    pub fn command_changed(&self, rel: &[PathBuf], held: impl Fn(&Path) -> Option<Held>) {
         tracing::debug!("a command changed {rel:?}");
         for r in rel {
             let path = self.root.join(r);
             if !self.source.covers(&path) {
                 continue;
             }
-            if let Some(text) = disk_text(&path) {
-                self.wrote(&path, None, &text);
+            let Some(text) = disk_text(&path) else { continue };
+            // Fed before: the source has its text from before this command.
+            if lock(&self.fed).contains_key(&path) {
+                self.wrote(&path, Before::Unknown, &text);
+                continue;
+            }
+            match held(r) {
+                Some(Held::Text(before)) => self.wrote(&path, Before::Text(&before), &text),
+                Some(Held::Nothing) => self.wrote(&path, Before::Absent, &text),
+                None => self.wrote(&path, Before::Unknown, &text),
             }
         }
     }
@@ -92,13 +129,13 @@ impl Session {
     /// again, and those whose text changed are fed like the file tools'; files a server serves that the
     /// command made or changed since `started` (`untracked::made_since`) are fed too: as new files (no
     /// errors before) when the file system says they were born after `started`, else with their before
-    /// unknown (the source's first report of them is their before: nothing claimed as new).
+    /// unknown (their errors are said as not compared, none claimed as new).
     pub fn command_ran_untracked(&self, started: Option<std::time::SystemTime>) {
         let known: Vec<PathBuf> = lock(&self.fed).keys().cloned().collect();
         for path in known {
             let Some(text) = disk_text(&path) else { continue };
             if lock(&self.fed).get(&path) != Some(&hash(&text)) {
-                self.wrote(&path, None, &text);
+                self.wrote(&path, Before::Unknown, &text);
             }
         }
         let Some(started) = started else { return };
@@ -107,10 +144,7 @@ impl Session {
                 continue;
             }
             let Some(text) = disk_text(&path) else { continue };
-            if born {
-                lock(&self.created).insert(path.clone());
-            }
-            self.wrote(&path, None, &text);
+            self.wrote(&path, if born { Before::Absent } else { Before::Unknown }, &text);
         }
     }
 
@@ -158,14 +192,19 @@ impl Session {
                 Some(t) => Some(t.to_string()),
                 None => read(host, &self.root, &rel).await,
             };
-            // A file the round did not change, first reported after it: its errors may be older than the
-            // round (a server's first check of an unopened file), so they are not claimed as new.
-            let unknown = !texts.contains_key(&f.path) && f.before.is_none() && !lock(&self.seen).contains_key(&f.path);
+            // Errors from before the round not known: its errors may be older than the round, so they are
+            // not claimed as new. A file the round did not change, first reported after it (a server's
+            // first check of an unopened file); or one it changed whose errors before the source could
+            // not learn (a server that did not check the text from before in time, or never had it).
+            let changed = texts.contains_key(&f.path);
+            let known =
+                f.before.is_some() || lock(&self.seen).contains_key(&f.path) || lock(&self.created).contains(&f.path);
+            let unknown = !known && (!changed || self.source.knows_before());
             let new = self.new_lines(&rel, &f, now_text.as_deref());
             if unknown {
                 let n = f.diagnostics.iter().filter(|d| text::is_error(d)).count();
                 if n > 0 {
-                    uncompared.push(format!("{rel} ({n})"));
+                    uncompared.push((changed, format!("{rel} ({n})")));
                 }
             } else {
                 lines.extend(new);
@@ -177,8 +216,11 @@ impl Session {
         if outside > 0 {
             lines.push(format!("({outside} errors in files outside the workspace not shown)"));
         }
-        if !uncompared.is_empty() {
-            lines.push(uncompared_line(uncompared));
+        let (changed, affected): (Vec<_>, Vec<_>) = uncompared.into_iter().partition(|(changed, _)| *changed);
+        for (files, which) in [(changed, CHANGED), (affected, AFFECTED)] {
+            if !files.is_empty() {
+                lines.push(uncompared_line(files.into_iter().map(|(_, f)| f).collect(), which));
+            }
         }
         let mut all = text::capped(lines, "errors");
         all.extend(unread);
@@ -211,15 +253,19 @@ impl Session {
     }
 }
 
-/// Files first reported after the round's changes that it did not change, named (at most 5) with their
-/// error counts: said, not compared.
-fn uncompared_line(files: Vec<String>) -> String {
+/// The files an uncompared line is about.
+const CHANGED: &str = "files the round changed whose errors before it are not known";
+const AFFECTED: &str = "files the round did not change, first reported after it";
+
+/// Files whose errors are not compared with before (`which`: `CHANGED` or `AFFECTED`), named (at most 5)
+/// with their error counts.
+fn uncompared_line(files: Vec<String>, which: &str) -> String {
     let more = files.len().saturating_sub(5);
     let mut named = files.into_iter().take(5).collect::<Vec<_>>().join(", ");
     if more > 0 {
         named.push_str(&format!(" and {more} more"));
     }
-    format!("(errors in files the round did not change, first reported after it, not compared with before: {named})")
+    format!("(errors in {which}, not compared with before: {named})")
 }
 
 fn hash(text: &str) -> u64 {
@@ -229,14 +275,22 @@ fn hash(text: &str) -> u64 {
     h.finish()
 }
 
+/// The largest file fed to a source.
+pub const MAX_TEXT: u64 = 4 << 20;
+
 /// A file's text as a command left it: a regular file, not too large; a binary one is not fed to a server
 /// (the `diagnostics` tool says why).
 fn disk_text(path: &Path) -> Option<String> {
     let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > 4 << 20 {
+    if !meta.is_file() || meta.len() > MAX_TEXT {
         return None;
     }
-    std::fs::read_to_string(path).ok().filter(|t| !t.contains('\0'))
+    text_of(std::fs::read(path).ok()?)
+}
+
+/// Bytes as text for a source: UTF-8, not binary.
+pub fn text_of(bytes: Vec<u8>) -> Option<String> {
+    String::from_utf8(bytes).ok().filter(|t| !t.contains('\0'))
 }
 
 fn block(lines: Vec<String>) -> Option<String> {

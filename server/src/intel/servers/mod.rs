@@ -17,6 +17,7 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use super::source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Written};
+use crate::intel::session::MAX_TEXT;
 use crate::locks::lock;
 use server::Running;
 use spec::Spec;
@@ -25,8 +26,6 @@ use spec::Spec;
 pub const FIRST_WAIT: Duration = Duration::from_secs(10);
 /// The shortest a learned wait gets: a warm server that answered in 50 ms may need more on a big change.
 const MIN_WAIT: Duration = Duration::from_secs(2);
-/// The largest file fed to a server.
-const MAX_TEXT: u64 = 4 << 20;
 
 /// The question whether `names` may run in `root` with the user's rights (no sandbox holds them), the
 /// same in every adapter.
@@ -71,6 +70,9 @@ struct Inner {
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     /// The agent's latest text of each file it wrote, with the text before its first write.
     written: Mutex<HashMap<PathBuf, Wrote>>,
+    /// Files a server opened without knowing their diagnostics from before the agent's write (no text
+    /// from before, or its check of that text did not come in time): nothing to compare with.
+    uncompared: Mutex<std::collections::HashSet<PathBuf>>,
     notices: Mutex<Vec<String>>,
 }
 
@@ -88,6 +90,7 @@ impl Servers {
             max_wait: max_wait.min(FIRST_WAIT),
             slots: Mutex::default(),
             written: Mutex::default(),
+            uncompared: Mutex::default(),
             notices: Mutex::default(),
         }))
     }
@@ -131,6 +134,15 @@ impl Servers {
             }
         }
         found
+    }
+
+    /// How long a round waits on the server of `slot`: the first wait (its start included) the longest,
+    /// later ones learned from how long it took.
+    fn wait(&self, slot: &Slot) -> Duration {
+        match (slot.learned, &slot.running) {
+            (Some(l), Some(_)) => (l * 4).max(MIN_WAIT).min(self.0.max_wait),
+            _ => self.0.max_wait,
+        }
     }
 
     fn spec_for(&self, path: &Path) -> Option<Arc<Spec>> {
@@ -193,14 +205,26 @@ impl Servers {
     }
 
     /// Feeds `path` to `r`: the text the agent wrote (opened first with the text before, waited for, so
-    /// the diagnostics from before are known), else what the disk holds.
+    /// the diagnostics from before are known), else what the disk holds. The wait for the text before
+    /// takes at most half the time left to `deadline`: the other half is for the agent's text.
     async fn feed(&self, r: &Running, path: &Path, deadline: Instant) -> Result<(), String> {
         let wrote = lock(&self.0.written).get(path).cloned();
         match wrote {
             Some((before, text)) => {
-                if let (false, Some(before)) = (r.has(path), before) {
-                    r.sync(path, before);
-                    r.settle(path, deadline).await;
+                if !r.has(path) {
+                    let known = match before {
+                        Some(before) => {
+                            r.sync(path, before);
+                            let now = Instant::now();
+                            r.settle(path, now + deadline.saturating_duration_since(now) / 2).await
+                        }
+                        None => false,
+                    };
+                    let mut uncompared = lock(&self.0.uncompared);
+                    match known {
+                        true => uncompared.remove(path),
+                        false => uncompared.insert(path.to_path_buf()),
+                    };
                 }
                 r.sync(path, text);
             }
@@ -228,11 +252,7 @@ impl Servers {
         let slot = self.slot(&spec.name);
         let mut slot = slot.lock().await;
         let cold = slot.running.is_none() || slot.learned.is_none();
-        let wait = match slot.learned {
-            Some(l) if !cold => (l * 4).max(MIN_WAIT).min(self.0.max_wait),
-            _ => self.0.max_wait,
-        };
-        let deadline = started + wait;
+        let deadline = started + self.wait(&slot);
         let r = match self.running(&spec, &mut slot, deadline).await {
             Ok(r) => r,
             Err(why) => return report(Checked::Failed(why)),
@@ -259,6 +279,7 @@ impl Servers {
             Checked::No { who: spec.name.clone(), waited: started.elapsed() }
         };
         let (diagnostics, before, dropped) = r.diagnostics(path);
+        let before = before.filter(|_| !lock(&self.0.uncompared).contains(path));
         FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked, dropped }
     }
 }
@@ -300,7 +321,8 @@ impl Intelligence for Servers {
             let Some(spec) = this.spec_for(&w.path) else { return };
             let slot = this.slot(&spec.name);
             let mut slot = slot.lock().await;
-            let deadline = Instant::now() + this.0.max_wait;
+            // The round's wait is bounded by this same deadline: its check of the text from before too.
+            let deadline = Instant::now() + this.wait(&slot);
             if let Ok(r) = this.running(&spec, &mut slot, deadline).await {
                 if slot.since.is_none() {
                     slot.since = Some(r.seq());
@@ -373,6 +395,10 @@ impl Intelligence for Servers {
             answer::ask(&r, &q, self.0.max_wait).await.map_err(|e| format!("{}: {e}", spec.name))
         }
         .boxed()
+    }
+
+    fn knows_before(&self) -> bool {
+        true
     }
 
     fn notices(&self) -> Vec<String> {
