@@ -2,7 +2,8 @@
 //! tests/intel/setup.sh into ~/.cache/stepwise-tools/intel), through `stepwise run` and the scripted mock
 //! model: what the model is told after an edit, and navigation and rename through the server. A server
 //! that never answers and one that crashes are tiny fake servers (tests/intel/*.py); the other faults are
-//! in intel_faults.rs.
+//! in intel_faults.rs. A shell command's change to a file pylsp never saw is compared with its text from
+//! before, which the checkpoints of `stepwise chat` kept.
 
 mod common;
 
@@ -205,4 +206,22 @@ async fn a_fix_made_by_a_shell_command_reaches_the_server_in_a_one_shot_run() {
     assert_eq!(std::fs::read_to_string(ws.join("m.py")).unwrap(), "x = 1\ny = 2\n");
     assert_eq!(diagnostics_block(&mock, 2), None, "{}", show(&o));
     assert_eq!(tool_result(&mock, 3), "No diagnostics.", "the server still has the text before the command");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_commands_new_error_in_a_file_pylsp_never_saw_is_new_and_the_old_one_is_not() {
+    // `chat` keeps checkpoints: the text m.py had before the command reaches pylsp first.
+    let bin = pylsp_bin();
+    let ws = TempDir::new("intel-py-sed");
+    ws.write("m.py", "x = undefined_old\ny = 1\n");
+    let mock = MockModel::start(vec![
+        call("bash", json!({"command": "sed -i 's/y = 1/y = undefined_new/' m.py"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(Some(&bin));
+    let o = e.chat(&mock, &ws, b"work\n").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the command\n{}", show(&o)));
+    assert_eq!(block_lines(&block), ["m.py:2:5: error: undefined name 'undefined_new' (pyflakes)"], "{block}");
 }
