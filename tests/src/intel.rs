@@ -109,14 +109,17 @@ impl Env {
         let mut cmd = self.command(mock, ws);
         cmd.envs(extra.iter().copied());
         cmd.args(["chat", "--yes"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let started = Instant::now();
         let mut child = cmd.spawn().expect("stepwise chat starts");
         let mut stdin = child.stdin.take().expect("a piped stdin");
         stdin.write_all(input).await.expect("the chat reads its input");
         drop(stdin);
-        tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
+        let o = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
             .await
             .expect("stepwise chat ends")
-            .expect("stepwise chat runs")
+            .expect("stepwise chat runs");
+        eprintln!("stepwise chat took {:?}\n{}", started.elapsed(), show(&o));
+        o
     }
 }
 
