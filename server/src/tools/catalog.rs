@@ -72,6 +72,11 @@ pub struct Tool {
     schema: fn() -> Value,
 }
 
+/// The input of `bash` and `background_run`: one shell command (the seed's `bash` schema).
+fn command_schema() -> Value {
+    json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
+}
+
 pub const BASH: Tool = Tool {
     name: "bash",
     title: "Run",
@@ -81,7 +86,7 @@ pub const BASH: Tool = Tool {
     asks: Asks::Always,
     style: None,
     description: "Run a shell command.",
-    schema: || json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+    schema: command_schema,
 };
 
 pub const READ_FILE: Tool = Tool {
@@ -176,7 +181,7 @@ pub const BACKGROUND_RUN: Tool = Tool {
     asks: Asks::Always,
     style: None,
     description: "Run a shell command in the background (a dev server, a watcher, a long build); returns its task id at once. Tasks that end are reported before your next step.",
-    schema: || json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+    schema: command_schema,
 };
 
 pub const CHECK_BACKGROUND: Tool = Tool {
@@ -399,6 +404,13 @@ mod tests {
 
     fn names(specs: &[ToolSpec]) -> Vec<&str> {
         specs.iter().map(|s| s.name.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_background_command_takes_the_same_input_as_bash() {
+        let seed = serde_json::json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]});
+        assert_eq!(BASH.spec().input_schema, seed);
+        assert_eq!(BACKGROUND_RUN.spec().input_schema, seed);
     }
 
     #[test]
