@@ -88,21 +88,28 @@ impl Policy {
     }
 }
 
+/// The unit tests' policy: workspace-write in `/w`, temporary folder `/t`, the user's `/cache` writable,
+/// no network, no keeper.
+#[cfg(test)]
+pub(super) fn example() -> Policy {
+    Policy {
+        root: "/w".into(),
+        tmp: "/t".into(),
+        write: true,
+        network: false,
+        writable: vec!["/cache".into()],
+        keeper: None,
+        netns: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn caches_go_to_the_private_folder_and_the_workspace_is_writable_only_in_workspace_write() {
-        let p = Policy {
-            root: "/w".into(),
-            tmp: "/t".into(),
-            write: true,
-            network: false,
-            writable: vec!["/cache".into()],
-            keeper: None,
-            netns: None,
-        };
+        let p = example();
         let env = p.env();
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("TMPDIR"), Some("/t".into()));

@@ -166,18 +166,7 @@ pub enum Escalation {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn policy() -> Policy {
-        Policy {
-            root: "/w".into(),
-            tmp: "/t".into(),
-            write: true,
-            network: false,
-            writable: vec!["/cache".into()],
-            keeper: None,
-            netns: None,
-        }
-    }
+    use crate::host::policy::example as policy;
 
     #[test]
     fn the_path_in_the_error_is_held_against_the_policy() {
