@@ -1,5 +1,6 @@
 //! Background commands from the command line: nothing of a task outlives `stepwise run`, a `kill -9` of
-//! stepwise, or chat; chat's `/jobs` and `/kill ID`.
+//! stepwise, or chat; chat's `/jobs` and `/kill ID`; the line a task's end prints, with what the sandbox
+//! stopped when it stopped the task.
 
 mod common;
 
@@ -167,5 +168,56 @@ async fn chat_says_when_a_task_ends_between_prompts() {
     assert_eq!(mock.requests().len(), asked, "the model was asked about the task's end");
     drop(stdin);
     let status = tokio::time::timeout(limit, child.wait()).await.expect("chat hung").unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_task_the_sandbox_stopped_says_what_it_stopped() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    if let Err(why) = stepwise::host::sandbox::availability(false) {
+        eprintln!("CANNOT TRY: the sandbox cannot start here ({why})");
+        return;
+    }
+    let outside = TempDir::new("bg-cli-outside");
+    let target = outside.join("x.txt");
+    let command = format!("echo start; echo hi > {}", target.display());
+    let mock = MockModel::start(vec![call("background_run", json!({"command": command})), Step::text("started")]).await;
+    let ws = TempDir::new("bg-cli-sandbox");
+    let mut cmd = stepwise(ws.path(), &mock);
+    cmd.env("STEPWISE_SANDBOX", "workspace-write").args(["chat", "--yes"]).stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    stdin.write_all(b"write outside\n").await.unwrap();
+    // The end's line, then the sandbox's note under it.
+    let said = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut seen = Vec::new();
+        while let Some(line) = err.next_line().await.unwrap() {
+            if seen.last().is_some_and(|l: &String| l.starts_with("stepwise: bg-1 ")) {
+                return (seen.pop().unwrap(), line);
+            }
+            seen.push(line);
+        }
+        panic!("chat ended without saying the task ended: {seen:?}");
+    })
+    .await
+    .expect("the task's end was not said");
+    // (The command is cut at 60 characters.)
+    assert!(said.0.starts_with("stepwise: bg-1 exited 1 (echo start; echo hi > /"), "{}", said.0);
+    let note = format!(
+        "  [sandbox: the command was stopped by the sandbox (it stopped a write to {}, outside the folders it may write;",
+        target.display()
+    );
+    assert!(said.1.starts_with(&note), "{}", said.1);
+    assert!(
+        said.1.ends_with(
+            "a background task is not offered to run outside the sandbox: do it another way, or ask the user]"
+        ),
+        "{}",
+        said.1
+    );
+    assert!(!target.exists(), "the write outside the workspace happened");
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("chat hung").unwrap();
     assert_eq!(status.code(), Some(0));
 }

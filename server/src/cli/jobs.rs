@@ -31,7 +31,8 @@ pub(super) async fn kill(ws: &Workspace, id: &str) {
     }
 }
 
-/// Prints a line on stderr when a task ends, for as long as the workspace lives.
+/// Prints a line on stderr when a task ends (and what the sandbox stopped, when it stopped it), for as
+/// long as the workspace lives.
 pub(super) fn watch(ws: &Arc<Workspace>) -> tokio::task::JoinHandle<()> {
     let mut rx = ws.background().subscribe();
     let ws = Arc::downgrade(ws);
@@ -42,6 +43,10 @@ pub(super) fn watch(ws: &Arc<Workspace>) -> tokio::task::JoinHandle<()> {
             for t in ws.background().views() {
                 if !t.running && shown.insert(t.id.clone()) {
                     eprintln!("stepwise: {} {} ({})", t.id, t.state, truncate_chars(&t.command, 60));
+                    // What the sandbox stopped, as the model reads it and the editors show it.
+                    if let Some(note) = ws.background().find(&t.id).and_then(|t| t.stop_note()) {
+                        eprintln!("  {note}");
+                    }
                 }
             }
         }
