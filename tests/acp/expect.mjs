@@ -1,7 +1,7 @@
 // What an acpx run must show, read from its transcript (acpx --format json: both directions, one JSON-RPC
 // message a line) and from what the mock model was sent.
 //
-//   node expect.mjs approve|deny TRANSCRIPT MOCK_RECORD WORKSPACE
+//   node expect.mjs approve|deny|background TRANSCRIPT MOCK_RECORD WORKSPACE
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -77,6 +77,24 @@ if (scenario === "approve") {
   check(!existsSync(join(ws, "marker.txt")), "the denied command did not run");
   check(of("tool_call_update")[0]?.status === "failed", "the denied call is failed");
   check(sent.length === 2, "the turn went on after the denial");
+} else if (scenario === "background") {
+  // The model's call, then the task as a tool call of its own, shown before the turn's answer (acpx exec
+  // leaves once the turn ends; the task ends with the agent).
+  const calls = of("tool_call");
+  check(calls[0]?.title === "Run in background echo serving; exec sleep 300", `the model's call (${calls[0]?.title})`);
+  const task = calls.find((c) => c.toolCallId.startsWith("background-bg-1-"));
+  check(task !== undefined, `the task is its own tool call (${calls.map((c) => c.toolCallId)})`);
+  check(task?.kind === "execute" && task?.status === "in_progress", `running, as an execute call (${task?.kind}, ${task?.status})`);
+  check(task?.title === "Run in background echo serving; exec sleep 300 (bg-1)", `titled with its id (${task?.title})`);
+  check(eq(task?.rawInput, { command: "echo serving; exec sleep 300", taskId: "bg-1" }), "its command and id");
+  const shownAt = messages.findIndex((m) => m.params?.update?.toolCallId === task?.toolCallId);
+  const answeredAt = messages.findIndex((m) => m.id === prompt?.id && m.method === undefined);
+  check(shownAt >= 0 && shownAt < answeredAt, `shown before the turn's answer (${shownAt} < ${answeredAt})`);
+  check(toolResults.some((r) => String(r.content).startsWith("Background task bg-1 started")), "the model reads the task's id");
+  // It runs under stepwise's guard, never in one of acpx's terminals.
+  const terminals = messages.filter((m) => m.method?.startsWith("terminal/")).map((m) => m.method);
+  check(terminals.length === 0, `no client terminal (${terminals})`);
+  check(asked.length === 1 && asked[0].params.toolCall.toolCallId === calls[0].toolCallId, "the command asked first");
 } else {
   check(false, `unknown scenario ${scenario}`);
 }

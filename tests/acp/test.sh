@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `stepwise acp` against ACP clients the project did not write, and the mock model:
 #   - acpx (npm) with --approve-all (acpx offers terminals: the shell command runs in one of acpx's),
+#     a background task (its own tool call, shown before the turn ends, never in acpx's terminals),
 #     --deny-all and its default policy without a terminal;
 #   - the official TypeScript SDK's client (sdk-client.mjs): cancel mid shell command, then session/load
 #     in a new agent process, a prompt that continues the session, /compact, session/list and close.
@@ -96,6 +97,12 @@ if node "$WORK/validate.mjs" "$WORK/broken.jsonl" > "$WORK/broken.out" 2>&1; the
 fi
 grep -q "must have required property 'title'" "$WORK/broken.out"
 echo "validate: rejected, as it should"
+
+echo "-- acpx --approve-all, a background task"
+scenario background background.json
+acpx_exec 0 --approve-all exec "start the server"
+node "$WORK/expect.mjs" background "$DIR/transcript.jsonl" "$DIR/model.jsonl" "$DIR/ws"
+node "$WORK/validate.mjs" "$DIR/transcript.jsonl"
 
 echo "-- acpx --deny-all"
 scenario deny deny.json

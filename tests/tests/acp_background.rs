@@ -39,12 +39,16 @@ async fn a_task_is_shown_as_a_tool_call_with_its_output_and_its_end_after_the_tu
         other => panic!("unexpected request {other}: {params}"),
     });
     let sid = client.new_session(agent.ws.path()).await;
-    let (resp, _) = client.prompt(&sid, "start the server").await;
+    let (resp, updates) = client.prompt(&sid, "start the server").await;
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
 
-    // Announced as its own call, running, and its output shown (in the turn or just after it).
-    let first = client.until(is_task_update).await;
-    let u = &first["params"]["update"];
+    // Announced as its own call, running, before the turn's answer (a client that leaves once the turn
+    // ends still sees it), and its output shown (in the turn or just after it).
+    let first = updates
+        .iter()
+        .find(|u| u["toolCallId"].as_str().is_some_and(|id| id.starts_with("background-bg-1-")))
+        .unwrap_or_else(|| panic!("the task was not shown before the turn's answer: {updates:?}"));
+    let u = first;
     assert_eq!(u["sessionUpdate"], "tool_call", "{u}");
     assert_eq!(u["kind"], "execute", "{u}");
     assert_eq!(u["status"], "in_progress", "{u}");

@@ -25,6 +25,10 @@ use crate::background::{State, Task};
 /// At most this often a running task's output is shown again.
 const EVERY: Duration = Duration::from_millis(100);
 
+/// What the client was last shown of each task of a session (by id).
+#[derive(Default)]
+pub(crate) struct Seen(std::sync::Mutex<HashMap<String, Shown>>);
+
 /// What the client was last shown of one task.
 struct Shown {
     call_id: String,
@@ -42,15 +46,10 @@ pub(crate) fn watch(conn: &Conn, session: &Arc<AcpSession>) {
     let mut rx = session.ws.background().subscribe();
     let (weak, conn) = (Arc::downgrade(session), conn.clone());
     tokio::spawn(async move {
-        let mut shown: HashMap<String, Shown> = HashMap::new();
         loop {
             {
                 let Some(session) = weak.upgrade() else { return };
-                let tasks = session.ws.background().list();
-                shown.retain(|id, _| tasks.iter().any(|t| &t.id == id));
-                for task in tasks {
-                    show(&conn, &session.id, &mut shown, &task);
-                }
+                show_all(&conn, &session);
             }
             // Every change since the pass above wakes this once; the pause bounds the rate.
             if rx.changed().await.is_err() {
@@ -59,6 +58,18 @@ pub(crate) fn watch(conn: &Conn, session: &Arc<AcpSession>) {
             tokio::time::sleep(EVERY).await;
         }
     });
+}
+
+/// Sends what changed about `session`'s tasks since the client last saw them: by the watcher, and at the
+/// end of each prompt before its answer, so a task the turn started is shown even to a client that goes
+/// away once the turn ends (`acpx exec`).
+pub(crate) fn show_all(conn: &Conn, session: &AcpSession) {
+    let tasks = session.ws.background().list();
+    let mut shown = crate::locks::lock(&session.background_seen.0);
+    shown.retain(|id, _| tasks.iter().any(|t| &t.id == id));
+    for task in tasks {
+        show(conn, &session.id, &mut shown, &task);
+    }
 }
 
 /// Sends what changed about `task` since it was last shown: its announcement, newer output, its end.

@@ -212,9 +212,12 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 let fs = a4.fs();
                 let conn = cx.clone();
                 cx.spawn(async move {
+                    let (shown, to) = (session.clone(), conn.clone());
                     // A panic in the run must not take the connection down: it answers this prompt only.
                     let run = prompt::run(session, conn, fs, text, ticket);
                     let answer = guarded(run).await.unwrap_or_else(|why| Err(panicked(why)));
+                    // The tasks the turn started or ended, shown before its answer.
+                    background::show_all(&to, &shown);
                     // The client may be gone; nothing more to do for this prompt either way.
                     let _ = responder.respond_with_result(answer);
                     Ok(())

@@ -23,12 +23,21 @@ pub(crate) struct AcpSession {
     mode: Mutex<Mode>,
     /// Its background tasks are shown to the client (acp/background.rs) by a watcher already.
     pub background_shown: std::sync::atomic::AtomicBool,
+    /// What the client was shown of each of its background tasks.
+    pub background_seen: super::background::Seen,
 }
 
 impl AcpSession {
     fn new(id: String, ws: Arc<Workspace>) -> AcpSession {
         let mode = ws.configured_mode();
-        AcpSession { id, ws, mcp: Default::default(), mode: Mutex::new(mode), background_shown: Default::default() }
+        AcpSession {
+            id,
+            ws,
+            mcp: Default::default(),
+            mode: Mutex::new(mode),
+            background_shown: Default::default(),
+            background_seen: Default::default(),
+        }
     }
 
     pub fn mode(&self) -> Mode {
