@@ -1,5 +1,6 @@
 //! The checkpoint hooks as the engine uses them: `Tracked` around a host (file changes and shell
-//! commands, a cancelled command included), and which files a scan follows (ignore rules as ripgrep).
+//! commands, a cancelled command included), which files a scan follows (ignore rules as ripgrep), and what
+//! a path held at the round's start (code intelligence's "before" of a file a command changed).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,4 +72,29 @@ async fn ignore_rules_follow_ripgrep_nested_negated_and_from_the_repository_abov
     let mut changed = cp.after_command();
     changed.sort();
     assert_eq!(changed, paths(&["a.log", "sub/b.txt", "sub/keep.log"]));
+}
+
+#[tokio::test]
+async fn what_a_path_held_at_the_rounds_start_is_known_for_what_a_command_changed() {
+    use stepwise::checkpoint::Held;
+    let dir = TempDir::new("cp-held");
+    dir.write("a.txt", "a0\n");
+    dir.write("big.txt", &"x".repeat(100));
+    dir.write("same.txt", "s\n");
+    let state = TempDir::new("cp-held-state");
+    let mut cp = Checkpoints::open(Some(state.path()), dir.path(), Limits::default()).unwrap();
+    cp.take(Meta::default(), &Session::default()).unwrap();
+    cp.before_command();
+    let command = "echo a1 > a.txt && echo new > n.txt && echo y > big.txt";
+    let out = run_shell(dir.path(), command, Duration::from_secs(30)).await.unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    cp.after_command();
+    let held = |p: &str, max: u64| cp.held_at_round_start(std::path::Path::new(p), max);
+    assert_eq!(held("a.txt", 1000), Some(Held::Bytes(b"a0\n".to_vec())));
+    assert_eq!(held("n.txt", 1000), Some(Held::Nothing));
+    // Larger than asked for, unchanged since the round's start, outside the workspace: not known.
+    assert_eq!(held("big.txt", 99), None);
+    assert_eq!(held("big.txt", 100), Some(Held::Bytes(vec![b'x'; 100])));
+    assert_eq!(held("same.txt", 1000), None);
+    assert_eq!(held("../a.txt", 1000), None);
 }
