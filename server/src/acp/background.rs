@@ -17,25 +17,13 @@ use agent_client_protocol::v1::schema::{
 use serde_json::json;
 
 use super::events::send;
-use super::sessions::AcpSession;
+use super::sessions::{AcpSession, Shown};
 use super::tool_calls;
 use super::Conn;
 use crate::background::{State, Task};
 
 /// At most this often a running task's output is shown again.
 const EVERY: Duration = Duration::from_millis(100);
-
-/// What the client was last shown of each task of a session (by id).
-#[derive(Default)]
-pub(crate) struct Seen(std::sync::Mutex<HashMap<String, Shown>>);
-
-/// What the client was last shown of one task.
-struct Shown {
-    call_id: String,
-    /// Bytes the task had printed then.
-    printed: u64,
-    ended: bool,
-}
 
 /// Shows `session`'s tasks to the client for as long as the session lives; once per session (a
 /// `session/load` of a live session does not start a second watcher).
@@ -65,7 +53,7 @@ pub(crate) fn watch(conn: &Conn, session: &Arc<AcpSession>) {
 /// away once the turn ends (`acpx exec`).
 pub(crate) fn show_all(conn: &Conn, session: &AcpSession) {
     let tasks = session.ws.background().list();
-    let mut shown = crate::locks::lock(&session.background_seen.0);
+    let mut shown = crate::locks::lock(&session.background_seen);
     shown.retain(|id, _| tasks.iter().any(|t| &t.id == id));
     for task in tasks {
         show(conn, &session.id, &mut shown, &task);

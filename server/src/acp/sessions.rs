@@ -23,8 +23,16 @@ pub(crate) struct AcpSession {
     mode: Mutex<Mode>,
     /// Its background tasks are shown to the client (acp/background.rs) by a watcher already.
     pub background_shown: std::sync::atomic::AtomicBool,
-    /// What the client was shown of each of its background tasks.
-    pub background_seen: super::background::Seen,
+    /// What the client was last shown of each of its background tasks (by id).
+    pub background_seen: Mutex<HashMap<String, Shown>>,
+}
+
+/// What the client was last shown of one background task (acp/background.rs).
+pub(crate) struct Shown {
+    pub call_id: String,
+    /// Bytes the task had printed then.
+    pub printed: u64,
+    pub ended: bool,
 }
 
 impl AcpSession {
