@@ -112,8 +112,9 @@ impl Session {
                 continue;
             }
             let Some(text) = disk_text(&path) else { continue };
-            // Fed before: the source has its text from before this command.
-            if lock(&self.fed).contains_key(&path) {
+            // Fed before: the source has its text from before this command. A source that does not use
+            // the text from before (an editor) is spared reading it.
+            if lock(&self.fed).contains_key(&path) || !self.source.knows_before() {
                 self.wrote(&path, Before::Unknown, &text);
                 continue;
             }
