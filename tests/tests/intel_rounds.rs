@@ -122,7 +122,7 @@ async fn a_file_whose_text_from_before_the_server_does_not_check_in_time_is_not_
     let e = Env::new(None);
     // It never checks what a document is opened with (the text from before): only the change.
     e.fake_server("lines", "lines_server.py", &["--skip-open"]);
-    let o = e.chat_with(&mock, &ws, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "2000")], b"work\n").await;
+    let o = e.chat_with(&mock, &ws, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "4000")], b"work\n").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the command\n{}", show(&o)));
     // Neither error claimed as new: said, with the count, as not compared.
