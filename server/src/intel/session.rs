@@ -27,7 +27,7 @@ pub enum Before<'a> {
     Unknown,
 }
 
-/// What a file held at the round's start, as the checkpoints kept it (`text_at_round_start`).
+/// What a file held at the round's start, as the checkpoints kept it (`Checkpoints::held_at_round_start`).
 pub enum Held {
     Text(String),
     /// No file was there.
