@@ -44,8 +44,14 @@ impl<H: Host> Host for Tracked<'_, H> {
         self.inner.read_file(path).await
     }
 
+    /// The agent's read: an editor is asked in the background for the file's errors, so those there before
+    /// the agent changes it are not claimed as new.
     async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
-        self.inner.read_preview(path, limit).await
+        let text = self.inner.read_preview(path, limit).await?;
+        if let Some(intel) = self.intel {
+            intel.read(&path.abs);
+        }
+        Ok(text)
     }
 
     /// Keeps what the file held before its first change since the checkpoint: the text the change was
@@ -53,6 +59,9 @@ impl<H: Host> Host for Tracked<'_, H> {
     /// new file.
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {
         self.with(|c| c.before_write(&path.rel, change.old_text.as_deref()));
+        if let (Some(intel), Some(old)) = (self.intel, change.old_text.as_deref()) {
+            intel.before_write(&path.abs, old).await;
+        }
         self.inner.apply_change(path, change, ctx).await?;
         self.with(|c| c.after_write(&path.rel, &change.new_text));
         if let Some(intel) = self.intel {
@@ -78,6 +87,9 @@ impl<H: Host> Host for Tracked<'_, H> {
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<ShellOutput, String> {
         self.before_command();
+        if let Some(intel) = self.intel {
+            intel.command_starting();
+        }
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
         let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now());
         self.inner.run_command(command, timeout, sandbox).await
@@ -89,6 +101,9 @@ impl<H: Host> Host for Tracked<'_, H> {
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<crate::background::Started, String> {
         self.arm();
+        if let Some(intel) = self.intel {
+            intel.command_starting();
+        }
         self.inner.start_background(command, sandbox).await
     }
 

@@ -133,6 +133,15 @@ pub trait Intelligence: Send + Sync {
         false
     }
 
+    /// The file's diagnostics now, settled for the text the source has for it, within `wait`: asked of a
+    /// source that does not learn a file's errors from before by itself (`knows_before` false: an editor),
+    /// before the agent first changes the file, so the errors already there are not claimed as new.
+    /// `None`: not known in time, or nothing to ask (the servers stepwise starts learn it from
+    /// `Written::before`).
+    fn learn_before(&self, _path: &Path, _wait: Duration) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
+        Box::pin(async { None })
+    }
+
     /// Lines the model is told once, in the next `<diagnostics>` block (a server crashed and was
     /// restarted). Taking them empties them.
     fn notices(&self) -> Vec<String> {

@@ -3,7 +3,9 @@
 //! each file's diagnostics, against which the errors of the next round are new or not.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use super::text::{self, Key};
 use super::DiagnosticsMode;
 use crate::host::{resolve, Host};
 use crate::locks::lock;
+use tower_lsp_server::ls_types::Diagnostic;
 
 /// The block's first and last lines.
 pub const OPEN: &str = "<diagnostics>";
@@ -42,15 +45,28 @@ pub struct Session {
     /// Files written since the last block, in order, with their latest text.
     round: Mutex<Vec<(PathBuf, Arc<str>)>>,
     /// The text each file had before the agent first wrote it (for the keys of the source's `before`).
-    before: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
-    /// The engine's view: each file's diagnostics as last reported, keyed so a moved line still matches.
-    seen: Mutex<HashMap<PathBuf, Vec<Key>>>,
+    before: Arc<Mutex<HashMap<PathBuf, Option<Arc<str>>>>>,
+    /// The engine's view: each file's diagnostics as last reported, keyed so a moved line still matches
+    /// (or, from an editor, as learned before the agent's first change of the file: `learn_before`).
+    seen: Arc<Mutex<HashMap<PathBuf, Vec<Key>>>>,
+    /// Files whose diagnostics an editor is being asked in the background, after the agent read them.
+    asking: Arc<Mutex<HashSet<PathBuf>>>,
+    /// Told when one of those answers came (or did not come in time).
+    answered: Arc<tokio::sync::Notify>,
+    /// Counts the agent's writes and commands: an answer asked before one of them may be of a changed
+    /// text, so it is not kept as the file's errors from before.
+    epoch: Arc<AtomicU64>,
     /// A hash of the text last fed for each file, to find what a command changed where no checkpoints
     /// follow the commands (`stepwise run`).
     fed: Mutex<HashMap<PathBuf, u64>>,
     /// Files a command made that did not exist before it: their "before" is no errors at all.
-    created: Mutex<std::collections::HashSet<PathBuf>>,
+    created: Mutex<HashSet<PathBuf>>,
 }
+
+/// How long the editor may take, in the background, for the diagnostics of a file the agent read.
+const AFTER_READ: Duration = Duration::from_millis(1500);
+/// How long the agent's first write of a file whose errors from before are not known waits for them.
+const BEFORE_WRITE: Duration = Duration::from_secs(2);
 
 impl Session {
     pub fn new(source: Source, mode: DiagnosticsMode, root: PathBuf, max_wait: Duration) -> Session {
@@ -60,8 +76,11 @@ impl Session {
             root,
             max_wait,
             round: Mutex::default(),
-            before: Mutex::default(),
-            seen: Mutex::default(),
+            before: Arc::default(),
+            seen: Arc::default(),
+            asking: Arc::default(),
+            answered: Arc::default(),
+            epoch: Arc::default(),
             fed: Mutex::default(),
             created: Mutex::default(),
         }
@@ -70,6 +89,80 @@ impl Session {
     /// The longest a wait for the source may take.
     pub fn max_wait(&self) -> Duration {
         self.max_wait
+    }
+
+    /// Whether the file's errors from before must be asked of the source: an editor (a source that does
+    /// not learn them by itself), the block on, a file neither reported nor changed yet.
+    fn wants_before(&self, path: &Path) -> bool {
+        self.mode == DiagnosticsMode::Auto
+            && !self.source.knows_before()
+            && self.source.covers(path)
+            && !lock(&self.seen).contains_key(path)
+            && !lock(&self.before).contains_key(path)
+    }
+
+    /// The agent read a file: an editor is asked for its diagnostics in the background (the read does
+    /// not wait), kept as its errors from before when they come settled and nothing was changed meanwhile.
+    pub fn read(&self, path: &Path) {
+        if !self.wants_before(path) || !lock(&self.asking).insert(path.to_path_buf()) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            lock(&self.asking).remove(path);
+            return;
+        };
+        let (source, seen, before, asking, answered) =
+            (self.source.clone(), self.seen.clone(), self.before.clone(), self.asking.clone(), self.answered.clone());
+        let (epoch, at) = (self.epoch.clone(), self.epoch.load(Ordering::SeqCst));
+        let (path, wait) = (path.to_path_buf(), AFTER_READ.min(self.max_wait));
+        runtime.spawn(async move {
+            if let Some(diagnostics) = source.learn_before(&path, wait).await {
+                // The text the answer is of, as the disk has it (the read's own text may be a part).
+                let text = disk_text(&path);
+                // The order of the locks is `new_lines`'s: the view, then the texts from before.
+                let mut seen = lock(&seen);
+                if epoch.load(Ordering::SeqCst) == at && !lock(&before).contains_key(&path) {
+                    seen.entry(path.clone()).or_insert_with(|| keys(text.as_deref(), &diagnostics));
+                }
+            }
+            lock(&asking).remove(&path);
+            answered.notify_waiters();
+        });
+    }
+
+    /// Before a file tool or a rename first changes a file whose errors from before are not known, from
+    /// `text` (what the change is made from): an editor is asked for them, at most 2 s (or the wait cap).
+    /// Not known in time: the file's errors after the round are said as not compared, none as new.
+    pub async fn before_write(&self, path: &Path, text: &str) {
+        let wait = BEFORE_WRITE.min(self.max_wait);
+        let deadline = tokio::time::Instant::now() + wait;
+        // Asked in the background since the agent read it: that answer, rather than a second question.
+        loop {
+            let answered = self.answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            if !lock(&self.asking).contains(path) {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, answered).await.is_err() {
+                break;
+            }
+        }
+        if self.wants_before(path) {
+            let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if wait.is_zero() {
+                // Not in time: the file's errors after the round are said as not compared.
+            } else if let Some(diagnostics) = self.source.learn_before(path, wait).await {
+                lock(&self.seen).entry(path.to_path_buf()).or_insert_with(|| keys(Some(text), &diagnostics));
+            }
+        }
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A shell command or a background task starts: what an editor answers about a file from now on may
+    /// be of the text it changes.
+    pub fn command_starting(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The agent wrote `text` to `path` (a file tool, a rename, or a shell command): the source starts on
@@ -200,7 +293,9 @@ impl Session {
             let changed = texts.contains_key(&f.path);
             let known =
                 f.before.is_some() || lock(&self.seen).contains_key(&f.path) || lock(&self.created).contains(&f.path);
-            let unknown = !known && (!changed || self.source.knows_before());
+            // An editor's errors from before a shell command's change are never known (it cannot check the
+            // text from before): not compared either, unless learned before the change (`learn_before`).
+            let unknown = !known;
             let new = self.new_lines(&rel, &f, now_text.as_deref());
             if unknown {
                 let n = f.diagnostics.iter().filter(|d| text::is_error(d)).count();
@@ -233,8 +328,7 @@ impl Session {
 
     /// The file's new errors as lines, and the engine's view of it updated.
     fn new_lines(&self, rel: &str, f: &FileDiagnostics, now_text: Option<&str>) -> Vec<String> {
-        let now: Vec<(Key, &tower_lsp_server::ls_types::Diagnostic)> =
-            f.diagnostics.iter().map(|d| (text::key(now_text, d), d)).collect();
+        let now: Vec<(Key, &Diagnostic)> = f.diagnostics.iter().map(|d| (text::key(now_text, d), d)).collect();
         let before_keys = {
             let seen = lock(&self.seen);
             match seen.get(&f.path) {
@@ -267,6 +361,11 @@ fn uncompared_line(files: Vec<String>, which: &str) -> String {
         named.push_str(&format!(" and {more} more"));
     }
     format!("(errors in {which}, not compared with before: {named})")
+}
+
+/// A file's diagnostics from before the agent's change, keyed as the engine's view of it.
+fn keys(text: Option<&str>, diagnostics: &[Diagnostic]) -> Vec<Key> {
+    diagnostics.iter().map(|d| text::key(text, d)).collect()
 }
 
 fn hash(text: &str) -> u64 {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tower_lsp_server::ls_types::{GotoDefinitionResponse, Location, Uri};
+use tower_lsp_server::ls_types::{Diagnostic, GotoDefinitionResponse, Location, Uri};
 
 use super::ext::{self, QueryDocument, QueryKind, QueryParams, QueryPosition};
 use super::shared::Shared;
@@ -242,6 +242,16 @@ impl Intelligence for EditorIntel {
 
     fn query(&self, q: Query) -> BoxFuture<'_, Result<Answer, String>> {
         Box::pin(self.query_of(q))
+    }
+
+    /// The document's diagnostics at its current version, when the editor says they are settled in time.
+    fn learn_before(&self, path: &Path, wait: Duration) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
+        let path = path.to_path_buf();
+        Box::pin(async move {
+            let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: wait };
+            let files = self.diagnostics_of(req).await;
+            files.into_iter().find(|f| f.path == path && f.checked == Checked::Yes).map(|f| f.diagnostics)
+        })
     }
 }
 

@@ -1,0 +1,156 @@
+//! Errors from before the agent's first change of a file, in an editor (issue 36): the editor cannot check
+//! the text from before, so stepwise asks it for the file's diagnostics before the change: in the
+//! background when the agent reads the file, or, bounded, before a file tool first writes it. An error that
+//! was there before is not claimed as new; where the editor does not say in time, the file's errors are
+//! said as not compared, never as new.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::{MockModel, Step};
+
+const T: Duration = Duration::from_secs(60);
+const BEFORE: &str = "const total: number = 'one';\nexport { total };\n";
+const OLD: &str = "Type 'string' is not assignable to type 'number'.";
+const NEW: &str = "Cannot find name 'missing'.";
+const NOT_COMPARED: &str =
+    "(errors in files the round changed whose errors before it are not known, not compared with before: a.ts";
+
+fn error(line: u32, character: u32, message: &str) -> Value {
+    json!({"range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": character + 5}},
+           "severity": 1, "message": message, "source": "ts"})
+}
+
+/// The edit that adds a second error on a new first line, so the old one moves down a line.
+fn edit() -> Step {
+    Step::tool("edit_file", json!({"path": "a.ts", "old_text": "const total", "new_text": "missing;\nconst total"}))
+}
+
+/// The text blocks of the last user turn of a request to the model.
+fn user_text(body: &Value) -> String {
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+fn with_query(caps: &mut Value) {
+    caps["experimental"]["stepwise"]["query"] = json!(true);
+}
+
+/// An editor whose TypeScript reports the old error at version 1 (the document as opened) and both at
+/// the agent's version 2. Only the first question about version 1 is answered settled: a second one
+/// would read as not settled, so a test that passes was told the before by that one question.
+fn editor_answer(asked: Arc<Mutex<Vec<Value>>>) -> Answer {
+    Arc::new(move |params: &Value| {
+        let mut asked = asked.lock().unwrap();
+        asked.push(params.clone());
+        if params["kind"] != "diagnostics" {
+            return Ok(Value::Null);
+        }
+        let earlier_v1 = asked[..asked.len() - 1]
+            .iter()
+            .filter(|q| q["kind"] == "diagnostics")
+            .any(|q| q["documents"].as_array().is_some_and(|d| d.iter().any(|d| d["version"] == 1)));
+        let items: Vec<Value> = params["documents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| match d["version"].as_i64() {
+                Some(v) if v >= 2 => json!({"uri": d["uri"], "settled": true,
+                    "diagnostics": [error(0, 0, NEW), error(1, 6, OLD)]}),
+                _ => json!({"uri": d["uri"], "settled": !earlier_v1, "diagnostics": [error(0, 6, OLD)]}),
+            })
+            .collect();
+        Ok(json!({"items": items}))
+    })
+}
+
+/// The questions about version 1 of the document (the before).
+fn before_questions(asked: &[Value]) -> usize {
+    asked
+        .iter()
+        .filter(|q| q["kind"] == "diagnostics")
+        .filter(|q| q["documents"].as_array().is_some_and(|d| d.iter().any(|d| d["version"] == 1)))
+        .count()
+}
+
+async fn told_after(steps: Vec<Step>, name: &str) -> (String, Vec<Value>) {
+    let (dir, state) = folder_and_state(name);
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(steps).await;
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("diagnostics", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::With(editor_answer(asked.clone())))
+        .timeout(T)
+        .start()
+        .await;
+    ed.open(dir.path().join("a.ts"), BEFORE);
+    let log = ed.run("add a line").await;
+    assert_eq!(log.reason(), "end_turn");
+    let requests = mock.requests();
+    let told = user_text(&requests.last().expect("a request").body);
+    ed.finish().await;
+    let asked = asked.lock().unwrap().clone();
+    (told, asked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_file_read_then_edited_is_told_only_the_new_error() {
+    let steps = vec![Step::tool("read_file", json!({"path": "a.ts"})), edit(), Step::text("done")];
+    let (told, asked) = told_after(steps, "before-read").await;
+    assert!(told.contains(&format!("a.ts:1:1: error: {NEW}")), "{told}");
+    assert!(!told.contains(OLD), "the error from before is not new: {told}");
+    assert!(!told.contains("not compared"), "{told}");
+    // The read asked; the write used that answer rather than a second question.
+    assert_eq!(before_questions(&asked), 1, "{asked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_file_edited_unread_is_asked_before_the_write() {
+    let (told, asked) = told_after(vec![edit(), Step::text("done")], "before-write").await;
+    assert!(told.contains(&format!("a.ts:1:1: error: {NEW}")), "{told}");
+    assert!(!told.contains(OLD), "the error from before is not new: {told}");
+    assert!(!told.contains("not compared"), "{told}");
+    assert_eq!(before_questions(&asked), 1, "{asked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_that_never_says_the_before_leaves_the_errors_not_compared_and_the_write_goes_on() {
+    let (dir, state) = folder_and_state("before-never");
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(vec![edit(), Step::text("done")]).await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("diagnostics", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::Queue)
+        .timeout(T)
+        .start()
+        .await;
+    let uri = ed.open(dir.path().join("a.ts"), BEFORE);
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "add a line").await;
+    // The question before the write, about the document as opened: never answered.
+    let (_, first) = ed.await_request("stepwise/query", T).await;
+    let asked_at = Instant::now();
+    assert_eq!(first["documents"], json!([{"uri": uri, "version": 1}]), "{first}");
+    // The write went on within the bound: the next question is the round's, about the version it made.
+    let (id, second) = ed.await_request("stepwise/query", T).await;
+    let waited = asked_at.elapsed();
+    assert!(waited < Duration::from_secs(10), "the write waited {waited:?}");
+    assert_eq!(second["documents"], json!([{"uri": uri, "version": 2}]), "{second}");
+    ed.respond(
+        &id,
+        json!({"items": [{"uri": uri, "settled": true, "diagnostics": [error(0, 0, NEW), error(1, 6, OLD)]}]}),
+    );
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    let told = user_text(&mock.requests().last().expect("a request").body);
+    assert!(told.contains(&format!("{NOT_COMPARED} (2))")), "{told}");
+    assert!(!told.contains(&format!("error: {NEW}")), "nothing claimed as new: {told}");
+    ed.finish().await;
+}
