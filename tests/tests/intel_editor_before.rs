@@ -154,3 +154,17 @@ async fn editor_that_never_says_the_before_leaves_the_errors_not_compared_and_th
     assert!(!told.contains(&format!("error: {NEW}")), "nothing claimed as new: {told}");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_file_a_command_changed_unseen_is_not_compared() {
+    let steps = vec![
+        Step::tool("bash", json!({"command": "printf 'missing;\\n' | cat - a.ts > b && mv b a.ts"})),
+        Step::text("done"),
+    ];
+    let (told, asked) = told_after(steps, "before-command").await;
+    // The editor cannot check the text from before the command: no error is claimed as new (the test
+    // editor did not reload the document: its one error is counted).
+    assert!(told.contains(&format!("{NOT_COMPARED} (1))")), "{told}");
+    assert!(!told.contains("error: "), "{told}");
+    assert!(asked.iter().any(|q| q["kind"] == "diagnostics"), "the round asked the editor: {asked:?}");
+}
