@@ -92,16 +92,26 @@ impl EditorIntel {
                 })
                 .collect()
         };
-        let value = match self.ask(params, wait + margin).await {
+        let answer = self.ask(params, wait + margin).await;
+        // What the model reads as waited is the time this question really took, not the wait it allowed: an
+        // editor may give up on a document long before (a file no server of it checks).
+        let waited = started.elapsed();
+        let value = match answer {
             Ok(Some(v)) => v,
             Ok(None) => return not_all(Checked::Failed(format!("{WHO} has no diagnostics to give"))),
-            Err(Unanswered::Late(t)) => return not_all(Checked::No { who: WHO.into(), waited: t }),
+            Err(Unanswered::Late(_)) => return not_all(Checked::No { who: WHO.into(), waited }),
             Err(Unanswered::Failed(why)) => return not_all(Checked::Failed(why)),
         };
         let answer: ext::DiagnosticsAnswer = match serde_json::from_value(value) {
             Ok(a) => a,
             Err(e) => return not_all(Checked::Failed(format!("{WHO} answered what stepwise cannot read: {e}"))),
         };
+        tracing::info!(
+            "the editor answered diagnostics for {} document(s) in {} ms ({} settled)",
+            asked.len(),
+            waited.as_millis(),
+            answer.items.iter().filter(|i| i.settled).count()
+        );
         let mut recode = Recode::new(&self.shared);
         let mut out = Vec::new();
         for item in answer.items {
@@ -113,13 +123,13 @@ impl EditorIntel {
             for d in &mut diagnostics {
                 recode.range(&uri, &mut d.range).await;
             }
-            let checked = if item.settled { Checked::Yes } else { Checked::No { who: WHO.into(), waited: wait } };
+            let checked = if item.settled { Checked::Yes } else { Checked::No { who: WHO.into(), waited } };
             out.push(FileDiagnostics { path, diagnostics, before: None, checked, dropped });
         }
         // A document asked about that the answer leaves out was not checked.
         for (p, _) in &asked {
             if !out.iter().any(|f| &f.path == p) {
-                let checked = Checked::No { who: WHO.into(), waited: wait };
+                let checked = Checked::No { who: WHO.into(), waited };
                 out.push(FileDiagnostics {
                     path: p.clone(),
                     diagnostics: Vec::new(),

@@ -163,27 +163,40 @@ async fn a_late_answer_is_not_checked_by_the_editor_and_an_unsettled_one_too() {
     let i = intel.clone();
     let started = std::time::Instant::now();
     let asking = tokio::spawn(async move { i.diagnostics(req).await });
-    let _unanswered = peer.next_of("stepwise/query").await;
+    let unanswered = peer.next_of("stepwise/query").await;
+    let allowed = Duration::from_millis(unanswered["params"]["waitMs"].as_u64().unwrap());
     let got = asking.await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(2), "bounded by the caller's wait: {:?}", started.elapsed());
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(2), "bounded by the caller's wait: {elapsed:?}");
     assert_eq!(got.len(), 1);
     match &got[0].checked {
         Checked::No { who, waited } => {
             assert_eq!(who, "the editor");
-            assert!(*waited <= Duration::from_millis(400), "{waited:?}");
+            // The editor's wait and the margin ran out: what the question took, as it took it.
+            assert!(*waited > allowed && *waited <= elapsed, "{allowed:?} < {waited:?} <= {elapsed:?}");
         }
         other => panic!("{other:?}"),
     }
-    // The editor answers in time but its servers did not finish: not checked either.
-    let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: Duration::from_secs(2) };
+    // The editor answers in time but its servers did not finish: not checked either, and the time said is the
+    // time the question really took (the editor gave up at once), not the wait it was allowed.
+    let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: Duration::from_secs(10) };
     let i = intel.clone();
+    let started = std::time::Instant::now();
     let asking = tokio::spawn(async move { i.diagnostics(req).await });
     let q = peer.next_of("stepwise/query").await;
+    let allowed = Duration::from_millis(q["params"]["waitMs"].as_u64().unwrap());
     let uri = q["params"]["documents"][0]["uri"].clone();
     peer.send(json!({"jsonrpc": "2.0", "id": q["id"], "result": {"items": [{"uri": uri, "settled": false, "diagnostics": []}]}}))
         .await;
     let got = asking.await.unwrap();
-    assert!(matches!(got[0].checked, Checked::No { .. }), "{:?}", got[0].checked);
+    let elapsed = started.elapsed();
+    match &got[0].checked {
+        Checked::No { waited, .. } => {
+            assert!(*waited <= elapsed, "no more than the question took: {waited:?} > {elapsed:?}");
+            assert!(*waited < allowed, "the time really waited, not the {allowed:?} allowed: {waited:?}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
