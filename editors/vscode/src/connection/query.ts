@@ -1,11 +1,14 @@
 // The server's `stepwise/query`: what VS Code's language features know, for the agent (docs/protocol.md, "Code
 // intelligence"). Diagnostics from `vscode.languages.getDiagnostics`, waiting on `onDidChangeDiagnostics` for the
-// document versions the agent wrote; the rest through the `vscode.execute*Provider` commands. stepwise's own
+// document versions the agent wrote (model/settling.ts says when they are settled: a file the editor has not open
+// is opened, unshown, so its language servers check it; a language not yet seen publishing is looked at through
+// its document symbols); the rest through the `vscode.execute*Provider` commands. stepwise's own
 // language client offers none of these features and publishes no diagnostics, so the answers are the other
 // extensions'; diagnostics that name stepwise as their source are left out all the same.
 import * as vscode from 'vscode';
 
 import * as q from '../model/query';
+import { Settling } from '../model/settling';
 import type { QueryParams, DiagnosticsAnswer } from '../protocol/generated';
 
 const OWN_SOURCE = 'stepwise';
@@ -13,7 +16,9 @@ const OWN_SOURCE = 'stepwise';
 const MAX_WAIT_MS = 60_000;
 
 export class QueryAnswerer implements vscode.Disposable {
-  private readonly settling = new q.Settling();
+  private readonly settling = new Settling();
+  /** `uri@version` of the looks under way. */
+  private readonly looking = new Set<string>();
   private readonly waiters = new Set<() => void>();
   private readonly subscriptions: vscode.Disposable[];
 
@@ -90,22 +95,67 @@ export class QueryAnswerer implements vscode.Disposable {
     }
     const waitMs = Math.min(Math.max(params.waitMs ?? 0, 0), MAX_WAIT_MS);
     const deadline = Date.now() + waitMs;
-    // VS Code's own spelling of each URI, as its events name them.
-    const asked = documents.map((d) => ({ ...d, key: vscode.Uri.parse(d.uri).toString() }));
-    const settled = () => asked.every((d) => this.settling.settled(d.key, d.version ?? undefined, Date.now()));
-    while (!settled() && Date.now() < deadline) {
-      const nextQuiet = asked
-        .map((d) => this.settling.nextCheck(d.key, d.version ?? undefined, Date.now()))
+    // VS Code's own spelling of each URI, as its events name them; a document the server names no version of
+    // (a file a command changed, not open in the editor) is opened, so its servers check it, and waited on at
+    // the version it opened with. One that cannot be opened (gone, binary) is answered unsettled at once.
+    const asked = await Promise.all(
+      documents.map(async (d) => {
+        const key = vscode.Uri.parse(d.uri).toString();
+        const version = d.version ?? (await this.open(key));
+        return { uri: d.uri, key, version };
+      }),
+    );
+    const standing = (d: (typeof asked)[number], now: number) =>
+      d.version === undefined ? 'given-up' : this.settling.standing(d.key, d.version, now);
+    for (;;) {
+      const now = Date.now();
+      const waiting = asked.filter((d) => standing(d, now) === 'waiting');
+      if (waiting.length === 0 || now >= deadline) break;
+      for (const d of waiting) if (this.settling.needsLook(d.key, d.version as number, now)) void this.look(d.key);
+      const next = waiting
+        .map((d) => this.settling.nextCheck(d.key, d.version, now))
         .filter((n): n is number => n !== undefined);
-      await this.wake(Math.min(deadline - Date.now(), ...nextQuiet.map((n) => n + 1)));
+      await this.wake(Math.min(deadline - now, ...next.map((n) => n + 1)));
     }
     const now = Date.now();
     return {
       items: asked.map((d) => {
         const uri = vscode.Uri.parse(d.uri);
-        return item(d.uri, vscode.languages.getDiagnostics(uri), this.settling.settled(d.key, d.version ?? undefined, now));
+        return item(d.uri, vscode.languages.getDiagnostics(uri), standing(d, now) === 'settled');
       }),
     };
+  }
+
+  /** The document's version once it is open in the editor (opened unshown if it was not); undefined: it cannot be. */
+  private async open(key: string): Promise<number | undefined> {
+    try {
+      const doc = documentOf(key) ?? (await vscode.workspace.openTextDocument(vscode.Uri.parse(key)));
+      this.settling.changed(key, doc.version, doc.languageId, Date.now());
+      return doc.version;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Asks the document's symbols: the language's server answers once it has the text, its start included. */
+  private async look(key: string): Promise<void> {
+    const doc = documentOf(key);
+    if (!doc) return;
+    const version = doc.version;
+    const id = `${key}@${version}`;
+    if (this.looking.has(id)) return;
+    this.looking.add(id);
+    let found = false;
+    try {
+      const symbols = await vscode.commands.executeCommand<unknown[] | undefined>('vscode.executeDocumentSymbolProvider', doc.uri);
+      found = (symbols?.length ?? 0) > 0;
+    } catch {
+      // No server, or one that failed: no sign of a check.
+    } finally {
+      this.looking.delete(id);
+    }
+    this.settling.looked(key, version, found, Date.now());
+    for (const wake of [...this.waiters]) wake();
   }
 
   /** Resolves at the next diagnostics change, or after `ms`. */

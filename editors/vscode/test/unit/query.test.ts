@@ -67,37 +67,3 @@ test("a rename's WorkspaceEdit entries become LSP `changes`; no edits: null", ()
   });
   assert.equal(q.workspaceEdit([]), null);
 });
-
-test('settling: a change of diagnostics after the document reached the version settles it, an older one does not', () => {
-  const s = new q.Settling();
-  s.changed('a', 1, 'typescript', 0);
-  s.publishedAt('a', 1, 100);
-  assert.equal(s.settled('a', 2, 150), false, 'published for version 1 only');
-  s.changed('a', 2, 'typescript', 200);
-  assert.equal(s.settled('a', 2, 210), false);
-  s.publishedAt('a', 2, 260);
-  assert.equal(s.settled('a', 2, 261), true);
-  assert.equal(s.settled('b', undefined, 0), false, 'never published: not settled');
-});
-
-test('settling: diagnostics that stay the same (no event) settle once the language\'s server had twice its usual time; plain text after 2 s', () => {
-  const s = new q.Settling(300);
-  s.changed('a', 1, 'typescript', 0);
-  s.publishedAt('a', 1, 400); // this server takes 400 ms
-  s.changed('a', 2, 'typescript', 1000);
-  assert.equal(s.settled('a', 2, 1700), false, 'within twice its time');
-  assert.equal(s.nextCheck('a', 2, 1700), 100);
-  assert.equal(s.settled('a', 2, 1800), true);
-  // A language never seen publishing settles only by an event (its server may still be starting)...
-  s.changed('m', 3, 'markdown', 0);
-  assert.equal(s.settled('m', 3, 1e9), false);
-  assert.equal(s.nextCheck('m', 3, 0), undefined);
-  // ...but plain text, which nothing checks, after 2 s unchanged.
-  s.changed('t', 3, 'plaintext', 0);
-  assert.equal(s.settled('t', 3, 1999), false);
-  assert.equal(s.nextCheck('t', 3, 0), 2000);
-  assert.equal(s.settled('t', 3, 2000), true);
-  // A version not reached yet never settles by quiet.
-  assert.equal(s.settled('t', 4, 1e9), false);
-  assert.equal(s.nextCheck('t', 4, 0), undefined);
-});
