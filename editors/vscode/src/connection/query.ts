@@ -28,18 +28,24 @@ export class QueryAnswerer implements vscode.Disposable {
     this.subscriptions = [
       vscode.workspace.onDidOpenTextDocument((d) => this.settling.changed(d.uri.toString(), d.version, d.languageId, now())),
       vscode.workspace.onDidChangeTextDocument((e) => {
-        if (e.contentChanges.length > 0) this.settling.changed(e.document.uri.toString(), e.document.version, e.document.languageId, now());
+        if (e.contentChanges.length === 0) return;
+        this.settling.changed(e.document.uri.toString(), e.document.version, e.document.languageId, now());
+        this.wakeAll();
       }),
       vscode.workspace.onDidCloseTextDocument((d) => this.settling.forget(d.uri.toString())),
       vscode.languages.onDidChangeDiagnostics((e) => {
         for (const uri of e.uris) this.settling.publishedAt(uri.toString(), documentOf(uri.toString())?.version, now());
-        for (const wake of [...this.waiters]) wake();
+        this.wakeAll();
       }),
     ];
   }
 
   dispose(): void {
     for (const s of this.subscriptions) s.dispose();
+    this.wakeAll();
+  }
+
+  private wakeAll(): void {
     for (const wake of [...this.waiters]) wake();
   }
 
@@ -105,13 +111,31 @@ export class QueryAnswerer implements vscode.Disposable {
         return { uri: d.uri, key, version };
       }),
     );
-    const standing = (d: (typeof asked)[number], now: number) =>
-      d.version === undefined ? 'given-up' : this.settling.standing(d.key, d.version, now);
+    // TypeScript checks only the files shown in tabs and publishes nothing while a file stays clean: its own
+    // server is asked (a pull), which answers for the text it has, the document's version or later.
+    const pulls = new Map<string, ReturnType<typeof q.tsDiagnostics> | 'failed' | 'asking'>();
+    const standing = (d: (typeof asked)[number], now: number) => {
+      if (d.version === undefined) return 'given-up';
+      const pull = pulls.get(d.key);
+      if (pull === 'asking') return 'waiting';
+      if (pull !== undefined && pull !== 'failed') return 'settled';
+      return this.settling.standing(d.key, d.version, now);
+    };
     for (;;) {
       const now = Date.now();
       const waiting = asked.filter((d) => standing(d, now) === 'waiting');
       if (waiting.length === 0 || now >= deadline) break;
-      for (const d of waiting) if (this.settling.needsLook(d.key, d.version as number, now)) void this.look(d.key);
+      for (const d of waiting) {
+        const doc = documentOf(d.key);
+        const version = d.version as number;
+        if (doc && doc.version >= version && tsChecks(doc) && !pulls.has(d.key)) {
+          pulls.set(d.key, 'asking');
+          void pullTs(doc).then((got) => {
+            pulls.set(d.key, got ?? 'failed');
+            this.wakeAll();
+          });
+        } else if (!pulls.has(d.key) && this.settling.needsLook(d.key, version, now)) void this.look(d.key);
+      }
       const next = waiting
         .map((d) => this.settling.nextCheck(d.key, d.version, now))
         .filter((n): n is number => n !== undefined);
@@ -120,8 +144,10 @@ export class QueryAnswerer implements vscode.Disposable {
     const now = Date.now();
     return {
       items: asked.map((d) => {
-        const uri = vscode.Uri.parse(d.uri);
-        return item(d.uri, vscode.languages.getDiagnostics(uri), standing(d, now) === 'settled');
+        const pull = pulls.get(d.key);
+        const settled = standing(d, now) === 'settled';
+        if (Array.isArray(pull)) return { uri: d.uri, diagnostics: pull, settled };
+        return item(d.uri, vscode.languages.getDiagnostics(vscode.Uri.parse(d.uri)), settled);
       }),
     };
   }
@@ -155,7 +181,7 @@ export class QueryAnswerer implements vscode.Disposable {
       this.looking.delete(id);
     }
     this.settling.looked(key, version, found, Date.now());
-    for (const wake of [...this.waiters]) wake();
+    this.wakeAll();
   }
 
   /** Resolves at the next diagnostics change, or after `ms`. */
@@ -169,6 +195,34 @@ export class QueryAnswerer implements vscode.Disposable {
       const timer = setTimeout(done, Math.max(ms, 0));
       this.waiters.add(done);
     });
+  }
+}
+
+/** The languages VS Code's TypeScript serves. */
+const TS_LANGUAGES = new Set(['typescript', 'typescriptreact', 'javascript', 'javascriptreact']);
+
+/** Whether VS Code's TypeScript checks the document's language (the user may have turned its checks off). */
+function tsChecks(doc: vscode.TextDocument): boolean {
+  if (!TS_LANGUAGES.has(doc.languageId)) return false;
+  const section = doc.languageId.startsWith('javascript') ? 'javascript' : 'typescript';
+  return vscode.workspace.getConfiguration(section, doc.uri).get<boolean>('validate.enable', true);
+}
+
+/**
+ * The document's syntax and type errors from VS Code's TypeScript server (its `typescript.tsserverRequest`
+ * command, which lets other extensions ask these), or undefined when it cannot answer (the extension is off,
+ * the file is in none of its projects).
+ */
+async function pullTs(doc: vscode.TextDocument): Promise<ReturnType<typeof q.tsDiagnostics>> {
+  try {
+    const ask = (command: string) =>
+      vscode.commands.executeCommand<unknown>('typescript.tsserverRequest', command, { file: doc.uri, includeLinePosition: false });
+    const [syntax, semantic] = await Promise.all([ask('syntacticDiagnosticsSync'), ask('semanticDiagnosticsSync')]);
+    const a = q.tsDiagnostics(syntax);
+    const b = q.tsDiagnostics(semantic);
+    return a && b ? [...a, ...b] : undefined;
+  } catch {
+    return undefined;
   }
 }
 

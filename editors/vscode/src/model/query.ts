@@ -139,3 +139,35 @@ export function workspaceEdit(entries: readonly [UriLike, readonly TextEditLike[
   }
   return Object.keys(changes).length > 0 ? { changes } : null;
 }
+
+/** A diagnostic as TypeScript's server gives it (`syntacticDiagnosticsSync` / `semanticDiagnosticsSync`). */
+export interface TsDiagnosticLike {
+  /** 1-based line and offset (UTF-16). */
+  start: { line: number; offset: number };
+  end: { line: number; offset: number };
+  text: string;
+  code?: number;
+  category?: string;
+  source?: string;
+}
+
+const TS_SEVERITY: Record<string, number> = { error: 1, warning: 2, message: 3, suggestion: 4 };
+
+/** TypeScript's server's diagnostic as an LSP Diagnostic, as VS Code's TypeScript would show it. */
+export function tsDiagnostic(d: TsDiagnosticLike) {
+  const pos = (p: { line: number; offset: number }) => ({ line: Math.max(p.line - 1, 0), character: Math.max(p.offset - 1, 0) });
+  return {
+    range: { start: pos(d.start), end: pos(d.end) },
+    severity: TS_SEVERITY[d.category ?? 'error'] ?? 1,
+    message: d.text,
+    source: d.source ?? 'ts',
+    ...(d.code !== undefined ? { code: d.code } : {}),
+  };
+}
+
+/** The diagnostics of a TypeScript server's answer (`{type: 'response', body: [...]}`), or undefined if it gave none. */
+export function tsDiagnostics(answer: unknown): ReturnType<typeof tsDiagnostic>[] | undefined {
+  const body = (answer as { type?: string; success?: boolean; body?: unknown } | undefined | null)?.body;
+  if (!Array.isArray(body)) return undefined;
+  return (body as TsDiagnosticLike[]).filter((d) => d && d.start && d.end && typeof d.text === 'string').map(tsDiagnostic);
+}

@@ -67,3 +67,22 @@ test("a rename's WorkspaceEdit entries become LSP `changes`; no edits: null", ()
   });
   assert.equal(q.workspaceEdit([]), null);
 });
+
+test("TypeScript's server's diagnostics (a pull) become LSP diagnostics: 1-based line/offset to 0-based, category to severity", () => {
+  const got = q.tsDiagnostics({
+    type: 'response',
+    success: true,
+    body: [
+      { start: { line: 1, offset: 14 }, end: { line: 1, offset: 19 }, text: "Type 'string' is not assignable to type 'number'.", code: 2322, category: 'error' },
+      { start: { line: 3, offset: 1 }, end: { line: 3, offset: 2 }, text: 'w', category: 'warning', source: 'eslint' },
+      { start: { line: 2 }, text: 'no end: left out' },
+    ],
+  });
+  assert.deepEqual(got, [
+    { range: r(0, 13, 0, 18), severity: 1, message: "Type 'string' is not assignable to type 'number'.", source: 'ts', code: 2322 },
+    { range: r(2, 0, 2, 1), severity: 2, message: 'w', source: 'eslint' },
+  ]);
+  assert.deepEqual(q.tsDiagnostics({ type: 'response', success: true, body: [] }), [], 'a clean file: checked, nothing');
+  assert.equal(q.tsDiagnostics({ type: 'cancelled' }), undefined, 'no answer is not "clean"');
+  assert.equal(q.tsDiagnostics(undefined), undefined);
+});

@@ -107,9 +107,10 @@ impl EditorIntel {
             Err(e) => return not_all(Checked::Failed(format!("{WHO} answered what stepwise cannot read: {e}"))),
         };
         tracing::info!(
-            "the editor answered diagnostics for {} document(s) in {} ms ({} settled)",
+            "the editor answered diagnostics for {} document(s) in {} ms of the {} ms it was allowed ({} settled)",
             asked.len(),
             waited.as_millis(),
+            wait.as_millis(),
             answer.items.iter().filter(|i| i.settled).count()
         );
         let mut recode = Recode::new(&self.shared);
