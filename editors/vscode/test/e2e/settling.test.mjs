@@ -6,7 +6,9 @@
 //     model is told of no error;
 //  2. a shell command breaks a .ts file VS Code does not have open, and writes a plain text file: the editor opens
 //     the .ts file unshown so TypeScript checks it, and the model's tool result names the error; the plain text
-//     file is settled at once; the round does not wait the deadline.
+//     file is settled at once; the round does not wait the deadline;
+//  3. a shell command writes a Python file, which no server of this VS Code checks (no Python extension): the
+//     editor gives up soon and the model reads `not checked` with the time really waited, never silence.
 // Screenshot: settling/shell-card.png (the bash card counting the error a command caused).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -19,6 +21,8 @@ const SCRIPT = [
   { type: 'turn', text: 'Changed it.' },
   { type: 'turn', tool_calls: [{ name: 'bash', input: { command: "sed -i \"s/= 3;/= 'three';/\" lib.ts && printf 'done\\n' > notes.txt" } }] },
   { type: 'turn', text: 'Ran it.' },
+  { type: 'turn', tool_calls: [{ name: 'bash', input: { command: "printf 'def f():\\n    return 1\\n' > tool.py" } }] },
+  { type: 'turn', text: 'Wrote it.' },
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'settling', keyViaEnv: true });
@@ -56,7 +60,7 @@ async function send(text) {
   await waitStatus(/stepwise: idle/, LONG);
 }
 
-step('a clean edit in a clean TypeScript project is answered as checked, well inside the wait', async () => {
+step('a clean edit in a clean TypeScript project is answered as checked, inside the wait, not at its end', async () => {
   fs.writeFileSync(path.join(workspaceDir, 'total.ts'), 'const total: number = 1;\nexport { total };\n');
   fs.writeFileSync(path.join(workspaceDir, 'lib.ts'), 'export const three: number = 3;\n');
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
@@ -99,4 +103,18 @@ step('a shell command that breaks a file VS Code does not have open: the error r
   await card.locator('ul.diagnostic-lines a', { hasText: ERROR }).waitFor({ timeout: SHORT });
   await screenshot('shell.png');
   await page.locator('.part.sidebar').screenshot({ path: path.join(artifacts, 'shell-card.png') });
+});
+
+step('a file no server of the editor checks is said as not checked, with the time really waited, soon', async () => {
+  await send('Write a tool');
+  const sent = await waitFor('the sixth request to the model', async () => requests(), (r) => r.length >= 6, SHORT);
+  const told = lastUserText(sent[5]);
+  const m = /tool\.py: not checked \(the editor did not answer in (\d+) ms\)/.exec(told);
+  assert.ok(m, `never silence: ${told}`);
+  const all = await waitFor('the server\'s report of the third answer', async () => answers(), (a) => a.length >= 3, SHORT);
+  const third = all[all.length - 1];
+  assert.equal(third.documents, 1, JSON.stringify(third));
+  assert.equal(third.settled, 0, JSON.stringify(third));
+  assert.equal(Number(m[1]), third.waited, 'the model reads the time the server reports it waited');
+  assert.ok(third.waited < third.allowed / 2, `given up soon, not at the deadline: ${JSON.stringify(third)}`);
 });
