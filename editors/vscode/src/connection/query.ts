@@ -14,6 +14,8 @@ import type { QueryParams, DiagnosticsAnswer } from '../protocol/generated';
 const OWN_SOURCE = 'stepwise';
 /** The longest wait an editor grants, whatever the server asks. */
 const MAX_WAIT_MS = 60_000;
+/** The most documents one question opens (each is checked by its servers). */
+const MAX_OPENED = 50;
 
 export class QueryAnswerer implements vscode.Disposable {
   private readonly settling = new Settling();
@@ -104,10 +106,13 @@ export class QueryAnswerer implements vscode.Disposable {
     // VS Code's own spelling of each URI, as its events name them; a document the server names no version of
     // (a file a command changed, not open in the editor) is opened, so its servers check it, and waited on at
     // the version it opened with. One that cannot be opened (gone, binary) is answered unsettled at once.
+    // At most MAX_OPENED are opened (a command that rewrote a whole tree does not open it all in the editor).
+    let opening = 0;
     const asked = await Promise.all(
       documents.map(async (d) => {
         const key = vscode.Uri.parse(d.uri).toString();
-        const version = d.version ?? (await this.open(key));
+        const open = d.version == null && (documentOf(key) !== undefined || opening++ < MAX_OPENED);
+        const version = d.version ?? (open ? await this.open(key) : undefined);
         return { uri: d.uri, key, version };
       }),
     );
