@@ -23,6 +23,8 @@ const SCRIPT = [
   { type: 'turn', text: 'Ran it.' },
   { type: 'turn', tool_calls: [{ name: 'bash', input: { command: "printf 'def f():\\n    return 1\\n' > tool.py" } }] },
   { type: 'turn', text: 'Wrote it.' },
+  { type: 'turn', tool_calls: [{ name: 'bash', input: { command: "sed -i \"s/= 2;/= 'two';/\" total.ts" } }] },
+  { type: 'turn', text: 'Made it a string.' },
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'settling', keyViaEnv: true });
@@ -117,4 +119,17 @@ step('a file no server of the editor checks is said as not checked, with the tim
   assert.equal(third.settled, 0, JSON.stringify(third));
   assert.equal(Number(m[1]), third.waited, 'the model reads the time the server reports it waited');
   assert.ok(third.waited < third.allowed / 2, `given up soon, not at the deadline: ${JSON.stringify(third)}`);
+});
+
+step('a shell command that breaks a file open in a tab: the error of the text the command left reaches the model', async () => {
+  assert.equal(await page.locator('.tab', { hasText: 'total.ts' }).count(), 1, 'total.ts is open in a tab');
+  await send('Make total a string');
+  const sent = await waitFor('the eighth request to the model', async () => requests(), (r) => r.length >= 8, SHORT);
+  const told = lastUserText(sent[7]);
+  const escaped = ERROR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  assert.match(told, new RegExp(`total\\.ts:1:\\d+: error: ${escaped}`), told);
+  const all = await waitFor('the server\'s report of the fourth answer', async () => answers(), (a) => a.length >= 4, SHORT);
+  const fourth = all[all.length - 1];
+  assert.equal(fourth.settled, 1, JSON.stringify(fourth));
+  assert.ok(fourth.waited < fourth.allowed / 2, `not the deadline: ${JSON.stringify(fourth)}`);
 });
