@@ -8,7 +8,9 @@
 //     the .ts file unshown so TypeScript checks it, and the model's tool result names the error; the plain text
 //     file is settled at once; the round does not wait the deadline;
 //  3. a shell command writes a Python file, which no server of this VS Code checks (no Python extension): the
-//     editor gives up soon and the model reads `not checked` with the time really waited, never silence.
+//     editor gives up soon and the model reads `not checked` with the time really waited, never silence;
+//  4. a shell command breaks a file open in a tab: the editor is asked for the version its reload of the file
+//     gives (not the old text's, which it would answer at once as clean), and the model reads the error.
 // Screenshot: settling/shell-card.png (the bash card counting the error a command caused).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
