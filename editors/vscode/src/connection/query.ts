@@ -121,6 +121,10 @@ export class QueryAnswerer implements vscode.Disposable {
     const pulls = new Map<string, ReturnType<typeof q.tsDiagnostics> | 'failed' | 'asking'>();
     const standing = (d: (typeof asked)[number], now: number) => {
       if (d.version === undefined) return 'given-up';
+      // A document with unsaved changes below the version asked for keeps them: VS Code does not take a
+      // command's change from the disk into it, so that version will not come.
+      const doc = documentOf(d.key);
+      if (doc?.isDirty && doc.version < d.version) return 'given-up';
       const pull = pulls.get(d.key);
       if (pull === 'asking') return 'waiting';
       if (pull !== undefined && pull !== 'failed') return 'settled';
