@@ -227,8 +227,9 @@ async function pullTs(doc: vscode.TextDocument): Promise<ReturnType<typeof q.tsD
     const ask = (command: string) =>
       vscode.commands.executeCommand<unknown>('typescript.tsserverRequest', command, { file: doc.uri, includeLinePosition: false });
     const [syntax, semantic] = await Promise.all([ask('syntacticDiagnosticsSync'), ask('semanticDiagnosticsSync')]);
-    const a = q.tsDiagnostics(syntax);
-    const b = q.tsDiagnostics(semantic);
+    const style = vscode.workspace.getConfiguration('typescript', doc.uri).get<boolean>('reportStyleChecksAsWarnings', true);
+    const a = q.tsDiagnostics(syntax, style);
+    const b = q.tsDiagnostics(semantic, style);
     return a && b ? [...a, ...b] : undefined;
   } catch {
     return undefined;

@@ -153,12 +153,20 @@ export interface TsDiagnosticLike {
 
 const TS_SEVERITY: Record<string, number> = { error: 1, warning: 2, message: 3, suggestion: 4 };
 
-/** TypeScript's server's diagnostic as an LSP Diagnostic, as VS Code's TypeScript would show it. */
-export function tsDiagnostic(d: TsDiagnosticLike) {
+/** Style checks (unused names, unreachable code, fallthrough, missing returns) VS Code's TypeScript shows as warnings. */
+const TS_STYLE_CHECKS = new Set([6133, 6196, 6138, 6192, 7027, 7028, 7029, 7030]);
+
+/**
+ * TypeScript's server's diagnostic as an LSP Diagnostic, as VS Code's TypeScript shows it (`styleAsWarnings`:
+ * its setting `typescript.reportStyleChecksAsWarnings`, on by default).
+ */
+export function tsDiagnostic(d: TsDiagnosticLike, styleAsWarnings = true) {
   const pos = (p: { line: number; offset: number }) => ({ line: Math.max(p.line - 1, 0), character: Math.max(p.offset - 1, 0) });
+  const category = d.category ?? 'error';
+  const style = styleAsWarnings && category === 'error' && d.code !== undefined && TS_STYLE_CHECKS.has(d.code);
   return {
     range: { start: pos(d.start), end: pos(d.end) },
-    severity: TS_SEVERITY[d.category ?? 'error'] ?? 1,
+    severity: style ? 2 : (TS_SEVERITY[category] ?? 1),
     message: d.text,
     source: d.source ?? 'ts',
     ...(d.code !== undefined ? { code: d.code } : {}),
@@ -166,8 +174,10 @@ export function tsDiagnostic(d: TsDiagnosticLike) {
 }
 
 /** The diagnostics of a TypeScript server's answer (`{type: 'response', body: [...]}`), or undefined if it gave none. */
-export function tsDiagnostics(answer: unknown): ReturnType<typeof tsDiagnostic>[] | undefined {
+export function tsDiagnostics(answer: unknown, styleAsWarnings = true): ReturnType<typeof tsDiagnostic>[] | undefined {
   const body = (answer as { type?: string; success?: boolean; body?: unknown } | undefined | null)?.body;
   if (!Array.isArray(body)) return undefined;
-  return (body as TsDiagnosticLike[]).filter((d) => d && d.start && d.end && typeof d.text === 'string').map(tsDiagnostic);
+  return (body as TsDiagnosticLike[])
+    .filter((d) => d && d.start && d.end && typeof d.text === 'string')
+    .map((d) => tsDiagnostic(d, styleAsWarnings));
 }

@@ -83,6 +83,10 @@ test("TypeScript's server's diagnostics (a pull) become LSP diagnostics: 1-based
     { range: r(2, 0, 2, 1), severity: 2, message: 'w', source: 'eslint' },
   ]);
   assert.deepEqual(q.tsDiagnostics({ type: 'response', success: true, body: [] }), [], 'a clean file: checked, nothing');
+  // An unused name (noUnusedLocals) is a warning, as VS Code's TypeScript shows it, unless its setting says not.
+  const unused = { start: { line: 1, offset: 7 }, end: { line: 1, offset: 8 }, text: "'x' is declared but its value is never read.", code: 6133, category: 'error' };
+  assert.equal(q.tsDiagnostics({ type: 'response', body: [unused] })?.[0].severity, 2);
+  assert.equal(q.tsDiagnostics({ type: 'response', body: [unused] }, false)?.[0].severity, 1);
   assert.equal(q.tsDiagnostics({ type: 'cancelled' }), undefined, 'no answer is not "clean"');
   assert.equal(q.tsDiagnostics(undefined), undefined);
 });
