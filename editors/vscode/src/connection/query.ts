@@ -112,7 +112,7 @@ export class QueryAnswerer implements vscode.Disposable {
       documents.map(async (d) => {
         const key = vscode.Uri.parse(d.uri).toString();
         const open = d.version == null && (documentOf(key) !== undefined || opening++ < MAX_OPENED);
-        const version = d.version ?? (open ? await this.open(key) : undefined);
+        const version = d.version ?? (open ? await within(this.open(key), deadline - Date.now()) : undefined);
         return { uri: d.uri, key, version };
       }),
     );
@@ -238,6 +238,13 @@ async function pullTs(doc: vscode.TextDocument): Promise<ReturnType<typeof q.tsD
 
 function item(uri: string, list: readonly vscode.Diagnostic[], settled: boolean) {
   return { uri, diagnostics: list.filter((d) => d.source !== OWN_SOURCE).map(q.diagnostic), settled };
+}
+
+/** The promise's value, or undefined if it takes more than `ms`. */
+function within<T>(p: Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(ms, 0))));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 function documentOf(uri: string): vscode.TextDocument | undefined {
