@@ -74,11 +74,16 @@ impl EditorIntel {
             let Some(uri) = self.uri(p) else { continue };
             self.shared.texts.wait_settled(p, SETTLE).await;
             let now = self.shared.texts.read(p).and_then(|t| Some((t.open?.version?, t.text)));
-            let written = lock(&self.written).remove(p);
-            let version = match (now, written) {
-                (Some((v, text)), Some((wrote, Some(then)))) if v == then && hash(&text) != wrote => Some(v + 1),
-                (now, _) => now.map(|(v, _)| v),
+            let mut written = lock(&self.written);
+            let version = match (now, written.get(p)) {
+                // Kept until the editor caught up, for a later question of the same round.
+                (Some((v, text)), Some(&(wrote, Some(then)))) if v == then && hash(&text) != wrote => Some(v + 1),
+                (now, _) => {
+                    written.remove(p);
+                    now.map(|(v, _)| v)
+                }
             };
+            drop(written);
             out.push((p.clone(), QueryDocument { uri: uri.as_str().to_string(), version }));
         }
         out

@@ -236,6 +236,12 @@ async fn a_command_change_the_editor_has_not_reloaded_yet_is_asked_at_the_next_v
     assert_eq!(q["params"]["documents"], json!([{"uri": uri, "version": 4}]));
     peer.send(json!({"jsonrpc": "2.0", "id": q["id"], "result": {"items": []}})).await;
     asking.await.unwrap();
+    // Asked again before the editor caught up (the `diagnostics` tool, then the round's end): still the next.
+    let asking = ask(intel.clone(), path.clone());
+    let q = peer.next_of("stepwise/query").await;
+    assert_eq!(q["params"]["documents"], json!([{"uri": uri, "version": 4}]));
+    peer.send(json!({"jsonrpc": "2.0", "id": q["id"], "result": {"items": []}})).await;
+    asking.await.unwrap();
     // The text written is the document's (a file tool's edit the editor reported): its version as it is.
     intel.wrote(Written { path: path.clone(), before: None, text: Arc::from("x = 1\n") });
     let asking = ask(intel.clone(), path.clone());
