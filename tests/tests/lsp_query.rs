@@ -138,3 +138,52 @@ async fn lsp_an_editor_that_does_not_answer_the_query_in_time_reads_as_not_check
     assert!(line.ends_with(" ms)"), "{line}");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_an_editor_that_gives_up_early_is_said_with_the_time_really_waited() {
+    let (dir, state) = folder_and_state("query-gave-up");
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(script()).await;
+    let allowed: Arc<Mutex<Option<u64>>> = Arc::default();
+    let seen = allowed.clone();
+    // The editor knows at once that none of its servers will check the document (VS Code: a language whose
+    // server never showed up) and answers unsettled long before the wait it was allowed.
+    let answer: Answer = Arc::new(move |params: &Value| {
+        if params["kind"] != "diagnostics" || !params["documents"].is_array() {
+            return Ok(Value::Null);
+        }
+        *seen.lock().unwrap() = params["waitMs"].as_u64();
+        let items: Vec<Value> = params["documents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| json!({"uri": d["uri"], "diagnostics": [], "settled": false}))
+            .collect();
+        Ok(json!({"items": items}))
+    });
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .option("diagnostics", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::With(answer))
+        .timeout(T)
+        .start()
+        .await;
+    ed.open(dir.path().join("a.ts"), BEFORE);
+    let log = ed.run("make total a string").await;
+    assert_eq!(log.reason(), "end_turn");
+    let allowed = allowed.lock().unwrap().expect("asked for the diagnostics of the round's change");
+    let told = user_text(&mock.requests()[1].body);
+    let line = told
+        .lines()
+        .find(|l| l.starts_with("a.ts: not checked (the editor did not answer in "))
+        .unwrap_or_else(|| panic!("never silence: {told}"));
+    let ms: u64 = line
+        .trim_start_matches("a.ts: not checked (the editor did not answer in ")
+        .trim_end_matches(" ms)")
+        .parse()
+        .unwrap_or_else(|_| panic!("{line}"));
+    assert!(ms < allowed, "the time really waited ({ms} ms), not the {allowed} ms the editor was allowed: {line}");
+    ed.finish().await;
+}

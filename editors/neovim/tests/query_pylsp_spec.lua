@@ -82,4 +82,41 @@ return H.spec({
       vim.lsp.stop_client(id, true)
     end,
   },
+  {
+    name = 'query pylsp: a file a shell command broke that no buffer holds is loaded, checked, and its error reaches the model',
+    timeout = 200000,
+    fn = function()
+      local bin = pylsp_bin()
+      local dir = H.workspace({ ['calc.py'] = 'x = 1\nprint(x)\n', ['other.py'] = 'y = 2\nprint(y)\n' })
+      local m = H.mock({
+        H.turn({ calls = { { 'bash', { command = "sed -i 's/print(y)/print(w)/' other.py" } } } }),
+        H.turn({ text = 'Changed it.' }),
+      })
+      H.setup(m)
+      local cap = H.capture()
+      -- pylsp as the user's configuration starts it: for every Python buffer
+      vim.lsp.config('pylsp_test', { cmd = { bin .. '/pylsp' }, filetypes = { 'python' }, root_markers = { 'calc.py' } })
+      vim.lsp.enable('pylsp_test')
+      vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
+      H.wait_attached(api.nvim_get_current_buf())
+      local other = dir .. '/other.py'
+      H.eq(-1, vim.fn.bufnr(other), 'other.py is in no buffer')
+
+      vim.cmd('Stepwise run Print w instead')
+      H.wait_idle(cap, 60000)
+      local requests = H.recorded(m)
+      H.eq(2, #requests, 'two requests to the model')
+      local told = last_user_text(requests[2])
+      H.contains(told, "other.py:2:7: error: undefined name 'w' (pyflakes)", 'the error of the file the command changed')
+      -- loaded for its servers, not shown to the user
+      local buf = vim.fn.bufnr(other)
+      H.truthy(buf > 0 and api.nvim_buf_is_loaded(buf), 'loaded')
+      H.eq(false, vim.bo[buf].buflisted, 'unlisted')
+      H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
+      vim.lsp.enable('pylsp_test', false)
+      for _, c in ipairs(vim.lsp.get_clients({ name = 'pylsp_test' })) do
+        c:stop(true)
+      end
+    end,
+  },
 })

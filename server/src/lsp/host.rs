@@ -291,7 +291,7 @@ impl Host for EditorHost {
         if !self.shared.caps().query {
             return None;
         }
-        let make = || Arc::new(super::query::EditorIntel { shared: self.shared.clone() }) as crate::intel::Source;
+        let make = || Arc::new(super::query::EditorIntel::new(self.shared.clone())) as crate::intel::Source;
         Some(self.folder.intel.get_or_init(make).clone())
     }
 

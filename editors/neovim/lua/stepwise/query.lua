@@ -146,7 +146,8 @@ end
 
 --- Whether a language server other than stepwise is attached to the buffer (one that may publish).
 local function has_server(buf)
-  for _, c in ipairs(vim.lsp.get_clients({ bufnr = buf })) do
+  -- a server still starting counts (one just started for a buffer loaded for the question): it will publish
+  for _, c in ipairs(vim.lsp.get_clients({ bufnr = buf, _uninitialized = true })) do
     if c.name ~= STEPWISE then
       return true
     end
@@ -210,6 +211,15 @@ local function diagnostics(params, enc, reply)
   local function buf_of(uri)
     local buf = vim.uri_to_bufnr(uri)
     return api.nvim_buf_is_loaded(buf) and buf or nil
+  end
+  -- A file a command changed that no buffer holds (named without a version) is loaded, unlisted and in no
+  -- window, so the servers that attach to its filetype check it as if the user had opened it.
+  for _, d in ipairs(documents) do
+    local buf = (d.version == nil or d.version == vim.NIL) and vim.uri_to_bufnr(d.uri)
+    if buf and not api.nvim_buf_is_loaded(buf) then
+      vim.bo[buf].buflisted = false
+      pcall(vim.fn.bufload, buf)
+    end
   end
   local function all_settled()
     for _, d in ipairs(documents) do

@@ -1,6 +1,6 @@
 // Answers to the server's `stepwise/query` (docs/protocol.md, "Code intelligence"), as pure logic: VS Code's
-// objects (read through the structural types below, so tests pass plain objects) turned into LSP JSON, and when
-// a document's diagnostics are settled for the version the agent wrote.
+// objects (read through the structural types below, so tests pass plain objects) turned into LSP JSON. When a
+// document's diagnostics are settled for the version the agent wrote: settling.ts.
 
 /** What VS Code's Position / Range look like. */
 export interface Pos {
@@ -140,77 +140,44 @@ export function workspaceEdit(entries: readonly [UriLike, readonly TextEditLike[
   return Object.keys(changes).length > 0 ? { changes } : null;
 }
 
+/** A diagnostic as TypeScript's server gives it (`syntacticDiagnosticsSync` / `semanticDiagnosticsSync`). */
+export interface TsDiagnosticLike {
+  /** 1-based line and offset (UTF-16). */
+  start: { line: number; offset: number };
+  end: { line: number; offset: number };
+  text: string;
+  code?: number;
+  category?: string;
+  source?: string;
+}
+
+const TS_SEVERITY: Record<string, number> = { error: 1, warning: 2, message: 3, suggestion: 4 };
+
+/** Style checks (unused names, unreachable code, fallthrough, missing returns) VS Code's TypeScript shows as warnings. */
+const TS_STYLE_CHECKS = new Set([6133, 6196, 6138, 6192, 7027, 7028, 7029, 7030]);
+
 /**
- * When a document's diagnostics are those of a version. A language server that publishes says so by a change of
- * the document's diagnostics after it reached the version; but VS Code (and TypeScript) fire no change when the
- * diagnostics stay the same, so a document whose server has been seen publishing for its language, and has been
- * at the version for well past that server's usual time (twice its slowest recent one, at least `floorMs`) with
- * no change, is settled too. A language never seen publishing settles only by a change: its server may still be
- * starting (TypeScript's first analysis takes seconds), and settling it early would read as clean. Only plain text,
- * which no server of VS Code's own checks, settles after `unknownQuietMs` unchanged, so editing a text file does
- * not hold the round for the whole wait.
+ * TypeScript's server's diagnostic as an LSP Diagnostic, as VS Code's TypeScript shows it (`styleAsWarnings`:
+ * its setting `typescript.reportStyleChecksAsWarnings`, on by default).
  */
-/** Languages no language server of VS Code's own checks. */
-const UNCHECKED_LANGUAGES = new Set(['plaintext', 'log']);
+export function tsDiagnostic(d: TsDiagnosticLike, styleAsWarnings = true) {
+  const pos = (p: { line: number; offset: number }) => ({ line: Math.max(p.line - 1, 0), character: Math.max(p.offset - 1, 0) });
+  const category = d.category ?? 'error';
+  const style = styleAsWarnings && category === 'error' && d.code !== undefined && TS_STYLE_CHECKS.has(d.code);
+  return {
+    range: { start: pos(d.start), end: pos(d.end) },
+    severity: style ? 2 : (TS_SEVERITY[category] ?? 1),
+    message: d.text,
+    source: d.source ?? 'ts',
+    ...(d.code !== undefined ? { code: d.code } : {}),
+  };
+}
 
-export class Settling {
-  /** uri -> the document's version when its diagnostics last changed (-1: the document was not open). */
-  private readonly published = new Map<string, number>();
-  /** uri -> when the document reached its current version, and its language. */
-  private readonly reached = new Map<string, { version: number; at: number; language: string }>();
-  /** language -> recent times from a version to its diagnostics (ms), newest last. */
-  private readonly latencies = new Map<string, number[]>();
-
-  constructor(
-    private readonly floorMs = 300,
-    private readonly unknownQuietMs = 2000,
-  ) {}
-
-  /** How long a document of `language` must stay unchanged, with no diagnostics change, to be settled (never: undefined). */
-  private quietMs(language: string): number | undefined {
-    const seen = this.latencies.get(language);
-    if (!seen || seen.length === 0) return UNCHECKED_LANGUAGES.has(language) ? this.unknownQuietMs : undefined;
-    return Math.max(this.floorMs, 2 * Math.max(...seen));
-  }
-
-  /** A document changed to `version` (or was opened) at `now`. */
-  changed(uri: string, version: number, language: string, now: number): void {
-    this.reached.set(uri, { version, at: now, language });
-  }
-
-  /** The document's diagnostics changed at `now`, while it was at `version` (undefined: not open). */
-  publishedAt(uri: string, version: number | undefined, now: number): void {
-    this.published.set(uri, version ?? -1);
-    const r = this.reached.get(uri);
-    if (r && version !== undefined && r.version === version) {
-      const list = this.latencies.get(r.language) ?? [];
-      list.push(now - r.at);
-      if (list.length > 8) list.shift();
-      this.latencies.set(r.language, list);
-    }
-  }
-
-  /** Whether the document's diagnostics are those of `version` (undefined: of whatever text it has). */
-  settled(uri: string, version: number | undefined, now: number): boolean {
-    const p = this.published.get(uri);
-    if (version === undefined) return p !== undefined;
-    if (p !== undefined && p >= version) return true;
-    const r = this.reached.get(uri);
-    if (!r || r.version < version) return false;
-    const quiet = this.quietMs(r.language);
-    return quiet !== undefined && now - r.at >= quiet;
-  }
-
-  /** When `settled` may next turn true without an event (the quiet rule), in ms from `now`; undefined: never. */
-  nextCheck(uri: string, version: number | undefined, now: number): number | undefined {
-    const r = this.reached.get(uri);
-    const quiet = r && this.quietMs(r.language);
-    if (version === undefined || !r || r.version < version || quiet === undefined) return undefined;
-    return Math.max(0, r.at + quiet - now);
-  }
-
-  forget(uri: string): void {
-    this.reached.delete(uri);
-    this.published.delete(uri);
-  }
+/** The diagnostics of a TypeScript server's answer (`{type: 'response', body: [...]}`), or undefined if it gave none. */
+export function tsDiagnostics(answer: unknown, styleAsWarnings = true): ReturnType<typeof tsDiagnostic>[] | undefined {
+  const body = (answer as { type?: string; success?: boolean; body?: unknown } | undefined | null)?.body;
+  if (!Array.isArray(body)) return undefined;
+  return (body as TsDiagnosticLike[])
+    .filter((d) => d && d.start && d.end && typeof d.text === 'string')
+    .map((d) => tsDiagnostic(d, styleAsWarnings));
 }

@@ -171,7 +171,10 @@ export interface DocumentDiagnostics {
   uri: string;
   /** LSP `Diagnostic`s. */
   diagnostics?: unknown[];
-  /** The diagnostics were published for the version asked for (or later); `false`: the wait ran out. */
+  /**
+   * The diagnostics were published for the version asked for (or later); `false`: the wait ran out, or the
+   * editor knows none of its servers will check the document.
+   */
   settled?: boolean;
 }
 

@@ -68,36 +68,25 @@ test("a rename's WorkspaceEdit entries become LSP `changes`; no edits: null", ()
   assert.equal(q.workspaceEdit([]), null);
 });
 
-test('settling: a change of diagnostics after the document reached the version settles it, an older one does not', () => {
-  const s = new q.Settling();
-  s.changed('a', 1, 'typescript', 0);
-  s.publishedAt('a', 1, 100);
-  assert.equal(s.settled('a', 2, 150), false, 'published for version 1 only');
-  s.changed('a', 2, 'typescript', 200);
-  assert.equal(s.settled('a', 2, 210), false);
-  s.publishedAt('a', 2, 260);
-  assert.equal(s.settled('a', 2, 261), true);
-  assert.equal(s.settled('b', undefined, 0), false, 'never published: not settled');
-});
-
-test('settling: diagnostics that stay the same (no event) settle once the language\'s server had twice its usual time; plain text after 2 s', () => {
-  const s = new q.Settling(300);
-  s.changed('a', 1, 'typescript', 0);
-  s.publishedAt('a', 1, 400); // this server takes 400 ms
-  s.changed('a', 2, 'typescript', 1000);
-  assert.equal(s.settled('a', 2, 1700), false, 'within twice its time');
-  assert.equal(s.nextCheck('a', 2, 1700), 100);
-  assert.equal(s.settled('a', 2, 1800), true);
-  // A language never seen publishing settles only by an event (its server may still be starting)...
-  s.changed('m', 3, 'markdown', 0);
-  assert.equal(s.settled('m', 3, 1e9), false);
-  assert.equal(s.nextCheck('m', 3, 0), undefined);
-  // ...but plain text, which nothing checks, after 2 s unchanged.
-  s.changed('t', 3, 'plaintext', 0);
-  assert.equal(s.settled('t', 3, 1999), false);
-  assert.equal(s.nextCheck('t', 3, 0), 2000);
-  assert.equal(s.settled('t', 3, 2000), true);
-  // A version not reached yet never settles by quiet.
-  assert.equal(s.settled('t', 4, 1e9), false);
-  assert.equal(s.nextCheck('t', 4, 0), undefined);
+test("TypeScript's server's diagnostics (a pull) become LSP diagnostics: 1-based line/offset to 0-based, category to severity", () => {
+  const got = q.tsDiagnostics({
+    type: 'response',
+    success: true,
+    body: [
+      { start: { line: 1, offset: 14 }, end: { line: 1, offset: 19 }, text: "Type 'string' is not assignable to type 'number'.", code: 2322, category: 'error' },
+      { start: { line: 3, offset: 1 }, end: { line: 3, offset: 2 }, text: 'w', category: 'warning', source: 'eslint' },
+      { start: { line: 2 }, text: 'no end: left out' },
+    ],
+  });
+  assert.deepEqual(got, [
+    { range: r(0, 13, 0, 18), severity: 1, message: "Type 'string' is not assignable to type 'number'.", source: 'ts', code: 2322 },
+    { range: r(2, 0, 2, 1), severity: 2, message: 'w', source: 'eslint' },
+  ]);
+  assert.deepEqual(q.tsDiagnostics({ type: 'response', success: true, body: [] }), [], 'a clean file: checked, nothing');
+  // An unused name (noUnusedLocals) is a warning, as VS Code's TypeScript shows it, unless its setting says not.
+  const unused = { start: { line: 1, offset: 7 }, end: { line: 1, offset: 8 }, text: "'x' is declared but its value is never read.", code: 6133, category: 'error' };
+  assert.equal(q.tsDiagnostics({ type: 'response', body: [unused] })?.[0].severity, 2);
+  assert.equal(q.tsDiagnostics({ type: 'response', body: [unused] }, false)?.[0].severity, 1);
+  assert.equal(q.tsDiagnostics({ type: 'cancelled' }), undefined, 'no answer is not "clean"');
+  assert.equal(q.tsDiagnostics(undefined), undefined);
 });

@@ -224,7 +224,8 @@ pub struct DocumentDiagnostics {
     #[serde(default)]
     #[schemars(with = "Vec<serde_json::Value>")]
     pub diagnostics: Vec<tower_lsp_server::ls_types::Diagnostic>,
-    /// The diagnostics were published for the version asked for (or later); `false`: the wait ran out.
+    /// The diagnostics were published for the version asked for (or later); `false`: the wait ran out, or the
+    /// editor knows none of its servers will check the document.
     #[serde(default)]
     pub settled: bool,
 }

@@ -6,8 +6,9 @@
 
 mod recode;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -18,6 +19,7 @@ use super::ext::{self, QueryDocument, QueryKind, QueryParams, QueryPosition};
 use super::shared::Shared;
 use crate::intel::source::KEEP_PER_FILE;
 use crate::intel::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Written};
+use crate::locks::lock;
 use recode::Recode;
 
 /// How long a navigation or rename question may take the editor.
@@ -29,7 +31,12 @@ const SETTLE: Duration = Duration::from_secs(2);
 const WHO: &str = "the editor";
 
 pub struct EditorIntel {
-    pub shared: Arc<Shared>,
+    shared: Arc<Shared>,
+    /// A hash of the text each file was last written with (a file tool's or a command's) and the version
+    /// the editor's document had then. A document still at that version with another text has not caught up
+    /// yet: the editor reloads a file a command changed on disk a moment later, and its diagnostics until then
+    /// are the old text's.
+    written: Mutex<HashMap<PathBuf, (u64, Option<i32>)>>,
 }
 
 /// Why an answer did not come.
@@ -39,6 +46,10 @@ enum Unanswered {
 }
 
 impl EditorIntel {
+    pub fn new(shared: Arc<Shared>) -> EditorIntel {
+        EditorIntel { shared, written: Mutex::default() }
+    }
+
     fn uri(&self, path: &Path) -> Option<Uri> {
         self.shared.texts.uri_of(path).or_else(|| Uri::from_file_path(path))
     }
@@ -55,13 +66,24 @@ impl EditorIntel {
     }
 
     /// The documents asked about, each with the version of the text the agent wrote (an open document's,
-    /// once the editor reported the agent's edits; `None` for a file the editor has not opened).
+    /// once the editor reported the agent's edits, or the next one while the editor has not yet taken a
+    /// command's change from the disk; `None` for a file the editor has not opened).
     async fn documents(&self, paths: &[PathBuf]) -> Vec<(PathBuf, QueryDocument)> {
         let mut out = Vec::new();
         for p in paths {
             let Some(uri) = self.uri(p) else { continue };
             self.shared.texts.wait_settled(p, SETTLE).await;
-            let version = self.shared.texts.read(p).and_then(|t| t.open).and_then(|o| o.version);
+            let now = self.shared.texts.read(p).and_then(|t| Some((t.open?.version?, t.text)));
+            let mut written = lock(&self.written);
+            let version = match (now, written.get(p)) {
+                // Kept until the editor caught up, for a later question of the same round.
+                (Some((v, text)), Some(&(wrote, Some(then)))) if v == then && hash(&text) != wrote => Some(v + 1),
+                (now, _) => {
+                    written.remove(p);
+                    now.map(|(v, _)| v)
+                }
+            };
+            drop(written);
             out.push((p.clone(), QueryDocument { uri: uri.as_str().to_string(), version }));
         }
         out
@@ -92,16 +114,27 @@ impl EditorIntel {
                 })
                 .collect()
         };
-        let value = match self.ask(params, wait + margin).await {
+        let answer = self.ask(params, wait + margin).await;
+        // What the model reads as waited is the time this question really took, not the wait it allowed: an
+        // editor may give up on a document long before (a file no server of it checks).
+        let waited = started.elapsed();
+        let value = match answer {
             Ok(Some(v)) => v,
             Ok(None) => return not_all(Checked::Failed(format!("{WHO} has no diagnostics to give"))),
-            Err(Unanswered::Late(t)) => return not_all(Checked::No { who: WHO.into(), waited: t }),
+            Err(Unanswered::Late(_)) => return not_all(Checked::No { who: WHO.into(), waited }),
             Err(Unanswered::Failed(why)) => return not_all(Checked::Failed(why)),
         };
         let answer: ext::DiagnosticsAnswer = match serde_json::from_value(value) {
             Ok(a) => a,
             Err(e) => return not_all(Checked::Failed(format!("{WHO} answered what stepwise cannot read: {e}"))),
         };
+        tracing::info!(
+            "the editor answered diagnostics for {} document(s) in {} ms of the {} ms it was allowed ({} settled)",
+            asked.len(),
+            waited.as_millis(),
+            wait.as_millis(),
+            answer.items.iter().filter(|i| i.settled).count()
+        );
         let mut recode = Recode::new(&self.shared);
         let mut out = Vec::new();
         for item in answer.items {
@@ -113,13 +146,13 @@ impl EditorIntel {
             for d in &mut diagnostics {
                 recode.range(&uri, &mut d.range).await;
             }
-            let checked = if item.settled { Checked::Yes } else { Checked::No { who: WHO.into(), waited: wait } };
+            let checked = if item.settled { Checked::Yes } else { Checked::No { who: WHO.into(), waited } };
             out.push(FileDiagnostics { path, diagnostics, before: None, checked, dropped });
         }
         // A document asked about that the answer leaves out was not checked.
         for (p, _) in &asked {
             if !out.iter().any(|f| &f.path == p) {
-                let checked = Checked::No { who: WHO.into(), waited: wait };
+                let checked = Checked::No { who: WHO.into(), waited };
                 out.push(FileDiagnostics {
                     path: p.clone(),
                     diagnostics: Vec::new(),
@@ -218,6 +251,13 @@ fn locations(response: GotoDefinitionResponse) -> Vec<Location> {
     }
 }
 
+fn hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
 fn empty(kind: QueryKind) -> QueryParams {
     QueryParams { kind, uri: None, position: None, query: None, new_name: None, documents: None, wait_ms: None }
 }
@@ -232,8 +272,11 @@ impl Intelligence for EditorIntel {
         true
     }
 
-    fn wrote(&self, _written: Written) {
-        // The agent's edits reached the editor's buffers through `workspace/applyEdit`; its servers saw them.
+    fn wrote(&self, written: Written) {
+        // The agent's edits reach the editor's buffers through `workspace/applyEdit`, where its servers see them;
+        // a command's reach them when the editor reloads the file: kept to know whether it did.
+        let then = self.shared.texts.read(&written.path).and_then(|t| t.open?.version);
+        lock(&self.written).insert(written.path, (hash(&written.text), then));
     }
 
     fn diagnostics(&self, req: DiagnosticsRequest) -> BoxFuture<'_, Vec<FileDiagnostics>> {
