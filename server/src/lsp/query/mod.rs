@@ -89,7 +89,8 @@ impl EditorIntel {
         out
     }
 
-    async fn diagnostics_of(&self, req: DiagnosticsRequest) -> Vec<FileDiagnostics> {
+    /// `before`: the question asked before the agent's first change of a file (`learn_before`), logged apart.
+    async fn diagnostics_of(&self, req: DiagnosticsRequest, before: bool) -> Vec<FileDiagnostics> {
         let started = Instant::now();
         let asked = self.documents(&req.paths).await;
         // The editor waits a little less than the caller, so its answer arrives within the caller's wait.
@@ -129,7 +130,8 @@ impl EditorIntel {
             Err(e) => return not_all(Checked::Failed(format!("{WHO} answered what stepwise cannot read: {e}"))),
         };
         tracing::info!(
-            "the editor answered diagnostics for {} document(s) in {} ms of the {} ms it was allowed ({} settled)",
+            "the editor answered {} for {} document(s) in {} ms of the {} ms it was allowed ({} settled)",
+            if before { "the diagnostics from before a change" } else { "diagnostics" },
             asked.len(),
             waited.as_millis(),
             wait.as_millis(),
@@ -280,7 +282,7 @@ impl Intelligence for EditorIntel {
     }
 
     fn diagnostics(&self, req: DiagnosticsRequest) -> BoxFuture<'_, Vec<FileDiagnostics>> {
-        Box::pin(self.diagnostics_of(req))
+        Box::pin(self.diagnostics_of(req, false))
     }
 
     fn query(&self, q: Query) -> BoxFuture<'_, Result<Answer, String>> {
@@ -292,7 +294,7 @@ impl Intelligence for EditorIntel {
         let path = path.to_path_buf();
         Box::pin(async move {
             let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: wait };
-            let files = self.diagnostics_of(req).await;
+            let files = self.diagnostics_of(req, true).await;
             files.into_iter().find(|f| f.path == path && f.checked == Checked::Yes).map(|f| f.diagnostics)
         })
     }
