@@ -155,12 +155,25 @@ async fn editor_that_never_says_the_before_leaves_the_errors_not_compared_and_th
     ed.finish().await;
 }
 
+/// A command that adds the second error on a new first line.
+fn command() -> Step {
+    Step::tool("bash", json!({"command": "printf 'missing;\\n' | cat - a.ts > b && mv b a.ts"}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_file_read_then_changed_by_a_command_is_told_only_the_new_error() {
+    let steps = vec![Step::tool("read_file", json!({"path": "a.ts"})), command(), Step::text("done")];
+    let (told, asked) = told_after(steps, "before-read-command").await;
+    // The command waited for the answer the read asked for, so the errors are compared with it.
+    assert!(told.contains(&format!("a.ts:1:1: error: {NEW}")), "{told}");
+    assert!(!told.contains(OLD), "the error from before is not new: {told}");
+    assert!(!told.contains("not compared"), "{told}");
+    assert_eq!(before_questions(&asked), 1, "{asked:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_a_file_a_command_changed_unseen_is_not_compared() {
-    let steps = vec![
-        Step::tool("bash", json!({"command": "printf 'missing;\\n' | cat - a.ts > b && mv b a.ts"})),
-        Step::text("done"),
-    ];
+    let steps = vec![command(), Step::text("done")];
     let (told, asked) = told_after(steps, "before-command").await;
     // The editor cannot check the text from before the command: no error is claimed as new.
     assert!(told.contains(&format!("{NOT_COMPARED} (2))")), "{told}");

@@ -86,10 +86,10 @@ impl<H: Host> Host for Tracked<'_, H> {
         timeout: Duration,
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<ShellOutput, String> {
-        self.before_command();
         if let Some(intel) = self.intel {
-            intel.command_starting();
+            intel.command_starting().await;
         }
+        self.before_command();
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
         let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now());
         self.inner.run_command(command, timeout, sandbox).await
@@ -100,10 +100,10 @@ impl<H: Host> Host for Tracked<'_, H> {
         command: &str,
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<crate::background::Started, String> {
-        self.arm();
         if let Some(intel) = self.intel {
-            intel.command_starting();
+            intel.command_starting().await;
         }
+        self.arm();
         self.inner.start_background(command, sandbox).await
     }
 

@@ -137,17 +137,7 @@ impl Session {
         let wait = BEFORE_WRITE.min(self.max_wait);
         let deadline = tokio::time::Instant::now() + wait;
         // Asked in the background since the agent read it: that answer, rather than a second question.
-        loop {
-            let answered = self.answered.notified();
-            tokio::pin!(answered);
-            answered.as_mut().enable();
-            if !lock(&self.asking).contains(path) {
-                break;
-            }
-            if tokio::time::timeout_at(deadline, answered).await.is_err() {
-                break;
-            }
-        }
+        self.answers_for(|asking| asking.contains(path), deadline).await;
         if self.wants_before(path) {
             let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
             if wait.is_zero() {
@@ -160,9 +150,27 @@ impl Session {
     }
 
     /// A shell command or a background task starts: what an editor answers about a file from now on may
-    /// be of the text it changes.
-    pub fn command_starting(&self) {
+    /// be of the text it changes, so the answers asked after the agent's reads are waited for first (the
+    /// rest of their own wait, at most `AFTER_READ`; none asked, no wait), and later ones are not kept.
+    pub async fn command_starting(&self) {
+        let deadline = tokio::time::Instant::now() + AFTER_READ;
+        self.answers_for(|asking| !asking.is_empty(), deadline).await;
         self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Waits while `pending` holds of the files being asked in the background, at most until `deadline`.
+    async fn answers_for(&self, pending: impl Fn(&HashSet<PathBuf>) -> bool, deadline: tokio::time::Instant) {
+        loop {
+            let answered = self.answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            if !pending(&lock(&self.asking)) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, answered).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// The agent wrote `text` to `path` (a file tool, a rename, or a shell command): the source starts on

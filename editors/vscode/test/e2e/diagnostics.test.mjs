@@ -1,7 +1,8 @@
 // End-to-end test of code intelligence through VS Code (issue 36) in real VS Code (code-server) with its built-in
-// TypeScript: the scripted model edits total.ts to add a type error; the server asks VS Code (`stepwise/query`)
-// for the diagnostics of the version it wrote; the model's next request carries a `<diagnostics>` block with the
-// file and line; the edit's card in the Conversation view counts the error and lists its line, which opens its
+// TypeScript: total.ts has an error already; the scripted model edits it to add a type error; the server asks VS
+// Code (`stepwise/query`) for the file's diagnostics before the edit and for those of the version it wrote; the
+// model's next request carries a `<diagnostics>` block with the file and line of the new error only (the one from
+// before is not new); the edit's card in the Conversation view counts the error and lists its line, which opens its
 // place; after a reload the block shows as a diagnostics entry, not as the user's words.
 // Screenshots: diagnostics/*.png.
 import assert from 'node:assert/strict';
@@ -27,7 +28,8 @@ import {
 } from './harness.mjs';
 
 const TASK = 'Make total a string';
-const BEFORE = 'const total: number = 1;\nexport { total };\n';
+const BEFORE = 'const total: number = 1;\nconst old: number = missing;\nexport { total, old };\n';
+const OLD = "Cannot find name 'missing'.";
 const ERROR = "Type 'string' is not assignable to type 'number'.";
 const SCRIPT = [
   { type: 'turn', tool_calls: [{ name: 'edit_file', input: { path: 'total.ts', old_text: '= 1;', new_text: "= 'one';" } }] },
@@ -58,6 +60,8 @@ step("the TypeScript error of the agent's edit reaches the model and shows on it
   // The file is open in an editor, as the user would have it: VS Code's TypeScript checks it.
   await openFile('total.ts');
   await page.locator('.tab.active', { hasText: 'total.ts' }).waitFor({ timeout: LONG });
+  // TypeScript has checked it (its error from before is underlined), as the user would have it before asking.
+  await page.locator('.part.editor .monaco-editor .squiggly-error').first().waitFor({ state: 'attached', timeout: LONG });
   await runCommand('Stepwise: Focus on Conversation View');
   frame = await viewFrame();
   await onlyConversation();
@@ -73,6 +77,8 @@ step("the TypeScript error of the agent's edit reaches the model and shows on it
   assert.match(told, /<diagnostics>/, told);
   assert.match(told, new RegExp(`total\\.ts:1:\\d+: error: ${ERROR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), told);
   assert.match(told, /<\/diagnostics>/, told);
+  assert.ok(!told.includes(OLD), `the error from before is not new: ${told}`);
+  assert.doesNotMatch(told, /not compared/, told);
 
   // The edit's card counts it and lists its line when opened.
   const card = frame.locator('.card.tool[data-tool="edit_file"]');

@@ -4,9 +4,12 @@
 //  1. a clean TypeScript project, an agent's edit that stays clean: TypeScript publishes nothing when a file
 //     stays clean, yet the answer is settled (its server answered for the version) well inside the wait, and the
 //     model is told of no error;
-//  2. a shell command breaks a .ts file VS Code does not have open, and writes a plain text file: the editor opens
-//     the .ts file unshown so TypeScript checks it, and the model's tool result names the error; the plain text
-//     file is settled at once; the round does not wait the deadline;
+//  2. the agent reads a .ts file VS Code does not have open (the editor is asked for its errors from before, in
+//     the background), then a shell command breaks it, breaks another .ts file the agent never read, and writes
+//     a plain text file: the editor opens the .ts files unshown so TypeScript checks them, and the model's tool
+//     result names the read file's error; the other file's error is said as not compared (the editor cannot
+//     check its text from before the command), never as new; the plain text file is settled at once; the
+//     round does not wait the deadline;
 //  3. a shell command writes a Python file, which no server of this VS Code checks (no Python extension): the
 //     editor gives up soon and the model reads `not checked` with the time really waited, never silence;
 //  4. a shell command breaks a file open in a tab: the editor is asked for the version its reload of the file
@@ -21,7 +24,13 @@ const ERROR = "Type 'string' is not assignable to type 'number'.";
 const SCRIPT = [
   { type: 'turn', tool_calls: [{ name: 'edit_file', input: { path: 'total.ts', old_text: '= 1;', new_text: '= 2;' } }] },
   { type: 'turn', text: 'Changed it.' },
-  { type: 'turn', tool_calls: [{ name: 'bash', input: { command: "sed -i \"s/= 3;/= 'three';/\" lib.ts && printf 'done\\n' > notes.txt" } }] },
+  {
+    type: 'turn',
+    tool_calls: [
+      { name: 'read_file', input: { path: 'lib.ts' } },
+      { name: 'bash', input: { command: "sed -i \"s/= 3;/= 'three';/\" lib.ts four.ts && printf 'done\\n' > notes.txt" } },
+    ],
+  },
   { type: 'turn', text: 'Ran it.' },
   { type: 'turn', tool_calls: [{ name: 'bash', input: { command: "printf 'def f():\\n    return 1\\n' > tool.py" } }] },
   { type: 'turn', text: 'Wrote it.' },
@@ -67,6 +76,7 @@ async function send(text) {
 step('a clean edit in a clean TypeScript project is answered as checked, inside the wait, not at its end', async () => {
   fs.writeFileSync(path.join(workspaceDir, 'total.ts'), 'const total: number = 1;\nexport { total };\n');
   fs.writeFileSync(path.join(workspaceDir, 'lib.ts'), 'export const three: number = 3;\n');
+  fs.writeFileSync(path.join(workspaceDir, 'four.ts'), 'export const four: number = 3;\n');
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
   await openFile('total.ts');
   await page.locator('.tab.active', { hasText: 'total.ts' }).waitFor({ timeout: LONG });
@@ -95,10 +105,12 @@ step('a shell command that breaks a file VS Code does not have open: the error r
   const escaped = ERROR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   assert.match(told, new RegExp(`lib\\.ts:1:\\d+: error: ${escaped}`), told);
   assert.doesNotMatch(told, /not checked/, `every file checked: ${told}`);
+  assert.match(told, /not compared with before: four\.ts \(1\)/, told);
+  assert.doesNotMatch(told, /four\.ts:\d+/, `never claimed as new: ${told}`);
   const all = await waitFor('the server\'s report of the second answer', async () => answers(), (a) => a.length >= 2, SHORT);
   const second = all[all.length - 1];
-  assert.equal(second.documents, 2, `lib.ts and notes.txt: ${JSON.stringify(second)}`);
-  assert.equal(second.settled, 2, JSON.stringify(second));
+  assert.equal(second.documents, 3, `lib.ts, four.ts and notes.txt: ${JSON.stringify(second)}`);
+  assert.equal(second.settled, 3, JSON.stringify(second));
   assert.ok(second.waited < second.allowed / 2, `not the deadline: ${JSON.stringify(second)}`);
 
   const card = frame.locator('.card.tool[data-tool="bash"]');
