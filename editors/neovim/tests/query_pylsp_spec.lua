@@ -83,13 +83,24 @@ return H.spec({
     end,
   },
   {
-    name = 'query pylsp: a file a shell command broke that no buffer holds is loaded, checked, and its error reaches the model',
+    name = 'query pylsp: a file the agent read, then a shell command broke, that no buffer holds is loaded, checked, and its error reaches the model; one never read is not compared',
     timeout = 200000,
     fn = function()
       local bin = pylsp_bin()
-      local dir = H.workspace({ ['calc.py'] = 'x = 1\nprint(x)\n', ['other.py'] = 'y = 2\nprint(y)\n' })
+      local dir = H.workspace({
+        ['calc.py'] = 'x = 1\nprint(x)\n',
+        ['other.py'] = 'y = 2\nprint(y)\n',
+        ['third.py'] = 'y = 3\nprint(y)\n',
+      })
+      -- other.py is read first: Neovim is asked for its errors from before (none); third.py is not, and Neovim
+      -- cannot check its text from before the command, so its errors are not compared, never claimed as new.
       local m = H.mock({
-        H.turn({ calls = { { 'bash', { command = "sed -i 's/print(y)/print(w)/' other.py" } } } }),
+        H.turn({
+          calls = {
+            { 'read_file', { path = 'other.py' } },
+            { 'bash', { command = "sed -i 's/print(y)/print(w)/' other.py third.py" } },
+          },
+        }),
         H.turn({ text = 'Changed it.' }),
       })
       H.setup(m)
@@ -98,7 +109,13 @@ return H.spec({
       vim.lsp.config('pylsp_test', { cmd = { bin .. '/pylsp' }, filetypes = { 'python' }, root_markers = { 'calc.py' } })
       vim.lsp.enable('pylsp_test')
       vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
-      H.wait_attached(api.nvim_get_current_buf())
+      local calc = api.nvim_get_current_buf()
+      H.wait_attached(calc)
+      -- pylsp is up (its first diagnostics of calc.py were published), as the user would have it
+      H.wait(function()
+        return #vim.lsp.get_clients({ name = 'pylsp_test', bufnr = calc }) > 0
+          and require('stepwise.query').settled(calc, nil)
+      end, 30000, "pylsp's first diagnostics")
       local other = dir .. '/other.py'
       H.eq(-1, vim.fn.bufnr(other), 'other.py is in no buffer')
 
@@ -108,6 +125,8 @@ return H.spec({
       H.eq(2, #requests, 'two requests to the model')
       local told = last_user_text(requests[2])
       H.contains(told, "other.py:2:7: error: undefined name 'w' (pyflakes)", 'the error of the file the command changed')
+      H.contains(told, 'not compared with before: third.py (1)', 'the file never read')
+      H.eq(nil, told:find('third.py:2', 1, true), 'never claimed as new')
       -- loaded for its servers, not shown to the user
       local buf = vim.fn.bufnr(other)
       H.truthy(buf > 0 and api.nvim_buf_is_loaded(buf), 'loaded')

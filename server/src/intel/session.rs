@@ -64,7 +64,7 @@ pub struct Session {
 }
 
 /// How long the editor may take, in the background, for the diagnostics of a file the agent read.
-const AFTER_READ: Duration = Duration::from_millis(1500);
+const AFTER_READ: Duration = Duration::from_secs(2);
 /// How long the agent's first write of a file whose errors from before are not known waits for them.
 const BEFORE_WRITE: Duration = Duration::from_secs(2);
 
