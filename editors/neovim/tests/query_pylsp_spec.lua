@@ -83,7 +83,7 @@ return H.spec({
     end,
   },
   {
-    name = 'query pylsp: a file the agent read, then a shell command broke, that no buffer holds is loaded, checked, and its error reaches the model; one never read is not compared',
+    name = 'query pylsp: a file the agent read (loaded unlisted for its servers), then a shell command broke, is reloaded, checked, and its error reaches the model; one never read is not compared',
     timeout = 200000,
     fn = function()
       local bin = pylsp_bin()
