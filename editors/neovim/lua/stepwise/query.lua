@@ -155,15 +155,6 @@ local function has_server(buf)
   return false
 end
 
---- The buffer's 'autoread' (global-local: its own value, else the global one).
-local function autoread(buf)
-  local ok, value = pcall(api.nvim_get_option_value, 'autoread', { buf = buf })
-  if ok and type(value) == 'boolean' then
-    return value
-  end
-  return vim.o.autoread
-end
-
 --- Whether a document's diagnostics came after it reached `version` (no version: any at all). A document
 --- no language server serves (not loaded, or only stepwise attached) has nothing to wait for: what is
 --- known of it (nothing) is all there will be, as for a file no server of the CLI's covers.
@@ -221,27 +212,12 @@ local function diagnostics(params, enc, reply)
     local buf = vim.uri_to_bufnr(uri)
     return api.nvim_buf_is_loaded(buf) and buf or nil
   end
-  -- A buffer whose file a command changed on disk since it was read is reloaded (as 'autoread' would at the next
-  -- focus), so its servers check the text the command left, not the old one; unsaved changes are kept. Its
-  -- diagnostics from before the reload no longer count as published.
-  -- (The file's time can be that of the read, to the second, and its size the same: the text is compared.)
+  -- A buffer whose file a command changed on disk is reloaded first, so its servers check the text the command
+  -- left; its diagnostics from before the reload no longer count as published.
   for _, d in ipairs(documents) do
     local buf = buf_of(d.uri)
-    if buf and not vim.bo[buf].modified and autoread(buf) then
-      local ok, disk = pcall(vim.fn.readfile, api.nvim_buf_get_name(buf), 'b')
-      if ok and type(disk) == 'table' then
-        if disk[#disk] == '' then
-          disk[#disk] = nil
-        end
-        if not vim.deep_equal(disk, api.nvim_buf_get_lines(buf, 0, -1, false)) then
-          local listed = vim.bo[buf].buflisted
-          pcall(api.nvim_buf_call, buf, function()
-            vim.cmd('silent! edit!')
-          end)
-          vim.bo[buf].buflisted = listed
-          published[buf] = nil
-        end
-      end
+    if buf and require('stepwise.reload').if_changed(buf) then
+      published[buf] = nil
     end
   end
   -- A file a command changed that no buffer holds (named without a version) is loaded, unlisted and in no
