@@ -180,3 +180,33 @@ async fn editor_a_file_a_command_changed_unseen_is_not_compared() {
     assert!(!told.contains("error: "), "{told}");
     assert!(asked.iter().any(|q| q["kind"] == "diagnostics"), "the round asked the editor: {asked:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_read_does_not_wait_for_the_question_and_a_round_that_changes_nothing_has_no_block() {
+    let (dir, state) = folder_and_state("before-read-no-wait");
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(vec![Step::tool("read_file", json!({"path": "a.ts"})), Step::text("done")]).await;
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("diagnostics", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::Queue)
+        .timeout(T)
+        .start()
+        .await;
+    let uri = ed.open(dir.path().join("a.ts"), BEFORE);
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "look at a.ts").await;
+    // The read asks about the document as it is, in the background: never answered here.
+    let (_, asked) = ed.await_request("stepwise/query", T).await;
+    let asked_at = Instant::now();
+    assert_eq!(asked["documents"], json!([{"uri": uri, "version": 1}]), "{asked}");
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    // The run ended before the question's own 2 s ran out: the read did not wait for it.
+    let waited = asked_at.elapsed();
+    assert!(waited < Duration::from_millis(1900), "the run waited {waited:?} after the question");
+    let told = user_text(&mock.requests().last().expect("a request").body);
+    assert!(!told.contains("<diagnostics>"), "nothing changed: no block: {told}");
+    assert!(ed.try_request("stepwise/query", Duration::ZERO).await.is_none(), "no other question");
+    ed.finish().await;
+}

@@ -53,8 +53,8 @@ pub struct Session {
     asking: Arc<Mutex<HashSet<PathBuf>>>,
     /// Told when one of those answers came (or did not come in time).
     answered: Arc<tokio::sync::Notify>,
-    /// Counts the agent's writes and commands: an answer asked before one of them may be of a changed
-    /// text, so it is not kept as the file's errors from before.
+    /// Counts the commands the agent started: an answer asked before one of them may be of a text it
+    /// changed, so it is not kept as the file's errors from before.
     epoch: Arc<AtomicU64>,
     /// A hash of the text last fed for each file, to find what a command changed where no checkpoints
     /// follow the commands (`stepwise run`).
@@ -102,7 +102,8 @@ impl Session {
     }
 
     /// The agent read a file: an editor is asked for its diagnostics in the background (the read does
-    /// not wait), kept as its errors from before when they come settled and nothing was changed meanwhile.
+    /// not wait), kept as its errors from before when they come settled before the file is written and
+    /// before a command starts (`command_starting` waits for them).
     pub fn read(&self, path: &Path) {
         if !self.wants_before(path) || !lock(&self.asking).insert(path.to_path_buf()) {
             return;
@@ -146,12 +147,12 @@ impl Session {
                 lock(&self.seen).entry(path.to_path_buf()).or_insert_with(|| keys(Some(text), &diagnostics));
             }
         }
-        self.epoch.fetch_add(1, Ordering::SeqCst);
+        // No answer about this file is awaited any more; one about another file is still of its text.
     }
 
     /// A shell command or a background task starts: what an editor answers about a file from now on may
     /// be of the text it changes, so the answers asked after the agent's reads are waited for first (the
-    /// rest of their own wait, at most `AFTER_READ`; none asked, no wait), and later ones are not kept.
+    /// rest of their own wait, at most `AFTER_READ`, 2 s; none asked, no wait), and later ones are not kept.
     pub async fn command_starting(&self) {
         let deadline = tokio::time::Instant::now() + AFTER_READ;
         self.answers_for(|asking| !asking.is_empty(), deadline).await;
