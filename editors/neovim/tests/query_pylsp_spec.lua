@@ -83,7 +83,7 @@ return H.spec({
     end,
   },
   {
-    name = 'query pylsp: a file the agent read (loaded unlisted for its servers), then a shell command broke, is reloaded, checked, and its error reaches the model; one never read is not compared',
+    name = 'query pylsp: a file open in a buffer that the agent read, then a shell command broke, is reloaded, checked, and its error reaches the model; one no buffer holds is loaded, checked, and not compared',
     timeout = 200000,
     fn = function()
       local bin = pylsp_bin()
@@ -92,8 +92,9 @@ return H.spec({
         ['other.py'] = 'y = 2\nprint(y)\n',
         ['third.py'] = 'y = 3\nprint(y)\n',
       })
-      -- other.py is read first: Neovim is asked for its errors from before (none); third.py is not, and Neovim
-      -- cannot check its text from before the command, so its errors are not compared, never claimed as new.
+      -- other.py, open in a buffer, is read first: Neovim is asked for its errors from before (none); third.py is
+      -- in no buffer (it is not asked: answering would load it), and Neovim cannot check its text from before the
+      -- command, so its errors are not compared, never claimed as new.
       local m = H.mock({
         H.turn({
           calls = {
@@ -116,8 +117,18 @@ return H.spec({
         return #vim.lsp.get_clients({ name = 'pylsp_test', bufnr = calc }) > 0
           and require('stepwise.query').settled(calc, nil)
       end, 30000, "pylsp's first diagnostics")
+      -- other.py open in a buffer too (then hidden behind calc.py), checked by pylsp
       local other = dir .. '/other.py'
-      H.eq(-1, vim.fn.bufnr(other), 'other.py is in no buffer')
+      vim.cmd.edit(vim.fn.fnameescape(other))
+      local other_buf = api.nvim_get_current_buf()
+      H.wait_attached(other_buf)
+      H.wait(function()
+        return #vim.lsp.get_clients({ name = 'pylsp_test', bufnr = other_buf }) > 0
+          and require('stepwise.query').settled(other_buf, nil)
+      end, 30000, "pylsp's first diagnostics of other.py")
+      vim.cmd.buffer(calc)
+      local third = dir .. '/third.py'
+      H.eq(-1, vim.fn.bufnr(third), 'third.py is in no buffer')
 
       vim.cmd('Stepwise run Print w instead')
       H.wait_idle(cap, 60000)
@@ -125,10 +136,11 @@ return H.spec({
       H.eq(2, #requests, 'two requests to the model')
       local told = last_user_text(requests[2])
       H.contains(told, "other.py:2:7: error: undefined name 'w' (pyflakes)", 'the error of the file the command changed')
-      H.contains(told, 'not compared with before: third.py (1)', 'the file never read')
+      H.contains(told, 'not compared with before: third.py (1)', 'the file no buffer held')
       H.eq(nil, told:find('third.py:2', 1, true), 'never claimed as new')
+      H.eq('y = 2\nprint(w)', H.buf_text(other_buf), "other.py's buffer holds the command's text")
       -- loaded for its servers, not shown to the user
-      local buf = vim.fn.bufnr(other)
+      local buf = vim.fn.bufnr(third)
       H.truthy(buf > 0 and api.nvim_buf_is_loaded(buf), 'loaded')
       H.eq(false, vim.bo[buf].buflisted, 'unlisted')
       H.eq(-1, vim.fn.bufwinid(buf), 'in no window')

@@ -290,9 +290,12 @@ impl Intelligence for EditorIntel {
     }
 
     /// The document's diagnostics at its current version, when the editor says they are settled in time.
+    /// Asked only of a document the editor has open: one it has not would be opened to answer, and the
+    /// agent's write would then go to that hidden document instead of the disk.
     fn learn_before(&self, path: &Path, wait: Duration) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
         let path = path.to_path_buf();
         Box::pin(async move {
+            self.shared.texts.read(&path).and_then(|t| t.open?.version)?;
             let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: wait };
             let files = self.diagnostics_of(req, true).await;
             files.into_iter().find(|f| f.path == path && f.checked == Checked::Yes).map(|f| f.diagnostics)
