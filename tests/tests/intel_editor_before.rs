@@ -210,3 +210,30 @@ async fn editor_a_read_does_not_wait_for_the_question_and_a_round_that_changes_n
     assert!(ed.try_request("stepwise/query", Duration::ZERO).await.is_none(), "no other question");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and_not_compared() {
+    let (dir, state) = folder_and_state("before-not-open");
+    std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
+    let mock = MockModel::start(vec![edit(), Step::text("done")]).await;
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("diagnostics", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::With(editor_answer(asked.clone())))
+        .timeout(T)
+        .start()
+        .await;
+    let log = ed.run("add a line").await;
+    assert_eq!(log.reason(), "end_turn");
+    // Answering would make the editor open it, and the write would go to that document, not the disk.
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "only the round's question: {asked:?}");
+    assert_eq!(asked[0]["documents"][0]["version"], Value::Null, "{asked:?}");
+    let results = log.results();
+    assert!(results.iter().any(|(name, _, failed)| name == "edit_file" && !failed), "{results:?}");
+    let told = user_text(&mock.requests().last().expect("a request").body);
+    assert!(told.contains(NOT_COMPARED), "{told}");
+    assert!(!told.contains("error: "), "nothing claimed as new: {told}");
+    ed.finish().await;
+}

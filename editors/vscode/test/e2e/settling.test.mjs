@@ -4,12 +4,12 @@
 //  1. a clean TypeScript project, an agent's edit that stays clean: TypeScript publishes nothing when a file
 //     stays clean, yet the answer is settled (its server answered for the version) well inside the wait, and the
 //     model is told of no error;
-//  2. the agent reads a .ts file VS Code does not have open (the editor is asked for its errors from before, in
-//     the background), then a shell command breaks it, breaks another .ts file the agent never read, and writes
-//     a plain text file: the editor opens the .ts files unshown so TypeScript checks them, and the model's tool
-//     result names the read file's error; the other file's error is said as not compared (the editor cannot
-//     check its text from before the command), never as new; the plain text file is settled at once; the
-//     round does not wait the deadline;
+//  2. the agent reads a .ts file open in a tab (the editor is asked for its errors from before, in the
+//     background), then a shell command breaks it, breaks a .ts file VS Code does not have open, and writes a
+//     plain text file: the model's tool result names the read file's error; the editor opens the other .ts file
+//     unshown so TypeScript checks it, and its error is said as not compared (the editor cannot check its text
+//     from before the command), never as new; the plain text file is settled at once; the round does not wait
+//     the deadline;
 //  3. a shell command writes a Python file, which no server of this VS Code checks (no Python extension): the
 //     editor gives up soon and the model reads `not checked` with the time really waited, never silence;
 //  4. a shell command breaks a file open in a tab: the editor is asked for the version its reload of the file
@@ -96,8 +96,10 @@ step('a clean edit in a clean TypeScript project is answered as checked, inside 
   assert.ok(first.waited < first.allowed, `inside the wait: ${JSON.stringify(first)}`);
 });
 
-step('a shell command that breaks a file VS Code does not have open: the error reaches the model without waiting the deadline', async () => {
-  assert.equal(await page.locator('.tab', { hasText: 'lib.ts' }).count(), 0, 'lib.ts is not open in an editor');
+step('a shell command that breaks a file the agent read and one VS Code does not have open: the errors reach the model without waiting the deadline', async () => {
+  await openFile('lib.ts');
+  await page.locator('.tab.active', { hasText: 'lib.ts' }).waitFor({ timeout: LONG });
+  assert.equal(await page.locator('.tab', { hasText: 'four.ts' }).count(), 0, 'four.ts is not open in an editor');
   await send('Make three a string');
 
   const sent = await waitFor('the fourth request to the model', async () => requests(), (r) => r.length >= 4, SHORT);
