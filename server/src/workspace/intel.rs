@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{Asker, Trust, Workspace};
 use crate::agent::AgentConfig;
 use crate::host::{Host, SandboxSettings};
-use crate::intel::servers::{self, Rights, Servers};
+use crate::intel::servers::{self, Confined, Rights, Servers};
 use crate::intel::{DiagnosticsMode, Session, Source};
 use crate::locks::lock;
 
@@ -98,8 +98,12 @@ impl Workspace {
                     crate::host::folder_name(&root)
                 );
                 let refused = move || Rights::Refused(no);
-                let rights = match self.sandbox.policy(&root, sandbox) {
-                    Ok(Some(policy)) => Rights::Sandbox(policy),
+                let rights = match sandbox.confines() {
+                    true => Rights::Sandbox(Confined {
+                        sandbox: self.sandbox.clone(),
+                        root: root.clone(),
+                        settings: sandbox,
+                    }),
                     _ if is_trusted(&root) => Rights::Trusted,
                     _ => match asker.trust_language_servers(&root, &serving).await {
                         Trust::Now(yes) => trusted(&root, yes, &asker.reporter()).unwrap_or_else(refused),

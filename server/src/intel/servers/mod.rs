@@ -43,11 +43,28 @@ pub fn trust_question(root: &Path, names: &[String]) -> String {
 /// otherwise not at all (the line says why).
 #[derive(Debug, Clone)]
 pub enum Rights {
-    Sandbox(crate::host::Policy),
+    Sandbox(Confined),
     Trusted,
     Refused(String),
     /// The user is being asked (in an editor or a client); a start waits for the answer until its deadline.
     Asking(String),
+}
+
+/// The servers' confinement: the session's sandbox (which can start here) and its settings. The policy is
+/// made at the first server's start, not when the servers are decided before the first model request: its
+/// temporary folder and network namespace were most of what a workspace with a served file added to the
+/// start (issue 39).
+#[derive(Debug, Clone)]
+pub struct Confined {
+    pub sandbox: Arc<crate::host::Sandbox>,
+    pub root: PathBuf,
+    pub settings: crate::host::SandboxSettings,
+}
+
+impl Confined {
+    fn policy(&self) -> Result<crate::host::Policy, String> {
+        self.sandbox.policy(&self.root, self.settings)?.ok_or_else(|| "the sandbox is off".to_string())
+    }
 }
 
 struct Slot {
@@ -174,7 +191,7 @@ impl Servers {
             lock(&self.0.notices).push(format!("{} stopped unexpectedly{said}; restarted", spec.name));
         }
         let policy = match self.rights(deadline).await {
-            Rights::Sandbox(p) => Some(p),
+            Rights::Sandbox(c) => Some(c.policy().map_err(|why| format!("{}: {why}", spec.name))?),
             Rights::Trusted => None,
             Rights::Refused(why) | Rights::Asking(why) => return Err(why),
         };
