@@ -11,6 +11,7 @@ mod plan_first;
 mod render;
 mod review;
 mod slash;
+mod spinner;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

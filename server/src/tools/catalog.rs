@@ -358,7 +358,7 @@ impl Tool {
         ToolSpec {
             name: Cow::Borrowed(self.name),
             description: Cow::Borrowed(self.description),
-            input_schema: (self.schema)(),
+            input_schema: (self.schema)().into(),
         }
     }
 }
