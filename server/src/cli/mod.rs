@@ -11,7 +11,6 @@ mod plan_first;
 mod render;
 mod review;
 mod slash;
-mod spinner;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

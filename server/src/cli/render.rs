@@ -1,12 +1,14 @@
 //! The terminal's event sink: the plan in colour, streamed text, tool lines and a spinner.
 //!
 //! Everything is written through `anstream`, which drops the colour codes when the stream is not a
-//! terminal or `NO_COLOR` is set; the spinner (`spinner.rs`) is drawn on stderr only when it is a terminal.
+//! terminal or `NO_COLOR` is set; the spinner is indicatif's, drawn on stderr only when it is a terminal.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
+use std::time::Duration;
 
-use super::spinner::Spinner;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
 use crate::events::{Event, EventSink};
 use crate::locks;
 use crate::plan::Plan;
@@ -17,7 +19,7 @@ const DIM: &str = "\x1b[2m";
 
 pub struct Terminal {
     /// Shown while the model is asked; `None` between requests.
-    spinner: Mutex<Option<Spinner>>,
+    spinner: Mutex<Option<ProgressBar>>,
     /// Whether stderr is a terminal: a spinner nobody sees would still start its ticking thread every
     /// round (a tenth of a round's time where stepwise runs under a script or an editor).
     spins: bool,
@@ -42,23 +44,30 @@ impl Terminal {
         }
         let mut slot = locks::lock(&self.spinner);
         match (on, slot.take()) {
-            // Its own ticking thread: the spinner keeps turning while the runtime is busy.
-            (true, None) => *slot = Some(Spinner::start("thinking…")),
-            (true, Some(spinner)) => *slot = Some(spinner),
-            // Cleared before anything else prints (by its drop).
-            (false, Some(spinner)) => drop(spinner),
+            (true, None) => {
+                // Its own ticking thread: the spinner keeps turning while the runtime is busy.
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner:.dim} {msg:.dim}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                bar.set_message("thinking…");
+                bar.enable_steady_tick(Duration::from_millis(90));
+                *slot = Some(bar);
+            }
+            (true, Some(bar)) => *slot = Some(bar),
+            // Cleared before anything else prints.
+            (false, Some(bar)) => bar.finish_and_clear(),
             (false, None) => {}
         }
     }
 
     /// Runs `f` with the spinner off the screen (a question on the terminal, for example).
     pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
-        let hidden = locks::lock(&self.spinner).as_ref().map(Spinner::hide);
-        let r = f();
-        if let Some(h) = hidden {
-            h.show();
+        match locks::lock(&self.spinner).as_ref() {
+            Some(bar) => bar.suspend(f),
+            None => f(),
         }
-        r
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
