@@ -74,7 +74,7 @@ pub struct Shared<'a> {
 }
 
 /// Everything one run works with besides the conversation.
-pub struct Run<'a, H: Host, E: EventSink + ?Sized> {
+pub struct Run<'a, H: Host + ?Sized, E: EventSink + ?Sized> {
     pub llm: &'a Llm,
     pub host: &'a H,
     pub events: &'a E,
@@ -87,7 +87,7 @@ pub struct Run<'a, H: Host, E: EventSink + ?Sized> {
 }
 
 /// One user prompt, run to the end of the model's turn (or until a guard, an error or `cancel` stops it).
-pub async fn run<H: Host, E: EventSink + ?Sized>(
+pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
     messages: &mut Vec<Message>,
     prompt: &str,
     r: &Run<'_, H, E>,

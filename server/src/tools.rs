@@ -63,7 +63,7 @@ pub fn system_prompt(root: &std::path::Path, style: PlanningStyle, mode: Mode) -
 }
 
 /// Everything a tool call may touch.
-pub struct ToolContext<'a, H: Host> {
+pub struct ToolContext<'a, H: Host + ?Sized> {
     pub host: &'a H,
     pub plan: &'a PlanBoard,
     pub approvals: &'a Approvals,
@@ -93,13 +93,13 @@ fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, Strin
 }
 
 /// Runs one tool call. Never panics on model input: every problem becomes an error result.
-pub async fn execute<H: Host>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
+pub async fn execute<H: Host + ?Sized>(name: &str, input: &Value, cx: &mut ToolContext<'_, H>) -> ToolOutput {
     let call = prepare(name, input, cx);
     execute_prepared(name, input, call, cx).await
 }
 
 /// Runs a call whose gate `prepare` decided.
-pub async fn execute_prepared<H: Host>(
+pub async fn execute_prepared<H: Host + ?Sized>(
     name: &str,
     input: &Value,
     call: Prepared<'_>,
@@ -122,7 +122,7 @@ pub async fn execute_prepared<H: Host>(
     }
 }
 
-async fn mcp_call<H: Host>(name: &str, input: &Value, gate: &Gate<'_>, cx: &ToolContext<'_, H>) -> ToolOutput {
+async fn mcp_call<H: Host + ?Sized>(name: &str, input: &Value, gate: &Gate<'_>, cx: &ToolContext<'_, H>) -> ToolOutput {
     let Some((set, tool)) = cx.mcp.and_then(|m| m.find(name).map(|t| (m, t))) else {
         return ToolOutput::failed(format!("Unknown tool: {name}"));
     };
@@ -133,7 +133,7 @@ async fn mcp_call<H: Host>(name: &str, input: &Value, gate: &Gate<'_>, cx: &Tool
     ToolOutput { text: answer.text, is_error: answer.is_error, change: None }
 }
 
-async fn run<H: Host>(
+async fn run<H: Host + ?Sized>(
     tool: &Tool,
     gate: Gate<'_>,
     path: Option<ResolvedPath>,
@@ -185,7 +185,7 @@ async fn run<H: Host>(
     }
 }
 
-async fn run_text<H: Host>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
+async fn run_text<H: Host + ?Sized>(tool: &Tool, input: &Value, cx: &mut ToolContext<'_, H>) -> Result<String, String> {
     let name = tool.name;
     match tool.handler {
         Handler::ReadFile => {

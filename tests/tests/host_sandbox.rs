@@ -425,3 +425,28 @@ async fn off_means_no_sandbox() {
     let f = Fixture::new("off");
     assert_eq!(f.policy(SandboxMode::Off, false), None);
 }
+
+/// The Landlock ruleset is made once for what it grants and shared by the commands under it (issue 39);
+/// a rule holds a folder's inode, not its name, so a writable folder removed and made again at the same
+/// path must get a ruleset of its own: the next command writes there as before (a stale ruleset would
+/// refuse it), and anything outside stays refused.
+#[tokio::test]
+async fn a_writable_folder_made_again_at_its_path_is_writable_again() {
+    let f = Fixture::new("remade");
+    let shared = f.outside.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let mut settings = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
+    settings.writable = stepwise::host::sandbox::Writable::new(vec![shared.clone()]);
+    let policy = f.sandbox.policy(f.ws.path(), settings).unwrap();
+    let write = |name: &str| format!("echo x > {}", sh_quote(&shared.join(name)));
+    let out = f.run(&write("a"), policy.as_ref()).await;
+    assert!(!out.is_error && shared.join("a").exists(), "{}", out.text);
+    std::fs::remove_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    let policy = f.sandbox.policy(f.ws.path(), settings).unwrap();
+    let out = f.run(&write("b"), policy.as_ref()).await;
+    assert!(!out.is_error && shared.join("b").exists(), "the folder made again was not writable: {}", out.text);
+    let outside = f.outside.join("c");
+    let out = f.run(&format!("echo x > {}", sh_quote(&outside)), policy.as_ref()).await;
+    assert!(out.is_error && !outside.exists(), "{}", out.text);
+}

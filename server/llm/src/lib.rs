@@ -103,7 +103,45 @@ pub struct ToolSpec {
     /// Owned for tools learnt at run time (MCP servers'); borrowed for the built-in ones.
     pub name: std::borrow::Cow<'static, str>,
     pub description: std::borrow::Cow<'static, str>,
-    pub input_schema: Value,
+    pub input_schema: Schema,
+}
+
+/// A tool's input schema, shared: every request of a run carries the same one, which the request's
+/// cached frame (`prefix`) then tells unchanged by its address instead of comparing it whole each round
+/// (issue 39: those comparisons had grown with the tools to 2% of a round).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema(std::sync::Arc<Value>);
+
+impl Schema {
+    /// The same schema: the same one shared, or equal.
+    pub fn same(&self, other: &Schema) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl From<Value> for Schema {
+    fn from(v: Value) -> Schema {
+        Schema(std::sync::Arc::new(v))
+    }
+}
+
+impl std::ops::Deref for Schema {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.0
+    }
+}
+
+impl Serialize for Schema {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Schema {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Schema, D::Error> {
+        Value::deserialize(d).map(Schema::from)
+    }
 }
 
 pub struct ModelRequest<'a> {

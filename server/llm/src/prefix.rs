@@ -46,11 +46,9 @@ impl FrameKey {
         self.state == state
             && self.system == req.system
             && self.tools.len() == req.tools.len()
-            && self
-                .tools
-                .iter()
-                .zip(req.tools)
-                .all(|(a, b)| a.name == b.name && a.description == b.description && a.input_schema == b.input_schema)
+            && self.tools.iter().zip(req.tools).all(|(a, b)| {
+                a.name == b.name && a.description == b.description && a.input_schema.same(&b.input_schema)
+            })
     }
 }
 
@@ -196,11 +194,15 @@ mod tests {
 
     fn tools() -> Vec<ToolSpec> {
         vec![
-            ToolSpec { name: "bash".into(), description: "Run.".into(), input_schema: json!({"type": "object"}) },
+            ToolSpec {
+                name: "bash".into(),
+                description: "Run.".into(),
+                input_schema: json!({"type": "object"}).into(),
+            },
             ToolSpec {
                 name: "todo".into(),
                 description: "Plan \"it\".".into(),
-                input_schema: json!({"required": ["items"]}),
+                input_schema: json!({"required": ["items"]}).into(),
             },
         ]
     }

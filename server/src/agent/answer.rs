@@ -23,7 +23,7 @@ pub(super) enum Answer {
 }
 
 /// Reads an answer into the conversation; `continuations` counts cut text replies in a row.
-pub(super) fn read<H: Host, E: EventSink + ?Sized>(
+pub(super) fn read<H: Host + ?Sized, E: EventSink + ?Sized>(
     continuations: &mut u32,
     messages: &mut Vec<Message>,
     r: &Run<'_, H, E>,

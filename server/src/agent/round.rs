@@ -40,7 +40,7 @@ pub(super) struct Turn {
 type Next = Option<RunOutcome>;
 
 impl Turn {
-    pub fn new<H: Host, E: EventSink + ?Sized>(
+    pub fn new<H: Host + ?Sized, E: EventSink + ?Sized>(
         messages: &[Message],
         r: &Run<'_, H, E>,
         mcp: Option<Arc<McpTools>>,
@@ -67,7 +67,7 @@ impl Turn {
         Some(finish(reason, text, error, self.round, self.usage))
     }
 
-    pub async fn round<H: Host, E: EventSink + ?Sized>(
+    pub async fn round<H: Host + ?Sized, E: EventSink + ?Sized>(
         &mut self,
         messages: &mut Vec<Message>,
         r: &Run<'_, H, E>,
@@ -111,7 +111,7 @@ impl Turn {
     }
 
     /// Past the threshold: compact (unless the last compaction could not help and little has grown).
-    async fn compact_if_needed<H: Host, E: EventSink + ?Sized>(
+    async fn compact_if_needed<H: Host + ?Sized, E: EventSink + ?Sized>(
         &mut self,
         messages: &mut Vec<Message>,
         r: &Run<'_, H, E>,
@@ -128,7 +128,7 @@ impl Turn {
 
     /// A request that failed: the provider counted more than fits once (compact, summary and all, and
     /// ask again), or anything else (the run ends with the error).
-    async fn failed_request<H: Host, E: EventSink + ?Sized>(
+    async fn failed_request<H: Host + ?Sized, E: EventSink + ?Sized>(
         &mut self,
         messages: &mut Vec<Message>,
         r: &Run<'_, H, E>,
@@ -152,7 +152,7 @@ impl Turn {
     }
 
     /// Runs the calls in order; every call gets exactly one result, even after a stop.
-    async fn run_tools<H: Host, E: EventSink + ?Sized>(
+    async fn run_tools<H: Host + ?Sized, E: EventSink + ?Sized>(
         &mut self,
         messages: &mut Vec<Message>,
         r: &Run<'_, H, E>,
@@ -199,7 +199,7 @@ impl Turn {
     }
 
     /// One call: the duplicate guard, then the tool, abandoned if the run is cancelled meanwhile.
-    async fn call<H: Host, E: EventSink + ?Sized>(
+    async fn call<H: Host + ?Sized, E: EventSink + ?Sized>(
         &mut self,
         r: &Run<'_, H, E>,
         id: &str,
@@ -258,7 +258,7 @@ impl Turn {
     }
 
     /// The nag, the results into the conversation, and whether another round follows.
-    fn close_round<H: Host, E: EventSink + ?Sized>(
+    fn close_round<H: Host + ?Sized, E: EventSink + ?Sized>(
         &mut self,
         messages: &mut Vec<Message>,
         r: &Run<'_, H, E>,
@@ -290,7 +290,10 @@ impl Turn {
 
 /// Before a request: the user's plan edit (once) and the lines they steered with, as text blocks of the
 /// user turn, verbatim. Returns whether the plan edit was among them.
-pub(super) fn tell_user_news<H: Host, E: EventSink + ?Sized>(messages: &mut Vec<Message>, r: &Run<'_, H, E>) -> bool {
+pub(super) fn tell_user_news<H: Host + ?Sized, E: EventSink + ?Sized>(
+    messages: &mut Vec<Message>,
+    r: &Run<'_, H, E>,
+) -> bool {
     let edit = r.shared.plan.take_unseen_edit();
     let told = edit.is_some();
     for text in edit.into_iter().chain(r.shared.inbox.take()) {

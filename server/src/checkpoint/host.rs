@@ -10,14 +10,14 @@ use crate::host::{Approval, Ask, EditContext, FileChange, Host, ResolvedPath, Sh
 use crate::intel::session::{Before, Held};
 use crate::locks;
 
-pub struct Tracked<'a, H> {
+pub struct Tracked<'a, H: ?Sized> {
     inner: &'a H,
     checkpoints: Option<&'a Mutex<Checkpoints>>,
     /// Told of every file the agent changes, so the language servers start on it at once.
     intel: Option<&'a crate::intel::Session>,
 }
 
-impl<'a, H: Host> Tracked<'a, H> {
+impl<'a, H: Host + ?Sized> Tracked<'a, H> {
     /// `inner` with the hooks; without checkpoints, `inner` as it is.
     pub fn new(inner: &'a H, checkpoints: Option<&'a Mutex<Checkpoints>>) -> Tracked<'a, H> {
         Tracked { inner, checkpoints, intel: None }
@@ -35,7 +35,7 @@ impl<'a, H: Host> Tracked<'a, H> {
     }
 }
 
-impl<H: Host> Host for Tracked<'_, H> {
+impl<H: Host + ?Sized> Host for Tracked<'_, H> {
     fn root(&self) -> &Path {
         self.inner.root()
     }
@@ -122,7 +122,7 @@ impl<H: Host> Host for Tracked<'_, H> {
     }
 }
 
-impl<H: Host> Tracked<'_, H> {
+impl<H: Host + ?Sized> Tracked<'_, H> {
     /// Arms the scan before a background command starts, so what it changes is recorded.
     pub fn arm(&self) {
         self.before_command();

@@ -104,7 +104,7 @@ pub fn spawn(root: &Path, command: &str, sandbox: Option<&Policy>) -> std::io::R
 struct Confine {
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     #[cfg(target_os = "linux")]
-    ruleset: Option<OwnedFd>,
+    ruleset: Option<std::sync::Arc<OwnedFd>>,
     /// The session's network namespace, joined before the ruleset is imposed (kept alive by this).
     #[cfg(target_os = "linux")]
     netns: Option<super::netns::NetRef>,

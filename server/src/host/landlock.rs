@@ -8,7 +8,9 @@
 //! the user can see and judge, rather than a sandbox that holds for files and silently not for sockets.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -53,7 +55,7 @@ pub fn probe(network: bool) -> Result<String, String> {
     let tmp = std::env::temp_dir();
     let policy =
         Policy { root: tmp.clone(), tmp, write: false, network, writable: Vec::new(), keeper: None, netns: None };
-    let fd = ruleset(&policy).map_err(|e| format!("a Landlock ruleset cannot be made: {e}"))?;
+    let fd = make(&policy).map_err(|e| format!("a Landlock ruleset cannot be made: {e}"))?;
     // Confined is a thread of its own, which then starts the trial: Landlock and `no_new_privs` hold for
     // the calling thread only (and for what it starts), and a plain spawn (`posix_spawn`, no copy of the
     // page tables) replaces the fork a `pre_exec` needs, which stalled the other threads' allocations
@@ -74,9 +76,57 @@ pub fn probe(network: bool) -> Result<String, String> {
     }
 }
 
+/// What a ruleset grants, to tell when one made before still fits: whether it holds TCP rules, and each
+/// writable folder with the file it was (device, inode; `None`: missing), so a folder removed and made
+/// again, or one that appeared since, gets a ruleset of its own (a rule holds an inode, not a name).
+#[derive(PartialEq, Eq)]
+struct Grants {
+    tcp_rules: bool,
+    write: Vec<(PathBuf, Option<(u64, u64)>)>,
+}
+
+impl Grants {
+    fn of(policy: &Policy) -> Grants {
+        let id = |p: &PathBuf| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        let write = policy.write_roots().into_iter().map(|p| (id(&p), p)).map(|(i, p)| (p, i)).collect();
+        Grants { tcp_rules: tcp_rules(policy), write }
+    }
+}
+
+/// The rulesets made lately, the newest last: a ruleset is made once for what it grants and imposed by
+/// every command under it (issue 39: made per command, it was most of what the sandbox added to a round,
+/// about 30 syscalls and the `landlock` crate's bookkeeping, where checking that it still fits is a `statx`
+/// per writable folder). A few, for the sidecar's several folders; an old one is dropped (closed) when
+/// no command still holds it.
+static MADE: Mutex<Vec<(Grants, Arc<OwnedFd>)>> = Mutex::new(Vec::new());
+const KEPT: usize = 8;
+
+/// The ruleset for `policy` (see `make`), made once for what it grants.
+pub fn ruleset(policy: &Policy) -> std::io::Result<Arc<OwnedFd>> {
+    let grants = Grants::of(policy);
+    let mut made = crate::locks::lock(&MADE);
+    if let Some(i) = made.iter().position(|(g, _)| *g == grants) {
+        let entry = made.remove(i);
+        let fd = entry.1.clone();
+        made.push(entry);
+        return Ok(fd);
+    }
+    let fd = Arc::new(make(policy)?);
+    if made.len() >= KEPT {
+        made.remove(0);
+    }
+    made.push((grants, fd.clone()));
+    Ok(fd)
+}
+
+/// Whether the ruleset holds TCP rules: network off and no private namespace to fence it instead.
+fn tcp_rules(policy: &Policy) -> bool {
+    !policy.network && policy.netns.is_none()
+}
+
 /// The ruleset for `policy`: reading everywhere, writing in the workspace, `TMPDIR` and the user's folders, the
 /// usual character devices, and (network off) no TCP. Made before the fork; `restrict` imposes it.
-pub fn ruleset(policy: &Policy) -> std::io::Result<OwnedFd> {
+fn make(policy: &Policy) -> std::io::Result<OwnedFd> {
     let err = |e: landlock::RulesetError| std::io::Error::other(e.to_string());
     // Rights named by ABI, so the same policy holds on every kernel; those a kernel lacks are dropped
     // (best effort), and `probe` made sure the ones the policy depends on are there.
@@ -84,7 +134,7 @@ pub fn ruleset(policy: &Policy) -> std::io::Result<OwnedFd> {
     let read = AccessFs::from_read(ABI::V5);
     let mut rs = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all).map_err(err)?;
     // With a private network namespace the namespace is the fence (its loopback is the command's to use).
-    if !policy.network && policy.netns.is_none() {
+    if tcp_rules(policy) {
         rs = rs.handle_access(AccessNet::from_all(ABI::V4)).map_err(err)?;
     }
     // Nor may it reach processes or abstract sockets outside (stepwise, the desktop's services).
@@ -135,4 +185,36 @@ pub unsafe fn restrict(fd: RawFd) -> bool {
         0 as libc::c_ulong,
     ) == 0
         && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0 as libc::c_uint) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_grants_share_one_ruleset_and_other_grants_or_a_folder_made_again_get_their_own() {
+        assert!(kernel_abi().is_ok_and(|v| v >= 3), "this machine's kernel must offer Landlock: {:?}", kernel_abi());
+        let dir = std::env::temp_dir().join(format!("stepwise-ruleset-{}", std::process::id()));
+        let (root, tmp) = (dir.join("ws"), dir.join("tmp"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        let p = Policy {
+            root: root.clone(),
+            tmp,
+            write: true,
+            network: false,
+            writable: Vec::new(),
+            keeper: None,
+            netns: None,
+        };
+        let one = ruleset(&p).unwrap();
+        assert!(Arc::ptr_eq(&one, &ruleset(&p).unwrap()), "made again for the same grants");
+        let read_only = ruleset(&Policy { write: false, ..p.clone() }).unwrap();
+        let network = ruleset(&Policy { network: true, ..p.clone() }).unwrap();
+        assert!(!Arc::ptr_eq(&one, &read_only) && !Arc::ptr_eq(&one, &network) && !Arc::ptr_eq(&read_only, &network));
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        assert!(!Arc::ptr_eq(&one, &ruleset(&p).unwrap()), "the workspace made again is another folder");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -8,6 +8,7 @@ pub(crate) mod beneath;
 mod change;
 pub mod detached;
 pub mod disk;
+mod dyn_host;
 #[cfg(target_os = "linux")]
 mod fork_guard;
 pub(crate) mod guard;
@@ -36,6 +37,7 @@ use std::time::Duration;
 pub use approval::{protected, Approval, ApprovalMode, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;
+pub use dyn_host::DynHost;
 #[cfg(target_os = "linux")]
 pub(crate) use landlock::{restrict as landlock_restrict, ruleset as landlock_ruleset};
 pub use path::{resolve, ResolvedPath};

@@ -18,7 +18,7 @@ use crate::host::{protected, resolve, EditContext, FileChange, Host};
 const T: &str = "rename_symbol";
 
 /// Runs the rename; returns the result line and the first change (for the views).
-pub async fn rename_symbol<H: Host>(
+pub async fn rename_symbol<H: Host + ?Sized>(
     s: &Session,
     host: &H,
     input: &Value,

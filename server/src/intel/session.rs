@@ -254,7 +254,7 @@ impl Session {
     /// The round's block: the errors new in the files written this round (and those the servers report
     /// as affected), `not checked` lines for what did not settle, the source's notices. `None`: nothing
     /// was written (no wait at all), or nothing is new and everything was checked.
-    pub async fn round_block<H: Host>(&self, host: &H) -> Option<String> {
+    pub async fn round_block<H: Host + ?Sized>(&self, host: &H) -> Option<String> {
         let written = std::mem::take(&mut *lock(&self.round));
         if written.is_empty() || self.mode != DiagnosticsMode::Auto {
             return block(self.source.notices());
@@ -406,7 +406,7 @@ fn block(lines: Vec<String>) -> Option<String> {
     (!lines.is_empty()).then(|| format!("{OPEN}\n{}\n{CLOSE}", lines.join("\n")))
 }
 
-async fn read<H: Host>(host: &H, root: &Path, rel: &str) -> Option<String> {
+async fn read<H: Host + ?Sized>(host: &H, root: &Path, rel: &str) -> Option<String> {
     let path = resolve(root, rel).ok()?;
     host.read_file(&path).await.ok()
 }

@@ -32,7 +32,7 @@ pub(crate) fn line_arg(input: &Value, tool: &str) -> Result<Option<u32>, String>
 
 /// `diagnostics {paths?}`: the errors and warnings of those files (settled: what the agent wrote is
 /// checked), or of every file that has any.
-pub async fn diagnostics<H: Host>(s: &Session, host: &H, input: &Value) -> Result<String, String> {
+pub async fn diagnostics<H: Host + ?Sized>(s: &Session, host: &H, input: &Value) -> Result<String, String> {
     let mut paths = Vec::new();
     match input.get("paths") {
         None | Some(Value::Null) => {}
@@ -80,7 +80,7 @@ pub async fn diagnostics<H: Host>(s: &Session, host: &H, input: &Value) -> Resul
 }
 
 /// `code_nav {action, path?, symbol?, line?, query?}`.
-pub async fn code_nav<H: Host>(s: &Session, host: &H, input: &Value) -> Result<String, String> {
+pub async fn code_nav<H: Host + ?Sized>(s: &Session, host: &H, input: &Value) -> Result<String, String> {
     const T: &str = "code_nav";
     let action = str_arg(input, T, "action")?;
     let root = host.root();
@@ -210,7 +210,7 @@ fn kind(k: tower_lsp_server::ls_types::SymbolKind) -> String {
 }
 
 /// A workspace file's text through the host (the editor's buffer where one is open).
-pub(crate) async fn read<H: Host>(host: &H, rel: &str) -> Option<String> {
+pub(crate) async fn read<H: Host + ?Sized>(host: &H, rel: &str) -> Option<String> {
     let path: ResolvedPath = resolve(host.root(), rel).ok()?;
     host.read_file(&path).await.ok()
 }

@@ -259,7 +259,7 @@ impl McpTools {
             } else {
                 t.description.clone()
             }),
-            input_schema: t.schema.clone(),
+            input_schema: t.schema.clone().into(),
         })
     }
 

@@ -12,7 +12,11 @@ use crate::host::Host;
 use crate::llm::Block;
 
 /// Starts the command and answers at once with its id.
-pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: Gate<'_>) -> Result<ToolOutput, String> {
+pub(super) async fn run<H: Host + ?Sized>(
+    cx: &ToolContext<'_, H>,
+    command: &str,
+    gate: Gate<'_>,
+) -> Result<ToolOutput, String> {
     cx.background.admit()?;
     let policy = match gate {
         Gate::Confined(policy) => Some(policy),
@@ -59,7 +63,7 @@ pub(super) async fn kill(input: &Value, background: &Background) -> Result<Strin
 
 /// Closing a round: the tasks that ended since the model was last told, as a text block after the
 /// round's tool results; and the checkpoints told to look at what the tasks changed.
-pub fn results_into<H: Host>(results: &mut Vec<Block>, host: &H, background: &Background) {
+pub fn results_into<H: Host + ?Sized>(results: &mut Vec<Block>, host: &H, background: &Background) {
     if background.needs_scan() {
         host.background_seen(background.any_running());
     }

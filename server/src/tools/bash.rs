@@ -10,7 +10,11 @@ use crate::host::{Ask, Host};
 use super::gate::{self, Gate};
 use super::{ToolContext, ToolOutput};
 
-pub(super) async fn run<H: Host>(cx: &ToolContext<'_, H>, command: &str, gate: Gate<'_>) -> Result<ToolOutput, String> {
+pub(super) async fn run<H: Host + ?Sized>(
+    cx: &ToolContext<'_, H>,
+    command: &str,
+    gate: Gate<'_>,
+) -> Result<ToolOutput, String> {
     let policy = match gate {
         Gate::Confined(policy) => policy,
         Gate::Ask(_) => {

@@ -358,7 +358,7 @@ impl Tool {
         ToolSpec {
             name: Cow::Borrowed(self.name),
             description: Cow::Borrowed(self.description),
-            input_schema: (self.schema)(),
+            input_schema: (self.schema)().into(),
         }
     }
 }
@@ -409,8 +409,8 @@ mod tests {
     #[test]
     fn a_background_command_takes_the_same_input_as_bash() {
         let seed = serde_json::json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]});
-        assert_eq!(BASH.spec().input_schema, seed);
-        assert_eq!(BACKGROUND_RUN.spec().input_schema, seed);
+        assert_eq!(BASH.spec().input_schema, seed.clone().into());
+        assert_eq!(BACKGROUND_RUN.spec().input_schema, seed.into());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::gate::{self, Gate};
 use super::ToolContext;
 
 /// The file's text, or `None` when there is no such file yet.
-async fn existing<H: Host>(host: &H, path: &ResolvedPath) -> Result<Option<String>, String> {
+async fn existing<H: Host + ?Sized>(host: &H, path: &ResolvedPath) -> Result<Option<String>, String> {
     match host.read_file(path).await {
         Ok(t) => Ok(Some(t)),
         Err(_) if std::fs::symlink_metadata(&path.abs).is_err() => Ok(None),
@@ -17,12 +17,12 @@ async fn existing<H: Host>(host: &H, path: &ResolvedPath) -> Result<Option<Strin
     }
 }
 
-pub(super) fn context<H: Host>(cx: &ToolContext<'_, H>, tool: &'static str) -> EditContext {
+pub(super) fn context<H: Host + ?Sized>(cx: &ToolContext<'_, H>, tool: &'static str) -> EditContext {
     let step = cx.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
     EditContext { tool, step, call_id: cx.call_id.to_string() }
 }
 
-pub(super) async fn write<H: Host>(
+pub(super) async fn write<H: Host + ?Sized>(
     cx: &ToolContext<'_, H>,
     gate: &Gate<'_>,
     path: &ResolvedPath,
@@ -34,7 +34,7 @@ pub(super) async fn write<H: Host>(
     Ok(change)
 }
 
-pub(super) async fn edit<H: Host>(
+pub(super) async fn edit<H: Host + ?Sized>(
     cx: &ToolContext<'_, H>,
     gate: &Gate<'_>,
     path: &ResolvedPath,

@@ -34,7 +34,7 @@ pub struct Prepared<'a> {
 }
 
 /// Decides the call `name(input)`'s gate.
-pub fn prepare<'a, H: Host>(name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Prepared<'a> {
+pub fn prepare<'a, H: Host + ?Sized>(name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Prepared<'a> {
     match known(name, cx) {
         Some(tool) => {
             let (gate, path) = decide(tool, name, input, cx);
@@ -47,7 +47,7 @@ pub fn prepare<'a, H: Host>(name: &str, input: &'a Value, cx: &ToolContext<'a, H
 impl Prepared<'_> {
     /// Whether the call will put a question to the user before it runs: its gate asks, and the session has
     /// not already allowed that kind of thing. (A command the sandbox stops may ask later, to run outside it.)
-    pub fn will_ask<H: Host>(&self, cx: &ToolContext<'_, H>) -> bool {
+    pub fn will_ask<H: Host + ?Sized>(&self, cx: &ToolContext<'_, H>) -> bool {
         match &self.gate {
             Gate::Ask(ask) => !cx.approvals.covers(ask),
             _ => false,
@@ -56,7 +56,7 @@ impl Prepared<'_> {
 }
 
 /// The catalog's description of a call the run knows (its planning style's tools, the started MCP tools).
-pub(super) fn known<H: Host>(name: &str, cx: &ToolContext<'_, H>) -> Option<&'static Tool> {
+pub(super) fn known<H: Host + ?Sized>(name: &str, cx: &ToolContext<'_, H>) -> Option<&'static Tool> {
     let tool = catalog::find(name)?;
     let known = match tool.handler {
         Handler::Mcp => cx.mcp.is_some_and(|m| m.find(name).is_some()),
@@ -69,12 +69,12 @@ pub(super) fn known<H: Host>(name: &str, cx: &ToolContext<'_, H>) -> Option<&'st
 
 /// What stands before the call `name(input)` of a known `tool`.
 #[cfg(test)]
-fn gate<'a, H: Host>(tool: &Tool, name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Gate<'a> {
+fn gate<'a, H: Host + ?Sized>(tool: &Tool, name: &str, input: &'a Value, cx: &ToolContext<'a, H>) -> Gate<'a> {
     decide(tool, name, input, cx).0
 }
 
 /// The gate, and the path a file tool's gate resolved (the work uses it).
-fn decide<'a, H: Host>(
+fn decide<'a, H: Host + ?Sized>(
     tool: &Tool,
     name: &str,
     input: &'a Value,
@@ -128,7 +128,7 @@ fn decide<'a, H: Host>(
 /// unable to start (said once, in the status and `stepwise doctor`): ask per command, as with the
 /// sandbox off, never run unconfined unasked; in read-only (plan mode) not at all, as no answer can make
 /// an unconfined command write nothing.
-fn shell<'a, H: Host>(command: &'a str, cx: &ToolContext<'a, H>) -> Gate<'a> {
+fn shell<'a, H: Host + ?Sized>(command: &'a str, cx: &ToolContext<'a, H>) -> Gate<'a> {
     if let Some(why) = is_dangerous(command) {
         // The first line is the seed's text (editors and suites match it); the reason follows.
         return Gate::Refused(ToolOutput::error(format!("Dangerous command blocked\n{why}")));
@@ -144,13 +144,13 @@ fn shell<'a, H: Host>(command: &'a str, cx: &ToolContext<'a, H>) -> Gate<'a> {
 }
 
 /// Whether the call `name(input)` will put a question to the user before it runs (`Prepared::will_ask`).
-pub fn will_ask<H: Host>(name: &str, input: &Value, cx: &ToolContext<'_, H>) -> bool {
+pub fn will_ask<H: Host + ?Sized>(name: &str, input: &Value, cx: &ToolContext<'_, H>) -> bool {
     prepare(name, input, cx).will_ask(cx)
 }
 
 /// Passes a call's gate: asks where it asks (unless the session already allowed it; "for the session"
 /// is remembered). `Err` is what the model reads when the user said no.
-pub(super) async fn clear<H: Host>(cx: &ToolContext<'_, H>, gate: &Gate<'_>) -> Result<(), String> {
+pub(super) async fn clear<H: Host + ?Sized>(cx: &ToolContext<'_, H>, gate: &Gate<'_>) -> Result<(), String> {
     let Gate::Ask(ask) = gate else { return Ok(()) };
     match approve(cx, ask).await {
         true => Ok(()),
@@ -163,7 +163,7 @@ pub(super) async fn clear<H: Host>(cx: &ToolContext<'_, H>, gate: &Gate<'_>) -> 
 }
 
 /// Asks the user unless this session already allowed this kind of thing; remembers "for the session".
-pub(super) async fn approve<H: Host>(cx: &ToolContext<'_, H>, ask: &Ask<'_>) -> bool {
+pub(super) async fn approve<H: Host + ?Sized>(cx: &ToolContext<'_, H>, ask: &Ask<'_>) -> bool {
     if cx.approvals.covers(ask) {
         return true;
     }

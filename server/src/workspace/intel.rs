@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{Asker, Trust, Workspace};
 use crate::agent::AgentConfig;
 use crate::host::{Host, SandboxSettings};
-use crate::intel::servers::{self, Rights, Servers};
+use crate::intel::servers::{self, Confined, Rights, Servers};
 use crate::intel::{DiagnosticsMode, Session, Source};
 use crate::locks::lock;
 
@@ -53,23 +53,16 @@ impl Look {
         use tokio::runtime::{Handle, RuntimeFlavor};
         match Handle::current().runtime_flavor() {
             RuntimeFlavor::CurrentThread => Look::Later(root),
-            _ => Look::Running(tokio::task::spawn_blocking(move || look(root))),
+            _ => Look::Running(tokio::task::spawn_blocking(move || servers::look(root))),
         }
     }
 
     async fn found(self) -> Found {
         match self {
-            Look::Later(root) => look(root),
+            Look::Later(root) => servers::look(root),
             Look::Running(task) => task.await.unwrap_or_default(),
         }
     }
-}
-
-fn look(root: PathBuf) -> Found {
-    let (specs, problems) = servers::spec::discover();
-    let probe = Servers::new(root, specs.clone(), Rights::Refused(String::new()), servers::FIRST_WAIT);
-    let serving = probe.serving_workspace();
-    (specs, problems, serving)
 }
 
 impl Workspace {
@@ -105,8 +98,12 @@ impl Workspace {
                     crate::host::folder_name(&root)
                 );
                 let refused = move || Rights::Refused(no);
-                let rights = match self.sandbox.policy(&root, sandbox) {
-                    Ok(Some(policy)) => Rights::Sandbox(policy),
+                let rights = match sandbox.confines() {
+                    true => Rights::Sandbox(Confined {
+                        sandbox: self.sandbox.clone(),
+                        root: root.clone(),
+                        settings: sandbox,
+                    }),
                     _ if is_trusted(&root) => Rights::Trusted,
                     _ => match asker.trust_language_servers(&root, &serving).await {
                         Trust::Now(yes) => trusted(&root, yes, &asker.reporter()).unwrap_or_else(refused),
@@ -141,7 +138,7 @@ impl Workspace {
     /// The session a run uses: the host's source (an editor answering `stepwise/query`) or the language
     /// servers; kept across runs so the errors seen before stay known. `None`: the setting is `off`, or
     /// there is no source.
-    pub(super) fn intel_session<H: Host>(&self, host: &H, cfg: &AgentConfig) -> Option<Arc<Session>> {
+    pub(super) fn intel_session<H: Host + ?Sized>(&self, host: &H, cfg: &AgentConfig) -> Option<Arc<Session>> {
         let setup = &cfg.intel;
         if setup.mode == DiagnosticsMode::Off {
             return None;

@@ -49,7 +49,8 @@ pub struct Workspace {
     inbox: Inbox,
     approvals: Approvals,
     /// Its private temporary folder for sandboxed commands, removed with the workspace.
-    sandbox: crate::host::Sandbox,
+    /// Shared with the language servers, whose policy is made at their first start.
+    sandbox: Arc<crate::host::Sandbox>,
     run: watch::Sender<Option<Running>>,
     saver: Option<Saver>,
     /// Off until an adapter turns them on (`checkpoints.rs`).
@@ -91,7 +92,7 @@ impl Workspace {
             plan: PlanBoard::new(saved.plan, saved.revision),
             inbox: Inbox::default(),
             approvals: Approvals::default(),
-            sandbox: crate::host::Sandbox::default(),
+            sandbox: Arc::default(),
             run: watch::Sender::new(None),
             saver,
             checkpoints: std::sync::OnceLock::new(),

@@ -14,7 +14,7 @@ use super::{Running, Workspace};
 use crate::agent::{self, AgentConfig, Run, Shared};
 use crate::checkpoint::Tracked;
 use crate::events::EventSink;
-use crate::host::Host;
+use crate::host::DynHost;
 use crate::llm::Llm;
 use crate::session::{panic_message, RunOutcome};
 
@@ -98,14 +98,15 @@ impl Workspace {
         }
     }
 
-    /// Runs a prompt to the end of the model's turn with the adapter's host and events.
-    pub async fn prompt<H: Host, E: EventSink + ?Sized>(
+    /// Runs a prompt to the end of the model's turn with the adapter's host and events. Both behind a
+    /// `dyn`: the run's code (the agent loop, the tools) is built once, not once per adapter (issue 39).
+    pub async fn prompt(
         &self,
         ticket: &RunTicket,
         prompt: &str,
         llm: &Llm,
-        host: &H,
-        events: &E,
+        host: &dyn DynHost,
+        events: &dyn EventSink,
         cfg: &AgentConfig,
     ) -> RunOutcome {
         // Debug builds only: lets the tests prove that a panicking run is cleaned up (`guarded`). Not
@@ -151,12 +152,12 @@ impl Workspace {
 
     /// Takes the slot and runs `prompt` (for callers with nothing to do between the two: the demo, the
     /// benchmarks, the engine's own tests).
-    pub async fn run_prompt<H: Host, E: EventSink + ?Sized>(
+    pub async fn run_prompt(
         self: &Arc<Self>,
         prompt: &str,
         llm: &Llm,
-        host: &H,
-        events: &E,
+        host: &dyn DynHost,
+        events: &dyn EventSink,
         cfg: &AgentConfig,
     ) -> Result<RunOutcome, String> {
         let ticket = self.begin()?;

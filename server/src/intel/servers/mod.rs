@@ -4,6 +4,7 @@
 //! even when stepwise is killed). A server that crashes is restarted once, and that is said.
 
 mod answer;
+mod glance;
 pub mod rpc;
 pub mod server;
 pub mod spec;
@@ -41,11 +42,28 @@ pub fn trust_question(root: &Path, names: &[String]) -> String {
 /// otherwise not at all (the line says why).
 #[derive(Debug, Clone)]
 pub enum Rights {
-    Sandbox(crate::host::Policy),
+    Sandbox(Confined),
     Trusted,
     Refused(String),
     /// The user is being asked (in an editor or a client); a start waits for the answer until its deadline.
     Asking(String),
+}
+
+/// The servers' confinement: the session's sandbox (which can start here) and its settings. The policy is
+/// made at the first server's start, not when the servers are decided before the first model request: its
+/// temporary folder and network namespace were most of what a workspace with a served file added to the
+/// start (issue 39).
+#[derive(Debug, Clone)]
+pub struct Confined {
+    pub sandbox: Arc<crate::host::Sandbox>,
+    pub root: PathBuf,
+    pub settings: crate::host::SandboxSettings,
+}
+
+impl Confined {
+    fn policy(&self) -> Result<crate::host::Policy, String> {
+        self.sandbox.policy(&self.root, self.settings)?.ok_or_else(|| "the sandbox is off".to_string())
+    }
 }
 
 struct Slot {
@@ -115,15 +133,15 @@ impl Servers {
         }
     }
 
-    /// The servers (by name) that serve some file of the workspace, looked for in a bounded walk (depth 6,
-    /// 5,000 entries: enough to see a project's languages, cheap on a huge tree).
-    pub fn serving_workspace(&self) -> Vec<String> {
+    /// The servers (by name) that serve some file of `walk` (the workspace's bounded walk, from where
+    /// `look` is).
+    fn serving_in(&self, walk: impl Iterator<Item = ignore::DirEntry>) -> Vec<String> {
         let specs: Vec<_> = self.0.specs.iter().filter(|s| s.startable()).collect();
         let mut found: Vec<String> = Vec::new();
         if specs.is_empty() {
             return found;
         }
-        for e in bounded_walk(&self.0.root) {
+        for e in walk {
             for s in specs.iter().filter(|s| s.serves(e.path())) {
                 if !found.contains(&s.name) {
                     found.push(s.name.clone());
@@ -185,7 +203,7 @@ impl Servers {
             lock(&self.0.notices).push(format!("{} stopped unexpectedly{said}; restarted", spec.name));
         }
         let policy = match self.rights(deadline).await {
-            Rights::Sandbox(p) => Some(p),
+            Rights::Sandbox(c) => Some(c.policy().map_err(|why| format!("{}: {why}", spec.name))?),
             Rights::Trusted => None,
             Rights::Refused(why) | Rights::Asking(why) => return Err(why),
         };
@@ -404,6 +422,28 @@ impl Intelligence for Servers {
     fn notices(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.0.notices))
     }
+}
+
+/// The look at a workspace: the servers configured or on `PATH`, the problems with the user's file, and
+/// the servers serving some file of the workspace (its bounded walk). A glance first (`glance.rs`), which
+/// spares the rest where no name could be served; then the walk, and `PATH` is
+/// searched only once it met a file a server could serve (an extension of a well-known server's or of
+/// the user's): a workspace with none costs no look-up (about 80 `statx`, most of the look before the
+/// first model request, issue 39). The walk then goes on from that file as it did before.
+pub fn look(root: PathBuf) -> (Vec<Spec>, Vec<String>, Vec<String>) {
+    let user = spec::UserServers::read();
+    if glance::none_served(&root, |p| user.may_serve(p)) {
+        return (user.specs, user.problems, Vec::new());
+    }
+    let mut walk = bounded_walk(&root).peekable();
+    while walk.next_if(|e| !user.may_serve(e.path())).is_some() {}
+    if walk.peek().is_none() {
+        return (user.specs, user.problems, Vec::new());
+    }
+    let (specs, problems) = user.with_well_known();
+    let servers = Servers::new(root, specs.clone(), Rights::Refused(String::new()), FIRST_WAIT);
+    let serving = servers.serving_in(walk);
+    (specs, problems, serving)
 }
 
 /// A look at the workspace's files bounded in depth (6) and entries (5,000), honouring its ignore files but

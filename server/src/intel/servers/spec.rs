@@ -85,49 +85,82 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Every server stepwise would use, and the problems with the user's file (one line each). Servers
-/// whose program is not on `PATH` are left out (the user's are listed, marked).
-pub fn discover() -> (Vec<Spec>, Vec<String>) {
-    let mut problems = Vec::new();
-    let mut specs: Vec<Spec> = Vec::new();
-    let mut named = std::collections::HashSet::new();
-    if let Some(file) = user_file() {
+/// The user's servers (their file's), the problems with that file, and the names it gives: a name there
+/// replaces the well-known server of that name, even where its entry is wrong.
+pub struct UserServers {
+    pub specs: Vec<Spec>,
+    pub problems: Vec<String>,
+    named: std::collections::HashSet<String>,
+}
+
+impl UserServers {
+    pub fn read() -> UserServers {
+        let mut user = UserServers { specs: Vec::new(), problems: Vec::new(), named: Default::default() };
+        let Some(file) = user_file() else { return user };
         match std::fs::read_to_string(&file) {
             Ok(text) => match serde_json::from_str::<UserFile>(&text) {
                 Ok(u) => {
                     for (name, s) in u.servers {
-                        named.insert(name.clone());
+                        user.named.insert(name.clone());
                         if s.command.is_empty() || s.extensions.is_empty() {
-                            problems
-                                .push(format!("{}: {name}: command and extensions must not be empty", file.display()));
+                            let problem =
+                                format!("{}: {name}: command and extensions must not be empty", file.display());
+                            user.problems.push(problem);
                             continue;
                         }
                         let program = on_path(&s.command[0]);
                         let extensions = s.extensions.iter().map(|e| e.trim_start_matches('.').to_string()).collect();
                         let origin = Origin::UserFile { file: file.clone(), program };
-                        specs.push(Spec { name, command: s.command, extensions, origin });
+                        user.specs.push(Spec { name, command: s.command, extensions, origin });
                     }
                 }
-                Err(e) => problems.push(format!("{}: {e}", file.display())),
+                Err(e) => user.problems.push(format!("{}: {e}", file.display())),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => problems.push(format!("{}: {e}", file.display())),
+            Err(e) => user.problems.push(format!("{}: {e}", file.display())),
         }
+        user
     }
-    for (name, command, exts) in WELL_KNOWN {
-        if named.contains(*name) {
-            continue;
-        }
-        if let Some(found) = on_path(command[0]) {
-            specs.push(Spec {
-                name: name.to_string(),
-                command: command.iter().map(|s| s.to_string()).collect(),
-                extensions: exts.iter().map(|s| s.to_string()).collect(),
-                origin: Origin::Path(found),
-            });
-        }
+
+    /// The well-known servers the user's file does not replace.
+    fn well_known(
+        &self,
+    ) -> impl Iterator<Item = &'static (&'static str, &'static [&'static str], &'static [&'static str])> + '_ {
+        WELL_KNOWN.iter().filter(|(name, _, _)| !self.named.contains(*name))
     }
-    (specs, problems)
+
+    /// Whether a server could serve `path` if its program were on `PATH` (the user's are looked up
+    /// already): what tells, without a look-up, that no server would serve a workspace.
+    pub fn may_serve(&self, path: &Path) -> bool {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        self.specs.iter().any(|s| s.startable() && s.serves(path))
+            || self.well_known().any(|(_, _, exts)| exts.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+    }
+
+    /// Every server stepwise would use (the user's, then the well-known ones found on `PATH`: about 80
+    /// `statx`), and the problems with the user's file.
+    pub fn with_well_known(mut self) -> (Vec<Spec>, Vec<String>) {
+        let found: Vec<Spec> = self
+            .well_known()
+            .filter_map(|(name, command, exts)| {
+                let found = on_path(command[0])?;
+                Some(Spec {
+                    name: name.to_string(),
+                    command: command.iter().map(|s| s.to_string()).collect(),
+                    extensions: exts.iter().map(|s| s.to_string()).collect(),
+                    origin: Origin::Path(found),
+                })
+            })
+            .collect();
+        self.specs.extend(found);
+        (self.specs, self.problems)
+    }
+}
+
+/// Every server stepwise would use, and the problems with the user's file (one line each). Servers
+/// whose program is not on `PATH` are left out (the user's are listed, marked).
+pub fn discover() -> (Vec<Spec>, Vec<String>) {
+    UserServers::read().with_well_known()
 }
 
 impl Spec {
