@@ -229,7 +229,10 @@ async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and
     // Answering would make the editor open it, and the write would go to that document, not the disk.
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "only the round's question: {asked:?}");
-    assert_eq!(asked[0]["documents"][0]["version"], Value::Null, "{asked:?}");
+    // The round's question, after the write: at the version the edit gave, or none when the editor's
+    // didOpen of the document (the edit opened it, as VS Code does) had not reached the sidecar yet.
+    let version = &asked[0]["documents"][0]["version"];
+    assert!(version.is_null() || version.as_i64().is_some_and(|v| v >= 2), "{asked:?}");
     let results = log.results();
     assert!(results.iter().any(|(name, _, failed)| name == "edit_file" && !failed), "{results:?}");
     let told = user_text(&mock.requests().last().expect("a request").body);
