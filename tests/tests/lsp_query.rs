@@ -187,3 +187,42 @@ async fn lsp_an_editor_that_gives_up_early_is_said_with_the_time_really_waited()
     assert!(ms < allowed, "the time really waited ({ms} ms), not the {allowed} ms the editor was allowed: {line}");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_command_that_changed_many_files_nobody_checked_is_told_capped() {
+    let (dir, state) = folder_and_state("query-unchecked-capped");
+    for i in 0..60 {
+        std::fs::write(dir.path().join(format!("f{i:02}.ts")), "export const x = 1;\n").unwrap();
+    }
+    let steps = vec![Step::tool("bash", json!({"command": "sed -i 's/1/2/' f*.ts"})), Step::text("done")];
+    let mock = MockModel::start(steps).await;
+    // An editor none of whose servers checks anything: every document unsettled at once.
+    let answer: Answer = Arc::new(move |params: &Value| {
+        if params["kind"] != "diagnostics" {
+            return Ok(Value::Null);
+        }
+        let items: Vec<Value> = params["documents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| json!({"uri": d["uri"], "diagnostics": [], "settled": false}))
+            .collect();
+        Ok(json!({"items": items}))
+    });
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .option("diagnostics", json!("auto"))
+        .capabilities(with_query)
+        .policy("stepwise/query", Policy::With(answer))
+        .timeout(T)
+        .start()
+        .await;
+    let log = ed.run("bump them").await;
+    assert_eq!(log.reason(), "end_turn");
+    let told = user_text(&mock.requests()[1].body);
+    let unchecked = told.lines().filter(|l| l.contains(": not checked (")).count();
+    assert_eq!(unchecked, 50, "at most 50 such lines: {told}");
+    assert!(told.contains("(10 more unchecked files not shown; at most 50 are shown)"), "the cap said: {told}");
+    ed.finish().await;
+}

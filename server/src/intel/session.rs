@@ -329,7 +329,8 @@ impl Session {
         }
         let mut all = text::capped(lines, "errors");
         all.extend(unread);
-        all.extend(unchecked);
+        // Capped too: a command that rewrote a tree (a checkout) could leave hundreds of files unchecked.
+        all.extend(text::capped(unchecked, "unchecked files"));
         // After the wait: a server that crashed meanwhile was restarted during it.
         all.extend(self.source.notices());
         block(all)
