@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::sent::last_user_texts;
 
 const T: Duration = Duration::from_secs(60);
 const BEFORE: &str = "const total: number = 'one';\nexport { total };\n";
@@ -26,17 +27,6 @@ fn error(line: u32, character: u32, message: &str) -> Value {
 /// The edit that adds a second error on a new first line, so the old one moves down a line.
 fn edit() -> Step {
     Step::tool("edit_file", json!({"path": "a.ts", "old_text": "const total", "new_text": "missing;\nconst total"}))
-}
-
-/// The text blocks of the last user turn of a request to the model.
-fn user_text(body: &Value) -> String {
-    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
-    let blocks = last["content"].as_array().cloned().unwrap_or_default();
-    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
-}
-
-fn with_query(caps: &mut Value) {
-    caps["experimental"]["stepwise"]["query"] = json!(true);
 }
 
 /// An editor whose TypeScript reports the old error at version 1 (the document as opened) and both at
@@ -84,7 +74,7 @@ async fn told_after(steps: Vec<Step>, name: &str) -> (String, Vec<Value>) {
     let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::With(editor_answer(asked.clone())))
         .timeout(T)
         .start()
@@ -126,7 +116,7 @@ async fn editor_that_never_says_the_before_leaves_the_errors_not_compared_and_th
     let mock = MockModel::start(vec![edit(), Step::text("done")]).await;
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::Queue)
         .timeout(T)
         .start()
@@ -188,7 +178,7 @@ async fn editor_a_read_does_not_wait_for_the_question_and_a_round_that_changes_n
     let mock = MockModel::start(vec![Step::tool("read_file", json!({"path": "a.ts"})), Step::text("done")]).await;
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::Queue)
         .timeout(T)
         .start()
@@ -219,7 +209,7 @@ async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and
     let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::With(editor_answer(asked.clone())))
         .timeout(T)
         .start()
@@ -239,4 +229,9 @@ async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and
     assert!(told.contains(NOT_COMPARED), "{told}");
     assert!(!told.contains("error: "), "nothing claimed as new: {told}");
     ed.finish().await;
+}
+
+/// The text blocks of the last user turn of a request to the model, as one text.
+fn user_text(body: &Value) -> String {
+    last_user_texts(body).join("\n")
 }

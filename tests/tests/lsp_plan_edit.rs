@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step, Turn};
+use stepwise_tests::sent::last_user_texts;
 
 const T: Duration = Duration::from_secs(10);
 /// Long enough that an edit sent once the request has arrived lands while the answer is in flight.
@@ -13,16 +14,6 @@ const IN_FLIGHT_MS: u64 = 1500;
 
 fn item(id: &str, text: &str, status: &str) -> Value {
     json!({"id": id, "text": text, "status": status})
-}
-
-/// The text blocks of a request's last user turn.
-fn last_user_texts(body: &Value) -> Vec<String> {
-    let msgs = body["messages"].as_array().unwrap();
-    let last = msgs.iter().rev().find(|m| m["role"] == "user").unwrap();
-    last["content"]
-        .as_array()
-        .map(|c| c.iter().filter(|b| b["type"] == "text").map(|b| b["text"].as_str().unwrap().to_string()).collect())
-        .unwrap_or_default()
 }
 
 fn notice(render: &str) -> String {

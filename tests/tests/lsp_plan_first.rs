@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mcp_servers::{fastmcp_stdio, tools};
 use stepwise_tests::mock::{MockModel, Step, Turn};
+use stepwise_tests::sent::last_user_texts;
 
 const T: Duration = Duration::from_secs(60);
 
@@ -44,19 +45,6 @@ fn system(body: &Value) -> String {
     match &body["system"] {
         Value::String(s) => s.clone(),
         other => other.to_string(),
-    }
-}
-
-/// The text blocks of a request's last user turn.
-fn last_user_texts(body: &Value) -> Vec<String> {
-    let msgs = body["messages"].as_array().unwrap();
-    let last = msgs.iter().rev().find(|m| m["role"] == "user").unwrap();
-    match &last["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(c) => {
-            c.iter().filter(|b| b["type"] == "text").map(|b| b["text"].as_str().unwrap().to_string()).collect()
-        }
-        _ => Vec::new(),
     }
 }
 

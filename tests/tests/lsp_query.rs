@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::sent::last_user_texts;
 
 const T: Duration = Duration::from_secs(60);
 const BEFORE: &str = "const total: number = 1;\nexport { total };\n";
@@ -22,17 +23,7 @@ fn script() -> Vec<Step> {
     ]
 }
 
-/// The text blocks of the last user turn of a request to the model.
-fn user_text(body: &Value) -> String {
-    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
-    let blocks = last["content"].as_array().cloned().unwrap_or_default();
-    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
-}
-
 /// The capability that makes the editor the source: `experimental.stepwise.query`.
-fn with_query(caps: &mut Value) {
-    caps["experimental"]["stepwise"]["query"] = json!(true);
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_model() {
@@ -68,7 +59,7 @@ async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_mo
     let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("approval", json!("auto"))
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::With(answer))
         .timeout(T)
         .start()
@@ -119,7 +110,7 @@ async fn lsp_an_editor_that_does_not_answer_the_query_in_time_reads_as_not_check
     let mock = MockModel::start(script()).await;
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::NeverAnswer)
         .timeout(T)
         .start()
@@ -148,24 +139,11 @@ async fn lsp_an_editor_that_gives_up_early_is_said_with_the_time_really_waited()
     let seen = allowed.clone();
     // The editor knows at once that none of its servers will check the document (VS Code: a language whose
     // server never showed up) and answers unsettled long before the wait it was allowed.
-    let answer: Answer = Arc::new(move |params: &Value| {
-        if params["kind"] != "diagnostics" || !params["documents"].is_array() {
-            return Ok(Value::Null);
-        }
-        *seen.lock().unwrap() = params["waitMs"].as_u64();
-        let items: Vec<Value> = params["documents"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|d| json!({"uri": d["uri"], "diagnostics": [], "settled": false}))
-            .collect();
-        Ok(json!({"items": items}))
-    });
+    let answer = unsettled(move |params| *seen.lock().unwrap() = params["waitMs"].as_u64());
     let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("approval", json!("auto"))
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::With(answer))
         .timeout(T)
         .start()
@@ -197,23 +175,11 @@ async fn lsp_a_command_that_changed_many_files_nobody_checked_is_told_capped() {
     let steps = vec![Step::tool("bash", json!({"command": "sed -i 's/1/2/' f*.ts"})), Step::text("done")];
     let mock = MockModel::start(steps).await;
     // An editor none of whose servers checks anything: every document unsettled at once.
-    let answer: Answer = Arc::new(move |params: &Value| {
-        if params["kind"] != "diagnostics" {
-            return Ok(Value::Null);
-        }
-        let items: Vec<Value> = params["documents"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|d| json!({"uri": d["uri"], "diagnostics": [], "settled": false}))
-            .collect();
-        Ok(json!({"items": items}))
-    });
+    let answer = unsettled(|_| {});
     let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("approval", json!("auto"))
         .option("diagnostics", json!("auto"))
-        .capabilities(with_query)
+        .capabilities(answers_query)
         .policy("stepwise/query", Policy::With(answer))
         .timeout(T)
         .start()
@@ -225,4 +191,28 @@ async fn lsp_a_command_that_changed_many_files_nobody_checked_is_told_capped() {
     assert_eq!(unchecked, 50, "at most 50 such lines: {told}");
     assert!(told.contains("(10 more unchecked files not shown; at most 50 are shown)"), "the cap said: {told}");
     ed.finish().await;
+}
+
+/// The text blocks of the last user turn of a request to the model, as one text.
+fn user_text(body: &Value) -> String {
+    last_user_texts(body).join("\n")
+}
+
+/// An editor that answers every listed document of a diagnostics question at once, unsettled (none of its
+/// servers will check it); `asked` sees each such question.
+fn unsettled(asked: impl Fn(&Value) + Send + Sync + 'static) -> Answer {
+    Arc::new(move |params: &Value| {
+        if params["kind"] != "diagnostics" || !params["documents"].is_array() {
+            return Ok(Value::Null);
+        }
+        asked(params);
+        let items: Vec<Value> = params["documents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| json!({"uri": d["uri"], "diagnostics": [], "settled": false}))
+            .collect();
+        Ok(json!({"items": items}))
+    })
 }

@@ -26,6 +26,12 @@ pub fn editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockM
     TestEditor::builder(preset).folder(dir.path()).mock(mock).state_dir(state.path())
 }
 
+/// Capabilities of an editor that answers `stepwise/query` (as VS Code and the Neovim plugin do), for
+/// [`EditorBuilder::capabilities`].
+pub fn answers_query(caps: &mut Value) {
+    caps["experimental"]["stepwise"]["query"] = json!(true);
+}
+
 /// [`editor`] for a test of what a run leaves behind: every call approved (`approval: auto`), the
 /// transcript unread.
 pub fn auto_editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
