@@ -235,3 +235,35 @@ async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and
 fn user_text(body: &Value) -> String {
     last_user_texts(body).join("\n")
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_a_file_a_command_made_had_no_errors_before_so_its_errors_are_new() {
+    let (dir, state) = folder_and_state("before-command-made");
+    let steps = vec![Step::tool("bash", json!({"command": "printf 'missing;\\n' > b.ts"})), Step::text("done")];
+    let mock = MockModel::start(steps).await;
+    // The editor's TypeScript reports the new file's error for whatever version is asked.
+    let answer: Answer = Arc::new(|params: &Value| {
+        let items: Vec<Value> = params["documents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| json!({"uri": d["uri"], "settled": true, "diagnostics": [error(0, 0, NEW)]}))
+            .collect();
+        Ok(if params["kind"] == "diagnostics" { json!({"items": items}) } else { Value::Null })
+    });
+    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("diagnostics", json!("auto"))
+        .capabilities(answers_query)
+        .policy("stepwise/query", Policy::With(answer))
+        .timeout(T)
+        .start()
+        .await;
+    let log = ed.run("make b.ts").await;
+    assert_eq!(log.reason(), "end_turn");
+    let told = user_text(&mock.requests().last().expect("a request").body);
+    // The checkpoints say nothing was there: its error is the command's, not one of unknown age.
+    assert!(told.contains(&format!("b.ts:1:1: error: {NEW}")), "{told}");
+    assert!(!told.contains("not compared"), "{told}");
+    ed.finish().await;
+}

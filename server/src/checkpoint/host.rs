@@ -152,11 +152,9 @@ impl<H: Host + ?Sized> Tracked<'_, H> {
 /// Code intelligence told what a command changed, with what each file held at the round's start (what the
 /// checkpoints kept), so a file no source had seen is compared with its text from before.
 fn told(intel: &crate::intel::Session, changed: &[std::path::PathBuf], checkpoints: &Mutex<Checkpoints>) {
-    intel.command_changed(changed, |rel| {
-        match locks::lock(checkpoints).held_at_round_start(rel, crate::intel::session::MAX_TEXT)? {
-            super::Held::Nothing => Some(Held::Nothing),
-            super::Held::Bytes(b) => crate::intel::session::text_of(b).map(Held::Text),
-        }
+    intel.command_changed(changed, |rel, max| match locks::lock(checkpoints).held_at_round_start(rel, max)? {
+        super::Held::Nothing => Some(Held::Nothing),
+        super::Held::Bytes(b) => crate::intel::session::text_of(b).map(Held::Text),
     });
 }
 

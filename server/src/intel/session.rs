@@ -204,9 +204,10 @@ impl Session {
 
     /// A shell command changed these files (relative paths, from the checkpoints): their text now, fed
     /// like the file tools' (a file removed or unreadable is left out). A file never fed before is fed
-    /// with what it held before the round (`held`: from the checkpoints; `None`: not known), so the
+    /// with what it held before the round (`held`: from the checkpoints, text of at most the given bytes;
+    /// `None`: not known), so the
     /// source knows its errors from before and those the command caused are new.
-    pub fn command_changed(&self, rel: &[PathBuf], held: impl Fn(&Path) -> Option<Held>) {
+    pub fn command_changed(&self, rel: &[PathBuf], held: impl Fn(&Path, u64) -> Option<Held>) {
         tracing::debug!("a command changed {rel:?}");
         for r in rel {
             let path = self.root.join(r);
@@ -214,16 +215,18 @@ impl Session {
                 continue;
             }
             let Some(text) = disk_text(&path) else { continue };
-            // Fed before: the source has its text from before this command. A source that does not use
-            // the text from before (an editor) is spared reading it.
-            if lock(&self.fed).contains_key(&path) || !self.source.knows_before() {
+            // Fed before: the source has its text from before this command.
+            if lock(&self.fed).contains_key(&path) {
                 self.wrote(&path, Before::Unknown, &text);
                 continue;
             }
-            match held(r) {
-                Some(Held::Text(before)) => self.wrote(&path, Before::Text(&before), &text),
+            // A source that does not use the text from before (an editor) is spared reading it: it is only
+            // told whether the file was there (a file the command made had no errors before).
+            let knows = self.source.knows_before();
+            match held(r, if knows { MAX_TEXT } else { 0 }) {
+                Some(Held::Text(before)) if knows => self.wrote(&path, Before::Text(&before), &text),
                 Some(Held::Nothing) => self.wrote(&path, Before::Absent, &text),
-                None => self.wrote(&path, Before::Unknown, &text),
+                _ => self.wrote(&path, Before::Unknown, &text),
             }
         }
     }
