@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+/// Where the trial's warning goes (the adapters' reporter; the same type as `mcp::Report`, named here so the
+/// host, a floor below the MCP client, does not import it).
+pub type Report = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 pub use super::policy::{KeeperRef, NetRef, Policy};
 
 /// The `sandbox` setting. An unknown value is refused by name when the settings are read.
@@ -330,7 +334,7 @@ impl Sandbox {
     pub fn unavailable_later(
         &self,
         settings: SandboxSettings,
-        report: crate::mcp::Report,
+        report: Report,
     ) -> Option<std::thread::JoinHandle<()>> {
         if settings.mode == SandboxMode::Off || self.told.load(Ordering::Relaxed) {
             return None;
@@ -448,7 +452,7 @@ mod tests {
         let sandbox = Sandbox::default();
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let tx = std::sync::Mutex::new(tx);
-        let report: crate::mcp::Report = std::sync::Arc::new(move |m: &str| {
+        let report: Report = std::sync::Arc::new(move |m: &str| {
             let _ = tx.lock().map(|t| t.send(m.to_string()));
         });
         let wanted = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
