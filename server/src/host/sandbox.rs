@@ -331,11 +331,7 @@ impl Sandbox {
     /// the start): nothing before that request needs it in the default mode (the first command, and plan
     /// mode's tools, wait for it through `availability`). Returns the trial's thread, if one was started
     /// (the tests wait for it; nothing else needs to).
-    pub fn unavailable_later(
-        &self,
-        settings: SandboxSettings,
-        report: Report,
-    ) -> Option<std::thread::JoinHandle<()>> {
+    pub fn unavailable_later(&self, settings: SandboxSettings, report: Report) -> Option<std::thread::JoinHandle<()>> {
         if settings.mode == SandboxMode::Off || self.told.load(Ordering::Relaxed) {
             return None;
         }
