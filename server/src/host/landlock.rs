@@ -39,8 +39,9 @@ fn kernel_abi() -> Result<i32, String> {
     })
 }
 
-/// `Ok("Landlock ABI N")` once a real command ran confined, or why the sandbox cannot start.
-pub fn probe(network: bool) -> Result<String, String> {
+/// The kernel's Landlock ABI if it offers what the sandbox needs (one syscall), else why not; only a
+/// trial (`probe`) says whether a command can really be confined.
+pub fn promised(network: bool) -> Result<i32, String> {
     let abi = kernel_abi()?;
     if abi < 3 {
         return Err(format!("Landlock ABI {abi} cannot stop a command truncating files (ABI 3, Linux 6.2, is needed)"));
@@ -50,6 +51,12 @@ pub fn probe(network: bool) -> Result<String, String> {
             "Landlock ABI {abi} has no TCP rules (ABI 4, Linux 6.7, is needed with sandboxNetwork off)"
         ));
     }
+    Ok(abi)
+}
+
+/// `Ok("Landlock ABI N")` once a real command ran confined, or why the sandbox cannot start.
+pub fn probe(network: bool) -> Result<String, String> {
+    let abi = promised(network)?;
     // A trial: confine a child that does nothing. A container can refuse `landlock_restrict_self` or
     // the path rules (an unsupported file system) even where the version query answers.
     let tmp = std::env::temp_dir();

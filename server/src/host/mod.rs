@@ -29,6 +29,7 @@ pub mod sandbox;
 mod seatbelt;
 pub(crate) mod shell;
 mod stops;
+mod trial;
 
 use std::future::Future;
 use std::path::Path;

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+pub use super::trial::{availability, expected, failed_where_expected, known, TRIAL_FAILS_ENV, UNAVAILABLE_ENV};
+
 /// Where the trial's warning goes (the adapters' reporter; the same type as `mcp::Report`, named here so the
 /// host, a floor below the MCP client, does not import it).
 pub type Report = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
@@ -170,40 +172,6 @@ impl SandboxSettings {
     }
 }
 
-/// Whether commands can be confined here, and by what (`Ok("Landlock ABI 7")`), or why not. Checked
-/// once per process and network setting by confining a real command (a fork, an exec and a wait: about
-/// 1.5 ms); a caller that can go on without the answer asks `known` or `unavailable_later` instead.
-pub fn availability(network: bool) -> Result<String, String> {
-    cell(network).get_or_init(|| pretended().unwrap_or_else(|| probe(network))).clone()
-}
-
-/// The answer of `availability` if it is known already, without waiting for the trial.
-pub fn known(network: bool) -> Option<Result<String, String>> {
-    if let Some(pretend) = pretended() {
-        return Some(pretend);
-    }
-    cell(network).get().cloned()
-}
-
-fn cell(network: bool) -> &'static OnceLock<Result<String, String>> {
-    static WITH: OnceLock<Result<String, String>> = OnceLock::new();
-    static WITHOUT: OnceLock<Result<String, String>> = OnceLock::new();
-    if network {
-        &WITH
-    } else {
-        &WITHOUT
-    }
-}
-
-/// Debug builds only: lets the tests see a machine without a sandbox (the fallback to asking).
-fn pretended() -> Option<Result<String, String>> {
-    #[cfg(debug_assertions)]
-    if std::env::var_os(UNAVAILABLE_ENV).is_some_and(|v| v == "1") {
-        return Some(Err(format!("{UNAVAILABLE_ENV}=1 (a debug build pretending there is none)")));
-    }
-    None
-}
-
 /// `1` makes stepwise use Landlock's TCP rules rather than a network namespace (as where none can be
 /// made): for the tests of that path, and for a user whose tools need the host's loopback.
 pub const NO_NETNS_ENV: &str = "STEPWISE_SANDBOX_NO_NETNS";
@@ -234,27 +202,6 @@ pub fn network_isolation() -> String {
     return "Seatbelt: no IP connection or listening port, loopback included".into();
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     return "none".into();
-}
-
-/// In a debug build, `1` makes the sandbox unavailable, as on an old kernel.
-pub const UNAVAILABLE_ENV: &str = "STEPWISE_TEST_NO_SANDBOX";
-
-#[cfg(target_os = "linux")]
-fn probe(network: bool) -> Result<String, String> {
-    super::landlock::probe(network)
-}
-
-#[cfg(target_os = "macos")]
-fn probe(_network: bool) -> Result<String, String> {
-    match Path::new(super::seatbelt::SANDBOX_EXEC).exists() {
-        true => Ok("Seatbelt".into()),
-        false => Err(format!("{} is missing", super::seatbelt::SANDBOX_EXEC)),
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn probe(_network: bool) -> Result<String, String> {
-    Err("stepwise has no sandbox for this operating system".into())
 }
 
 /// A session's sandbox: its private temporary folder, made at the first sandboxed command and removed

@@ -35,6 +35,28 @@ fn trusted(root: &Path, yes: bool, report: &crate::mcp::Report) -> Option<Rights
     Some(Rights::Trusted)
 }
 
+/// The servers decided for a workspace: its source for the runs, the servers themselves (their rights
+/// settled later), and the names of those serving its files (for the question).
+pub(super) struct Decided {
+    source: Source,
+    servers: Servers,
+    serving: Vec<String>,
+}
+
+/// Whether the sandbox confines the servers: `None` while its trial runs where the kernel offers it.
+fn sandbox_answer(s: SandboxSettings) -> Option<bool> {
+    if s.mode == crate::host::SandboxMode::Off {
+        return Some(false);
+    }
+    if let Some(answer) = crate::host::sandbox::known(s.network) {
+        return Some(answer.is_ok());
+    }
+    if crate::host::sandbox::expected(s.network) {
+        return None;
+    }
+    Some(s.confines())
+}
+
 /// The servers configured or on `PATH`, the problems with their settings, and those serving some file of
 /// the workspace (its bounded walk).
 type Found = (Vec<servers::spec::Spec>, Vec<String>, Vec<String>);
@@ -72,7 +94,8 @@ impl Workspace {
     }
 
     /// The language servers for this workspace (`None`: none serves any of its files), found once (with
-    /// `look`, when one was begun).
+    /// `look`, when one was begun), and the rights they run with: confined by the sandbox, or, where it
+    /// cannot hold them, trusted by the user (asked once, remembered).
     pub(super) async fn language_servers<A: Asker>(
         &self,
         look: Option<Look>,
@@ -80,59 +103,106 @@ impl Workspace {
         max_wait: Option<Duration>,
         asker: &A,
     ) -> Option<Source> {
-        self.servers
+        let mut deciding = false;
+        let decided = self
+            .servers
             .get_or_init(|| async {
+                deciding = true;
                 let look = look.unwrap_or_else(|| Look::start(self.root.clone()));
                 let (specs, problems, serving) = look.found().await;
                 for p in problems {
                     asker.reporter()(&p);
                 }
-                let root = self.root.clone();
-                let wait = max_wait.unwrap_or(servers::FIRST_WAIT);
                 // Which servers this workspace would use: nothing to start, nothing to ask about.
                 if serving.is_empty() {
                     return None;
                 }
-                let no = format!(
-                    "language servers do not start in {} without the sandbox unless the workspace is trusted",
-                    crate::host::folder_name(&root)
-                );
-                let refused = move || Rights::Refused(no);
-                let rights = match sandbox.confines() {
-                    true => Rights::Sandbox(Confined {
-                        sandbox: self.sandbox.clone(),
-                        root: root.clone(),
-                        settings: sandbox,
-                    }),
-                    _ if is_trusted(&root) => Rights::Trusted,
-                    _ => match asker.trust_language_servers(&root, &serving).await {
-                        Trust::Now(yes) => trusted(&root, yes, &asker.reporter()).unwrap_or_else(refused),
-                        Trust::Later(answer) => {
-                            // Asked in the editor or the client: the run goes on, the servers wait for the answer.
-                            let asking = Rights::Asking(format!(
-                                "language servers wait for your answer on whether to trust {}",
-                                crate::host::folder_name(&root)
-                            ));
-                            let servers = Servers::new(root.clone(), specs, asking, wait);
-                            let (later, report) = (servers.clone(), asker.reporter());
-                            tokio::spawn(async move {
-                                let yes = answer.await;
-                                if !yes {
-                                    report(&format!(
-                                        "language servers will not start in {}: the folder is not trusted",
-                                        crate::host::folder_name(&root)
-                                    ));
-                                }
-                                later.set_rights(trusted(&root, yes, &report).unwrap_or_else(refused));
-                            });
-                            return Some(Arc::new(servers) as Source);
-                        }
-                    },
-                };
-                Some(Arc::new(Servers::new(root, specs, rights, wait)) as Source)
+                let wait = max_wait.unwrap_or(servers::FIRST_WAIT);
+                let trial = Rights::Asking(format!(
+                    "language servers wait for the sandbox's trial in {}",
+                    crate::host::folder_name(&self.root)
+                ));
+                let servers = Servers::new(self.root.clone(), specs, trial, wait);
+                match sandbox_answer(sandbox) {
+                    Some(true) => servers.set_rights(self.confined(sandbox)),
+                    // The trial runs beside the first model request; waiting for it here was most of what
+                    // a workspace with a served file added to the start (issue 39).
+                    None => self.settle_on_trial(&servers, sandbox, asker.reporter()),
+                    Some(false) => self.ask_trust(&servers, &serving, asker).await,
+                }
+                Some(Decided { source: Arc::new(servers.clone()) as Source, servers, serving })
             })
             .await
-            .clone()
+            .as_ref()?;
+        // The sandbox's trial failed after the servers counted on it: the user is asked at the next run
+        // (not in the run that decided, whose start did not wait for the trial and is said to go without).
+        if !deciding && decided.servers.take_unsettled() {
+            self.ask_trust(&decided.servers, &decided.serving, asker).await;
+        }
+        Some(decided.source.clone())
+    }
+
+    fn confined(&self, settings: SandboxSettings) -> Rights {
+        Rights::Sandbox(Confined { sandbox: self.sandbox.clone(), root: self.root.clone(), settings })
+    }
+
+    /// The servers' rights once the sandbox's trial answers (on a thread of its own, which waits for the
+    /// trial's): confined; where it failed, trusted if the user said so before, else none until the next
+    /// run asks (the question cannot be asked mid-run on a terminal).
+    fn settle_on_trial(&self, servers: &Servers, settings: SandboxSettings, report: crate::mcp::Report) {
+        let (servers, confined, root) = (servers.clone(), self.confined(settings), self.root.clone());
+        let settle = move || {
+            let answer = crate::host::sandbox::availability(settings.network);
+            if answer.is_err() {
+                crate::host::sandbox::failed_where_expected(settings.network);
+            }
+            let rights = match answer {
+                Ok(_) => confined,
+                Err(_) if is_trusted(&root) => Rights::Trusted,
+                Err(why) => {
+                    let line = format!(
+                        "language servers do not start in {}: the sandbox cannot start here ({why}); whether to trust the workspace is asked at the next run",
+                        crate::host::folder_name(&root)
+                    );
+                    report(&line);
+                    Rights::Unsettled(line)
+                }
+            };
+            servers.set_rights(rights);
+        };
+        if let Err(e) = std::thread::Builder::new().name("servers-rights".into()).spawn(settle) {
+            tracing::debug!("language servers: no thread to wait for the sandbox's trial ({e})");
+        }
+    }
+
+    /// Asks whether the servers may run unconfined (unless the workspace is trusted already) and gives
+    /// them the answer's rights; an answer that comes later (an editor's or a client's question) is
+    /// waited for on a task, the servers waiting for it within a round's wait.
+    async fn ask_trust<A: Asker>(&self, servers: &Servers, serving: &[String], asker: &A) {
+        let root = self.root.clone();
+        if is_trusted(&root) {
+            return servers.set_rights(Rights::Trusted);
+        }
+        let folder = crate::host::folder_name(&root);
+        let no =
+            format!("language servers do not start in {folder} without the sandbox unless the workspace is trusted");
+        let refused = move || Rights::Refused(no);
+        match asker.trust_language_servers(&root, serving).await {
+            Trust::Now(yes) => servers.set_rights(trusted(&root, yes, &asker.reporter()).unwrap_or_else(refused)),
+            Trust::Later(answer) => {
+                servers.set_rights(Rights::Asking(format!(
+                    "language servers wait for your answer on whether to trust {folder}"
+                )));
+                let (later, report) = (servers.clone(), asker.reporter());
+                tokio::spawn(async move {
+                    let yes = answer.await;
+                    if !yes {
+                        report(&format!("language servers will not start in {folder}: the folder is not trusted"));
+                    }
+                    later.set_rights(trusted(&root, yes, &report).unwrap_or_else(refused));
+                });
+            }
+        }
     }
 
     /// The session a run uses: the host's source (an editor answering `stepwise/query`) or the language

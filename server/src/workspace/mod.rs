@@ -66,7 +66,7 @@ pub struct Workspace {
     /// Its background commands; every one's process tree ends when the workspace goes.
     background: crate::background::Background,
     /// The language servers stepwise would start here (`intel.rs`), found at the first run's preparation.
-    servers: tokio::sync::OnceCell<Option<crate::intel::Source>>,
+    servers: tokio::sync::OnceCell<Option<intel::Decided>>,
     /// The code-intelligence session runs share (`intel.rs`).
     intel: std::sync::Mutex<Option<Arc<crate::intel::Session>>>,
 }

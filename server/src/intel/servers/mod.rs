@@ -48,8 +48,12 @@ pub enum Rights {
     Sandbox(Confined),
     Trusted,
     Refused(String),
-    /// The user is being asked (in an editor or a client); a start waits for the answer until its deadline.
+    /// The user is being asked (in an editor or a client), or the sandbox's trial still runs; a start
+    /// waits for the answer until its deadline.
     Asking(String),
+    /// The sandbox's trial failed after the servers counted on it: not started (the line says why) until
+    /// the next run asks the user (`take_unsettled`).
+    Unsettled(String),
 }
 
 /// The servers' confinement: the session's sandbox (which can start here) and its settings. The policy is
@@ -119,6 +123,18 @@ impl Servers {
     /// The rights from now on (the user answered the question about trusting the workspace).
     pub fn set_rights(&self, rights: Rights) {
         self.0.rights.send_replace(rights);
+    }
+
+    /// Whether the rights wait for the user's question after a failed trial: they are then `Asking`
+    /// (taken once, so the question is asked once).
+    pub fn take_unsettled(&self) -> bool {
+        self.0.rights.send_if_modified(|r| match r {
+            Rights::Unsettled(why) => {
+                *r = Rights::Asking(why.clone());
+                true
+            }
+            _ => false,
+        })
     }
 
     /// The rights, once the user answered (a question still open is waited for until `deadline`).
@@ -208,7 +224,7 @@ impl Servers {
         let policy = match self.rights(deadline).await {
             Rights::Sandbox(c) => Some(c.policy().map_err(|why| format!("{}: {why}", spec.name))?),
             Rights::Trusted => None,
-            Rights::Refused(why) | Rights::Asking(why) => return Err(why),
+            Rights::Refused(why) | Rights::Asking(why) | Rights::Unsettled(why) => return Err(why),
         };
         let budget = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
         match Running::start(spec.clone(), &self.0.root, policy.as_ref(), budget).await {
