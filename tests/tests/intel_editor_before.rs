@@ -242,16 +242,7 @@ async fn editor_a_file_a_command_made_had_no_errors_before_so_its_errors_are_new
     let steps = vec![Step::tool("bash", json!({"command": "printf 'missing;\\n' > b.ts"})), Step::text("done")];
     let mock = MockModel::start(steps).await;
     // The editor's TypeScript reports the new file's error for whatever version is asked.
-    let answer: Answer = Arc::new(|params: &Value| {
-        let items: Vec<Value> = params["documents"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|d| json!({"uri": d["uri"], "settled": true, "diagnostics": [error(0, 0, NEW)]}))
-            .collect();
-        Ok(if params["kind"] == "diagnostics" { json!({"items": items}) } else { Value::Null })
-    });
+    let answer = answer_all(true, json!([error(0, 0, NEW)]), |_| {});
     let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
         .option("diagnostics", json!("auto"))
         .capabilities(answers_query)

@@ -32,6 +32,24 @@ pub fn answers_query(caps: &mut Value) {
     caps["experimental"]["stepwise"]["query"] = json!(true);
 }
 
+/// A `stepwise/query` answer (for `Policy::With`) giving every document listed in a diagnostics question
+/// `settled` and `diagnostics` at once, whatever version was asked (other questions: `null`); `asked`
+/// sees each diagnostics question.
+pub fn answer_all(settled: bool, diagnostics: Value, asked: impl Fn(&Value) + Send + Sync + 'static) -> Answer {
+    std::sync::Arc::new(move |params: &Value| {
+        if params["kind"] != "diagnostics" || !params["documents"].is_array() {
+            return Ok(Value::Null);
+        }
+        asked(params);
+        let docs = params["documents"].as_array().cloned().unwrap_or_default();
+        let items: Vec<Value> = docs
+            .iter()
+            .map(|d| json!({"uri": d["uri"], "settled": settled, "diagnostics": diagnostics.clone()}))
+            .collect();
+        Ok(json!({"items": items}))
+    })
+}
+
 /// [`editor`] for a test of what a run leaves behind: every call approved (`approval: auto`), the
 /// transcript unread.
 pub fn auto_editor(preset: ClientPreset, dir: &TempDir, state: &TempDir, mock: &MockModel) -> EditorBuilder {
