@@ -6,6 +6,7 @@
 mod answer;
 mod glance;
 mod look;
+mod rights;
 pub mod rpc;
 pub mod server;
 pub mod spec;
@@ -23,6 +24,7 @@ use crate::intel::session::MAX_TEXT;
 use crate::locks::lock;
 use look::bounded_walk;
 pub use look::look;
+pub use rights::{trust_question, Confined, Rights};
 use server::Running;
 use spec::Spec;
 
@@ -30,48 +32,6 @@ use spec::Spec;
 pub const FIRST_WAIT: Duration = Duration::from_secs(10);
 /// The shortest a learned wait gets: a warm server that answered in 50 ms may need more on a big change.
 const MIN_WAIT: Duration = Duration::from_secs(2);
-
-/// The question whether `names` may run in `root` with the user's rights (no sandbox holds them), the
-/// same in every adapter.
-pub fn trust_question(root: &Path, names: &[String]) -> String {
-    format!(
-        "No sandbox can hold language servers here. Run {} in {} with your rights (they may run the workspace's build scripts)?",
-        names.join(", "),
-        root.display()
-    )
-}
-
-/// How the servers may run: inside the session's sandbox, or plainly in a workspace the user trusted;
-/// otherwise not at all (the line says why).
-#[derive(Debug, Clone)]
-pub enum Rights {
-    Sandbox(Confined),
-    Trusted,
-    Refused(String),
-    /// The user is being asked (in an editor or a client), or the sandbox's trial still runs; a start
-    /// waits for the answer until its deadline.
-    Asking(String),
-    /// The sandbox's trial failed after the servers counted on it: not started (the line says why) until
-    /// the next run asks the user (`take_unsettled`).
-    Unsettled(String),
-}
-
-/// The servers' confinement: the session's sandbox (which can start here) and its settings. The policy is
-/// made at the first server's start, not when the servers are decided before the first model request: its
-/// temporary folder and network namespace were most of what a workspace with a served file added to the
-/// start (issue 39).
-#[derive(Debug, Clone)]
-pub struct Confined {
-    pub sandbox: Arc<crate::host::Sandbox>,
-    pub root: PathBuf,
-    pub settings: crate::host::SandboxSettings,
-}
-
-impl Confined {
-    fn policy(&self) -> Result<crate::host::Policy, String> {
-        self.sandbox.policy(&self.root, self.settings)?.ok_or_else(|| "the sandbox is off".to_string())
-    }
-}
 
 struct Slot {
     running: Option<Arc<Running>>,

@@ -1,0 +1,47 @@
+//! The rights a workspace's language servers run with: the session's sandbox, the user's trust, or none
+//! (and the question asked where no sandbox holds them).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The question whether `names` may run in `root` with the user's rights (no sandbox holds them), the
+/// same in every adapter.
+pub fn trust_question(root: &Path, names: &[String]) -> String {
+    format!(
+        "No sandbox can hold language servers here. Run {} in {} with your rights (they may run the workspace's build scripts)?",
+        names.join(", "),
+        root.display()
+    )
+}
+
+/// How the servers may run: inside the session's sandbox, or plainly in a workspace the user trusted;
+/// otherwise not at all (the line says why).
+#[derive(Debug, Clone)]
+pub enum Rights {
+    Sandbox(Confined),
+    Trusted,
+    Refused(String),
+    /// The user is being asked (in an editor or a client), or the sandbox's trial still runs; a start
+    /// waits for the answer until its deadline.
+    Asking(String),
+    /// The sandbox's trial failed after the servers counted on it: not started (the line says why) until
+    /// the next run asks the user (`take_unsettled`).
+    Unsettled(String),
+}
+
+/// The servers' confinement: the session's sandbox (which can start here) and its settings. The policy is
+/// made at the first server's start, not when the servers are decided before the first model request: its
+/// temporary folder and network namespace were most of what a workspace with a served file added to the
+/// start (issue 39).
+#[derive(Debug, Clone)]
+pub struct Confined {
+    pub sandbox: Arc<crate::host::Sandbox>,
+    pub root: PathBuf,
+    pub settings: crate::host::SandboxSettings,
+}
+
+impl Confined {
+    pub(super) fn policy(&self) -> Result<crate::host::Policy, String> {
+        self.sandbox.policy(&self.root, self.settings)?.ok_or_else(|| "the sandbox is off".to_string())
+    }
+}
