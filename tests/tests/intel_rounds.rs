@@ -151,3 +151,27 @@ async fn a_new_file_a_file_tool_wrote_has_all_its_errors_new() {
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the write\n{}", show(&o)));
     assert_eq!(block_lines(&block), ["n.py:2:1: error: bad line (fake)"], "{block}");
 }
+
+/// The look before the first request searches `PATH` only for the servers of the languages the workspace
+/// has (issue 39); a well-known server of another language is looked up when the agent first writes a
+/// file of it. Here the `gopls` on `PATH` (the fake server) becomes executable only during the run, so
+/// only a look-up at the Go file's first write finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_well_known_server_of_a_language_new_to_the_workspace_is_looked_up_at_its_first_file() {
+    let ws = TempDir::new("intel-new-language");
+    ws.write("m.py", "x = 1\n");
+    let script = stepwise_tests::intel::scripts().join("lines_server.py");
+    ws.write(".bin/gopls", &format!("#!/bin/sh\nexec python3 '{}'\n", script.display()));
+    let mock = MockModel::start(vec![
+        call("bash", json!({"command": "chmod +x .bin/gopls"})),
+        call("write_file", json!({"path": "main.go", "content": "package BAD\n"})),
+        Step::text("done"),
+    ])
+    .await;
+    let e = Env::new(Some(&ws.join(".bin")));
+    e.fake_server("lines", "lines_server.py", &[]);
+    let o = e.run(&mock, &ws, &[], "work").await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let block = diagnostics_block(&mock, 2).unwrap_or_default();
+    assert_eq!(block_lines(&block), ["main.go:1:1: error: bad line (fake)"], "{}", show(&o));
+}

@@ -59,7 +59,7 @@ fn sandbox_answer(s: SandboxSettings) -> Option<bool> {
 
 /// The servers configured or on `PATH`, the problems with their settings, and those serving some file of
 /// the workspace (its bounded walk).
-type Found = (Vec<servers::spec::Spec>, Vec<String>, Vec<String>);
+type Found = (servers::spec::Specs, Vec<String>, Vec<String>);
 
 /// The look for the servers a workspace would use. With worker threads (the sidecar, ACP) it is begun
 /// on a blocking thread at the start of the first run's preparation, so the `PATH` look-ups and the walk

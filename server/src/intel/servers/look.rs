@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{glance, spec, Rights, Servers, FIRST_WAIT};
-use spec::Spec;
+use super::{glance, spec};
+use spec::Specs;
 
 /// The look at a workspace: the servers configured or on `PATH`, the problems with the user's file, and
 /// the servers serving some file of the workspace (its bounded walk). A glance first (`glance.rs`), which
@@ -12,19 +12,29 @@ use spec::Spec;
 /// searched only once it met a file a server could serve (an extension of a well-known server's or of
 /// the user's): a workspace with none costs no look-up (about 80 `statx`, most of the look before the
 /// first model request, issue 39). The walk then goes on from that file as it did before.
-pub fn look(root: PathBuf) -> (Vec<Spec>, Vec<String>, Vec<String>) {
+pub fn look(root: PathBuf) -> (Specs, Vec<String>, Vec<String>) {
     let user = spec::UserServers::read();
     if glance::none_served(&root, |p| user.may_serve(p)) {
-        return (user.specs, user.problems, Vec::new());
+        let (specs, problems) = user.split();
+        return (specs, problems, Vec::new());
     }
     let mut walk = bounded_walk(&root).peekable();
     while walk.next_if(|e| !user.may_serve(e.path())).is_some() {}
-    if walk.peek().is_none() {
-        return (user.specs, user.problems, Vec::new());
+    let (mut specs, problems) = user.split();
+    let mut serving: Vec<String> = Vec::new();
+    for e in walk {
+        let path = e.path();
+        let found = specs.look_up_for(path);
+        specs.found.extend(found);
+        for s in specs.found.iter().filter(|s| s.startable() && s.serves(path)) {
+            if !serving.contains(&s.name) {
+                serving.push(s.name.clone());
+            }
+        }
+        if specs.all_looked_up() && serving.len() == specs.found.iter().filter(|s| s.startable()).count() {
+            break;
+        }
     }
-    let (specs, problems) = user.with_well_known();
-    let servers = Servers::new(root, specs.clone(), Rights::Refused(String::new()), FIRST_WAIT);
-    let serving = servers.serving_in(walk);
     (specs, problems, serving)
 }
 

@@ -26,7 +26,7 @@ use look::bounded_walk;
 pub use look::look;
 pub use rights::{trust_question, Confined, Rights};
 use server::Running;
-use spec::Spec;
+use spec::{Spec, Specs};
 
 /// The first wait on a server, its start included.
 pub const FIRST_WAIT: Duration = Duration::from_secs(10);
@@ -48,7 +48,8 @@ type Wrote = (Option<Arc<str>>, Arc<str>);
 
 struct Inner {
     root: PathBuf,
-    specs: Vec<Arc<Spec>>,
+    /// The servers known, and the well-known ones not looked up on `PATH` yet.
+    specs: Mutex<(Vec<Arc<Spec>>, Specs)>,
     /// Set again when the user answers a question asked `Later`.
     rights: tokio::sync::watch::Sender<Rights>,
     max_wait: Duration,
@@ -67,10 +68,12 @@ pub struct Servers(Arc<Inner>);
 
 impl Servers {
     /// The servers for `root` (none started yet); `max_wait` caps every wait (`FIRST_WAIT` at most).
-    pub fn new(root: PathBuf, specs: Vec<Spec>, rights: Rights, max_wait: Duration) -> Servers {
+    pub fn new(root: PathBuf, specs: impl Into<Specs>, rights: Rights, max_wait: Duration) -> Servers {
+        let mut specs: Specs = specs.into();
+        let found = std::mem::take(&mut specs.found);
         Servers(Arc::new(Inner {
             root,
-            specs: specs.into_iter().map(Arc::new).collect(),
+            specs: Mutex::new((found.into_iter().map(Arc::new).collect(), specs)),
             rights: tokio::sync::watch::Sender::new(rights),
             max_wait: max_wait.min(FIRST_WAIT),
             slots: Mutex::default(),
@@ -112,27 +115,6 @@ impl Servers {
         }
     }
 
-    /// The servers (by name) that serve some file of `walk` (the workspace's bounded walk, from where
-    /// `look` is).
-    fn serving_in(&self, walk: impl Iterator<Item = ignore::DirEntry>) -> Vec<String> {
-        let specs: Vec<_> = self.0.specs.iter().filter(|s| s.startable()).collect();
-        let mut found: Vec<String> = Vec::new();
-        if specs.is_empty() {
-            return found;
-        }
-        for e in walk {
-            for s in specs.iter().filter(|s| s.serves(e.path())) {
-                if !found.contains(&s.name) {
-                    found.push(s.name.clone());
-                }
-            }
-            if found.len() == specs.len() {
-                break;
-            }
-        }
-        found
-    }
-
     /// How long a round waits on the server of `slot`: the first wait (its start included) the longest,
     /// later ones learned from how long it took.
     fn wait(&self, slot: &Slot) -> Duration {
@@ -142,8 +124,12 @@ impl Servers {
         }
     }
 
+    /// The server for `path` (the well-known ones for its extension looked up on `PATH` at first need).
     fn spec_for(&self, path: &Path) -> Option<Arc<Spec>> {
-        self.0.specs.iter().find(|s| s.startable() && s.serves(path)).cloned()
+        let mut specs = lock(&self.0.specs);
+        let found = specs.1.look_up_for(path);
+        specs.0.extend(found.into_iter().map(Arc::new));
+        specs.0.iter().find(|s| s.startable() && s.serves(path)).cloned()
     }
 
     fn slot(&self, name: &str) -> Arc<tokio::sync::Mutex<Slot>> {

@@ -36,7 +36,7 @@ impl Origin {
 }
 
 /// The well-known servers, in the order they are preferred for a language.
-const WELL_KNOWN: &[(&str, &[&str], &[&str])] = &[
+const WELL_KNOWN: &[WellKnown] = &[
     ("pylsp", &["pylsp"], &["py", "pyi"]),
     ("basedpyright", &["basedpyright-langserver", "--stdio"], &["py", "pyi"]),
     ("pyright", &["pyright-langserver", "--stdio"], &["py", "pyi"]),
@@ -123,9 +123,7 @@ impl UserServers {
     }
 
     /// The well-known servers the user's file does not replace.
-    fn well_known(
-        &self,
-    ) -> impl Iterator<Item = &'static (&'static str, &'static [&'static str], &'static [&'static str])> + '_ {
+    fn well_known(&self) -> impl Iterator<Item = &'static WellKnown> + '_ {
         WELL_KNOWN.iter().filter(|(name, _, _)| !self.named.contains(*name))
     }
 
@@ -137,24 +135,71 @@ impl UserServers {
             || self.well_known().any(|(_, _, exts)| exts.iter().any(|e| e.eq_ignore_ascii_case(ext)))
     }
 
+    /// The user's servers, with the well-known ones to look up on `PATH` when a file they serve is met,
+    /// and the problems with the user's file.
+    pub fn split(self) -> (Specs, Vec<String>) {
+        let rest = self.well_known().collect();
+        (Specs { found: self.specs, rest }, self.problems)
+    }
+
     /// Every server stepwise would use (the user's, then the well-known ones found on `PATH`: about 80
     /// `statx`), and the problems with the user's file.
-    pub fn with_well_known(mut self) -> (Vec<Spec>, Vec<String>) {
-        let found: Vec<Spec> = self
-            .well_known()
-            .filter_map(|(name, command, exts)| {
-                let found = on_path(command[0])?;
-                Some(Spec {
-                    name: name.to_string(),
-                    command: command.iter().map(|s| s.to_string()).collect(),
-                    extensions: exts.iter().map(|s| s.to_string()).collect(),
-                    origin: Origin::Path(found),
-                })
-            })
-            .collect();
-        self.specs.extend(found);
-        (self.specs, self.problems)
+    pub fn with_well_known(self) -> (Vec<Spec>, Vec<String>) {
+        let (specs, problems) = self.split();
+        (specs.all(), problems)
     }
+}
+
+type WellKnown = (&'static str, &'static [&'static str], &'static [&'static str]);
+
+/// The servers known so far, and the well-known ones not looked up on `PATH` yet: each is looked up when
+/// a file it would serve is first met, so a workspace of one language searches `PATH` for its servers
+/// only (the other six cost about 70 `statx` before the first model request, issue 39).
+#[derive(Default)]
+pub struct Specs {
+    pub found: Vec<Spec>,
+    rest: Vec<&'static WellKnown>,
+}
+
+impl From<Vec<Spec>> for Specs {
+    fn from(found: Vec<Spec>) -> Specs {
+        Specs { found, rest: Vec::new() }
+    }
+}
+
+impl Specs {
+    /// Looks up the well-known servers for `path`'s extension not looked up yet; the specs found, in the
+    /// order preferred.
+    pub fn look_up_for(&mut self, path: &Path) -> Vec<Spec> {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let (now, later): (Vec<_>, Vec<_>) =
+            self.rest.iter().partition(|(_, _, exts)| exts.iter().any(|e| e.eq_ignore_ascii_case(ext)));
+        self.rest = later;
+        now.into_iter().filter_map(found_on_path).collect()
+    }
+
+    /// Whether every well-known server was looked up.
+    pub fn all_looked_up(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// Every server, the well-known ones left looked up now.
+    pub fn all(mut self) -> Vec<Spec> {
+        let rest = std::mem::take(&mut self.rest);
+        self.found.extend(rest.into_iter().filter_map(found_on_path));
+        self.found
+    }
+}
+
+/// A well-known server's spec if its program is on `PATH`.
+fn found_on_path(&(name, command, exts): &WellKnown) -> Option<Spec> {
+    let found = on_path(command[0])?;
+    Some(Spec {
+        name: name.to_string(),
+        command: command.iter().map(|s| s.to_string()).collect(),
+        extensions: exts.iter().map(|s| s.to_string()).collect(),
+        origin: Origin::Path(found),
+    })
 }
 
 /// Every server stepwise would use, and the problems with the user's file (one line each). Servers
