@@ -57,6 +57,8 @@ struct State {
     held: BTreeMap<PathBuf, Held>,
     bytes: usize,
     hook_dirs: Vec<PathBuf>,
+    /// A git `config` was held since `hook_dirs` was last read from them: read them again.
+    hook_dirs_stale: bool,
     #[cfg(target_os = "linux")]
     watch: Option<watch::Watch>,
     /// Sandboxed commands running now: changes seen while one runs are its own, never taken as the user's.
@@ -80,7 +82,10 @@ impl Keeper {
             for path in changed {
                 s.hold(&self.root, &path);
             }
-            s.refresh_hook_dirs(&self.root);
+            // The folders depend on the held configs alone: read again only when one was held anew.
+            if s.hook_dirs_stale {
+                s.refresh_hook_dirs(&self.root);
+            }
         } else {
             // Another command is running: what changed is its doing, and is put back.
             drop(s.settle(&self.root));
@@ -155,6 +160,9 @@ impl State {
 
     /// Takes what `path` holds now as what it keeps.
     fn hold(&mut self, root: &Path, path: &Path) {
+        if path.file_name().is_some_and(|n| n == "config") {
+            self.hook_dirs_stale = true;
+        }
         let now = capture(&root.join(path));
         if let Some(old) = self.held.remove(path) {
             self.bytes -= old.size();
@@ -170,6 +178,7 @@ impl State {
 
     /// The `core.hooksPath` folders the held git configs name; a new one is walked and held.
     fn refresh_hook_dirs(&mut self, root: &Path) {
+        self.hook_dirs_stale = false;
         let mut dirs: Vec<PathBuf> = self
             .held
             .iter()
