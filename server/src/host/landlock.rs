@@ -102,7 +102,11 @@ impl Grants {
     fn fit(&self, policy: &Policy, ids: &[Option<(u64, u64)>]) -> bool {
         self.tcp_rules == tcp_rules(policy)
             && self.write.len() == ids.len()
-            && policy.write_roots_iter().zip(ids).zip(&self.write).all(|((p, id), (kept, kept_id))| p == kept && id == kept_id)
+            && policy
+                .write_roots_iter()
+                .zip(ids)
+                .zip(&self.write)
+                .all(|((p, id), (kept, kept_id))| p == kept && id == kept_id)
     }
 }
 

@@ -230,9 +230,8 @@ impl State {
             }
             out.extend(self.held.range(p.clone()..).take_while(|(k, _)| k.starts_with(&p)).map(|(k, _)| k.clone()));
             // A folder made or moved here is walked; only a name an event marked as a folder can be one.
-            let new_folder = folder
-                && !self.watching(&p)
-                && std::fs::symlink_metadata(root.join(&p)).is_ok_and(|m| m.is_dir());
+            let new_folder =
+                folder && !self.watching(&p) && std::fs::symlink_metadata(root.join(&p)).is_ok_and(|m| m.is_dir());
             if new_folder {
                 let mut found = Vec::new();
                 self.walk(root, &p, &mut found);
