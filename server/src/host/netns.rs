@@ -52,11 +52,10 @@ impl NetNs {
     pub fn make() -> Result<NetNs, String> {
         // SAFETY: plain queries.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let as_root = uid == 0;
-        if as_root {
+        if uid == 0 {
             return make_in_thread();
         }
-        // Everything the child uses is made before the fork: it may only make syscalls.
+        // Not root: a forked helper, with a user namespace. Everything the child uses is made before the fork: it may only make syscalls.
         let uid_map = CString::new(format!("{uid} {uid} 1\n")).map_err(|e| e.to_string())?;
         let gid_map = CString::new(format!("{gid} {gid} 1\n")).map_err(|e| e.to_string())?;
         let (ready_r, ready_w) = pipe()?;
@@ -73,7 +72,7 @@ impl NetNs {
                 // Its copies of the parent's ends, so that an end the parent closes reads as closed.
                 libc::close(ready_r.as_raw_fd());
                 libc::close(go_w.as_raw_fd());
-                child(as_root, &uid_map, &gid_map, ready_w.as_raw_fd(), go_r.as_raw_fd())
+                child(&uid_map, &gid_map, ready_w.as_raw_fd(), go_r.as_raw_fd())
             }
         }
         drop(ready_w);
@@ -83,11 +82,10 @@ impl NetNs {
         let n = unsafe { libc::read(ready_r.as_raw_fd(), status.as_mut_ptr().cast(), 1) };
         let opened = if n == 1 && status[0] == 0 {
             let net = open_ns(pid, "net");
-            let user = if as_root { Ok(None) } else { open_ns(pid, "user").map(Some) };
-            net.and_then(|net| Ok(NetNs { net, user: user? }))
+            let user = open_ns(pid, "user");
+            net.and_then(|net| Ok(NetNs { net, user: Some(user?) }))
         } else {
             Err(match status[0] {
-                1 if as_root => "unshare(CLONE_NEWNET) was refused".to_string(),
                 1 => "this user may not make a user namespace (unprivileged user namespaces are off, or a \
                       container's seccomp policy forbids them)"
                     .to_string(),
@@ -145,15 +143,14 @@ fn open_ns(pid: libc::pid_t, kind: &str) -> Result<OwnedFd, String> {
     std::fs::File::open(&path).map(OwnedFd::from).map_err(|e| format!("{path}: {e}"))
 }
 
-/// The helper: makes the namespaces, reports (0 or what failed), waits until stepwise opened them.
-unsafe fn child(as_root: bool, uid_map: &CString, gid_map: &CString, ready: RawFd, go: RawFd) -> ! {
+/// The helper (not root): makes the namespaces, reports (0 or what failed), waits until stepwise opened them.
+unsafe fn child(uid_map: &CString, gid_map: &CString, ready: RawFd, go: RawFd) -> ! {
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-    let flags = if as_root { libc::CLONE_NEWNET } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNET };
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNET;
     let mapped = || {
-        as_root
-            || (write_file(c"/proc/self/setgroups", b"deny")
-                && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
-                && write_file(c"/proc/self/gid_map", gid_map.as_bytes()))
+        write_file(c"/proc/self/setgroups", b"deny")
+            && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
+            && write_file(c"/proc/self/gid_map", gid_map.as_bytes())
     };
     let status: u8 = if libc::unshare(flags) != 0 {
         1
