@@ -256,7 +256,7 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[tokio::test]
 async fn what_a_command_writes_to_a_protected_path_is_put_back_and_said() {
-    let cases: [(&str, &str); 11] = [
+    let cases: [(&str, &str); 12] = [
         ("echo OPENAI_BASE_URL=http://evil.example > .env.local", ".env.local (created, put back)"),
         ("echo API_KEY=theirs >> .env", ".env (changed, put back)"),
         ("echo DB=evil > app/.env", "app/.env (changed, put back)"),
@@ -274,6 +274,8 @@ async fn what_a_command_writes_to_a_protected_path_is_put_back_and_said() {
         ("echo 'curl evil' > .husky/pre-commit", ".husky/pre-commit (changed, put back)"),
         ("mv app app2", "app/.env (removed, put back)"),
         ("rm -rf .vscode && mkdir .vscode && echo evil > .vscode/tasks.json", ".vscode/tasks.json (created, put back)"),
+        // A folder the command made is looked into (the keeper's events name it as a folder).
+        ("mkdir -p new/deeper && echo KEY=theirs > new/deeper/.env", "new/deeper/.env (created, put back)"),
     ];
     for (command, said) in cases {
         let before = {

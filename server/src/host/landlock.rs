@@ -9,7 +9,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use landlock::{
@@ -92,11 +92,28 @@ struct Grants {
     write: Vec<(PathBuf, Option<(u64, u64)>)>,
 }
 
+/// The file a folder is now (device, inode), or `None`: missing.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 impl Grants {
-    fn of(policy: &Policy) -> Grants {
-        let id = |p: &PathBuf| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-        let write = policy.write_roots().into_iter().map(|p| (id(&p), p)).map(|(i, p)| (p, i)).collect();
+    /// What `policy` grants, its writable folders being the files `ids`.
+    fn of(policy: &Policy, ids: &[Option<(u64, u64)>]) -> Grants {
+        let write = policy.write_roots_iter().map(Path::to_path_buf).zip(ids.iter().copied()).collect();
         Grants { tcp_rules: tcp_rules(policy), write }
+    }
+
+    /// Whether `policy`, whose writable folders are now the files `ids`, grants the same: compared in place,
+    /// as every command asks this (nearly always of the ruleset used last).
+    fn fit(&self, policy: &Policy, ids: &[Option<(u64, u64)>]) -> bool {
+        self.tcp_rules == tcp_rules(policy)
+            && self.write.len() == ids.len()
+            && policy
+                .write_roots_iter()
+                .zip(ids)
+                .zip(&self.write)
+                .all(|((p, id), (kept, kept_id))| p == kept && id == kept_id)
     }
 }
 
@@ -110,14 +127,16 @@ const KEPT: usize = 8;
 
 /// The ruleset for `policy` (see `make`), made once for what it grants.
 pub fn ruleset(policy: &Policy) -> std::io::Result<Arc<OwnedFd>> {
-    let grants = Grants::of(policy);
+    let ids: Vec<Option<(u64, u64)>> = policy.write_roots_iter().map(file_id).collect();
     let mut made = crate::locks::lock(&MADE);
-    if let Some(i) = made.iter().position(|(g, _)| *g == grants) {
+    // The newest first: a session's commands nearly always share the ruleset used last.
+    if let Some(i) = made.iter().rposition(|(g, _)| g.fit(policy, &ids)) {
         let entry = made.remove(i);
         let fd = entry.1.clone();
         made.push(entry);
         return Ok(fd);
     }
+    let grants = Grants::of(policy, &ids);
     let fd = Arc::new(make(policy)?);
     if made.len() >= KEPT {
         made.remove(0);

@@ -3,9 +3,11 @@
 //! (a background task and a later command) reach each other, and nothing outside the machine, the host's
 //! own ports included, can be reached, nor anything inside from the host.
 //!
-//! Made once per session by a short-lived forked child: `unshare(CLONE_NEWNET)` as root, or with a user
-//! namespace of its own (`CLONE_NEWUSER`, mapping the user to itself) otherwise; stepwise keeps the
-//! namespaces' descriptors and the child exits. The guard joins them with `setns` before it starts the
+//! Made once per session: as root by a short-lived thread of stepwise (a network namespace belongs to a
+//! thread, so `unshare(CLONE_NEWNET)` moves that thread alone, which then ends), otherwise by a
+//! short-lived forked child with a user namespace of its own (`CLONE_NEWUSER`, mapping the user to
+//! itself; a process with other threads may not enter a new user namespace); stepwise keeps the
+//! namespaces' descriptors. The guard joins them with `setns` before it starts the
 //! command (`join`). The namespace lives while a descriptor or a process holds it: the session's drop
 //! closes the descriptors, the kernel does when stepwise dies (even by SIGKILL), and the processes inside
 //! are the guards', which end with their commands or with stepwise (their parent-death signal).
@@ -50,8 +52,10 @@ impl NetNs {
     pub fn make() -> Result<NetNs, String> {
         // SAFETY: plain queries.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let as_root = uid == 0;
-        // Everything the child uses is made before the fork: it may only make syscalls.
+        if uid == 0 {
+            return make_in_thread();
+        }
+        // Not root: a forked helper, with a user namespace. Everything the child uses is made before the fork: it may only make syscalls.
         let uid_map = CString::new(format!("{uid} {uid} 1\n")).map_err(|e| e.to_string())?;
         let gid_map = CString::new(format!("{gid} {gid} 1\n")).map_err(|e| e.to_string())?;
         let (ready_r, ready_w) = pipe()?;
@@ -68,7 +72,7 @@ impl NetNs {
                 // Its copies of the parent's ends, so that an end the parent closes reads as closed.
                 libc::close(ready_r.as_raw_fd());
                 libc::close(go_w.as_raw_fd());
-                child(as_root, &uid_map, &gid_map, ready_w.as_raw_fd(), go_r.as_raw_fd())
+                child(&uid_map, &gid_map, ready_w.as_raw_fd(), go_r.as_raw_fd())
             }
         }
         drop(ready_w);
@@ -78,11 +82,10 @@ impl NetNs {
         let n = unsafe { libc::read(ready_r.as_raw_fd(), status.as_mut_ptr().cast(), 1) };
         let opened = if n == 1 && status[0] == 0 {
             let net = open_ns(pid, "net");
-            let user = if as_root { Ok(None) } else { open_ns(pid, "user").map(Some) };
-            net.and_then(|net| Ok(NetNs { net, user: user? }))
+            let user = open_ns(pid, "user");
+            net.and_then(|net| Ok(NetNs { net, user: Some(user?) }))
         } else {
             Err(match status[0] {
-                1 if as_root => "unshare(CLONE_NEWNET) was refused".to_string(),
                 1 => "this user may not make a user namespace (unprivileged user namespaces are off, or a \
                       container's seccomp policy forbids them)"
                     .to_string(),
@@ -103,6 +106,28 @@ impl NetNs {
     }
 }
 
+/// As root: a thread of its own leaves stepwise's namespace for a new one, brings its loopback up, opens it
+/// and ends (issue 39: the forked helper copied stepwise's page tables and was a process to start, end and
+/// reap, about 0.3 ms more than the namespace itself, once per session).
+fn make_in_thread() -> Result<NetNs, String> {
+    let made = std::thread::Builder::new().name("sandbox-netns".into()).spawn(|| {
+        // SAFETY: plain syscalls; they change this thread alone, which does nothing else and then ends.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return Err(format!("unshare(CLONE_NEWNET) was refused: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: as above.
+        if !unsafe { loopback_up() } {
+            return Err("the namespace's loopback could not be brought up".to_string());
+        }
+        let path = "/proc/thread-self/ns/net";
+        let net = std::fs::File::open(path).map(OwnedFd::from).map_err(|e| format!("{path}: {e}"))?;
+        Ok(NetNs { net, user: None })
+    });
+    made.map_err(|e| format!("no thread to make the namespace: {e}"))?
+        .join()
+        .map_err(|_| "the thread that makes the namespace panicked".to_string())?
+}
+
 fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
     let mut fds = [0; 2];
     // SAFETY: a live two-element array.
@@ -118,15 +143,14 @@ fn open_ns(pid: libc::pid_t, kind: &str) -> Result<OwnedFd, String> {
     std::fs::File::open(&path).map(OwnedFd::from).map_err(|e| format!("{path}: {e}"))
 }
 
-/// The helper: makes the namespaces, reports (0 or what failed), waits until stepwise opened them.
-unsafe fn child(as_root: bool, uid_map: &CString, gid_map: &CString, ready: RawFd, go: RawFd) -> ! {
+/// The helper (not root): makes the namespaces, reports (0 or what failed), waits until stepwise opened them.
+unsafe fn child(uid_map: &CString, gid_map: &CString, ready: RawFd, go: RawFd) -> ! {
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-    let flags = if as_root { libc::CLONE_NEWNET } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNET };
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNET;
     let mapped = || {
-        as_root
-            || (write_file(c"/proc/self/setgroups", b"deny")
-                && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
-                && write_file(c"/proc/self/gid_map", gid_map.as_bytes()))
+        write_file(c"/proc/self/setgroups", b"deny")
+            && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
+            && write_file(c"/proc/self/gid_map", gid_map.as_bytes())
     };
     let status: u8 = if libc::unshare(flags) != 0 {
         1
@@ -189,4 +213,26 @@ pub fn availability() -> Result<&'static str, String> {
             Ok(if ns.with_user_namespace() { "in a user namespace" } else { "as root" })
         })
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_namespace_is_made_apart_and_the_maker_stays_where_it_was() {
+        let ino = |path: &str| std::fs::metadata(path).map(|m| m.ino()).unwrap();
+        let (process, thread) = (ino("/proc/self/ns/net"), ino("/proc/thread-self/ns/net"));
+        let ns = match NetNs::make() {
+            Ok(ns) => ns,
+            Err(why) => {
+                eprintln!("CANNOT TRY: no network namespace can be made here ({why})");
+                return;
+            }
+        };
+        let made = ino(&format!("/proc/self/fd/{}", ns.fds().1));
+        assert_ne!(made, process, "the namespace is stepwise's own");
+        assert_eq!((ino("/proc/self/ns/net"), ino("/proc/thread-self/ns/net")), (process, thread));
+    }
 }

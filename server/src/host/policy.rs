@@ -2,7 +2,7 @@
 //! (Linux) or `seatbelt.rs` (macOS) to impose. Data only, so those two depend on it and not on the sandbox.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::keep::Keeper;
@@ -79,12 +79,13 @@ impl Policy {
 
     /// The folders a command may write: the workspace (workspace-write), `TMPDIR`, the user's.
     pub fn write_roots(&self) -> Vec<PathBuf> {
-        let mut out = vec![self.tmp.clone()];
-        if self.write {
-            out.push(self.root.clone());
-        }
-        out.extend(self.writable.iter().cloned());
-        out
+        self.write_roots_iter().map(Path::to_path_buf).collect()
+    }
+
+    /// `write_roots`, borrowed.
+    pub fn write_roots_iter(&self) -> impl Iterator<Item = &Path> {
+        let root = self.write.then_some(self.root.as_path());
+        std::iter::once(self.tmp.as_path()).chain(root).chain(self.writable.iter().map(PathBuf::as_path))
     }
 }
 

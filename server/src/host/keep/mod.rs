@@ -16,7 +16,7 @@ mod rules;
 #[cfg(target_os = "linux")]
 pub(crate) mod watch;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -57,6 +57,8 @@ struct State {
     held: BTreeMap<PathBuf, Held>,
     bytes: usize,
     hook_dirs: Vec<PathBuf>,
+    /// A git `config` was held since `hook_dirs` was last read from them: read them again.
+    hook_dirs_stale: bool,
     #[cfg(target_os = "linux")]
     watch: Option<watch::Watch>,
     /// Sandboxed commands running now: changes seen while one runs are its own, never taken as the user's.
@@ -80,7 +82,10 @@ impl Keeper {
             for path in changed {
                 s.hold(&self.root, &path);
             }
-            s.refresh_hook_dirs(&self.root);
+            // The folders depend on the held configs alone: read again only when one was held anew.
+            if s.hook_dirs_stale {
+                s.refresh_hook_dirs(&self.root);
+            }
         } else {
             // Another command is running: what changed is its doing, and is put back.
             drop(s.settle(&self.root));
@@ -155,6 +160,9 @@ impl State {
 
     /// Takes what `path` holds now as what it keeps.
     fn hold(&mut self, root: &Path, path: &Path) {
+        if path.file_name().is_some_and(|n| n == "config") {
+            self.hook_dirs_stale = true;
+        }
         let now = capture(&root.join(path));
         if let Some(old) = self.held.remove(path) {
             self.bytes -= old.size();
@@ -170,6 +178,7 @@ impl State {
 
     /// The `core.hooksPath` folders the held git configs name; a new one is walked and held.
     fn refresh_hook_dirs(&mut self, root: &Path) {
+        self.hook_dirs_stale = false;
         let mut dirs: Vec<PathBuf> = self
             .held
             .iter()
@@ -197,12 +206,12 @@ impl State {
     /// Without trusted events, all of them (a walk).
     fn changed(&mut self, root: &Path) -> BTreeSet<PathBuf> {
         #[cfg(target_os = "linux")]
-        let named: Result<HashSet<PathBuf>, String> = match self.watch.as_mut() {
+        let named: Result<HashMap<PathBuf, bool>, String> = match self.watch.as_mut() {
             Some(w) => w.take(),
             None => Err("no inotify".into()),
         };
         #[cfg(not(target_os = "linux"))]
-        let named: Result<HashSet<PathBuf>, String> = Err("no inotify".into());
+        let named: Result<HashMap<PathBuf, bool>, String> = Err("no inotify".into());
         let mut out: BTreeSet<PathBuf> = BTreeSet::new();
         let named = match named {
             Ok(named) => named,
@@ -215,13 +224,15 @@ impl State {
                 return out;
             }
         };
-        for p in named {
+        for (p, folder) in named {
             if kept(&p, &self.hook_dirs) {
                 out.insert(p.clone());
             }
             out.extend(self.held.range(p.clone()..).take_while(|(k, _)| k.starts_with(&p)).map(|(k, _)| k.clone()));
-            let is_dir = std::fs::symlink_metadata(root.join(&p)).is_ok_and(|m| m.is_dir());
-            if is_dir && !self.watching(&p) {
+            // A folder made or moved here is walked; only a name an event marked as a folder can be one.
+            let new_folder =
+                folder && !self.watching(&p) && std::fs::symlink_metadata(root.join(&p)).is_ok_and(|m| m.is_dir());
+            if new_folder {
                 let mut found = Vec::new();
                 self.walk(root, &p, &mut found);
                 out.extend(found);
@@ -289,4 +300,45 @@ pub fn note(put_back: &[PutBack]) -> Option<String> {
          running the command outside the sandbox needs the user's approval]",
         list.join(", ")
     ))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_hooks_folder_the_user_names_between_commands_is_kept_and_a_folder_a_command_makes_is_looked_into() {
+        let root = std::env::temp_dir().join(format!("stepwise-keeper-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        write(&root, ".git/config", "[core]\n\tbare = false\n");
+        write(&root, "src/a.rs", "fn main() {}\n");
+        let root = root.canonicalize().unwrap();
+        let keeper = Keeper::new(&root);
+        keeper.before();
+        write(&root, "src/a.rs", "fn main() { println!(); }\n");
+        assert!(keeper.after().is_empty(), "an ordinary file is the command's to change");
+        // Between commands the user points git at `.husky` and writes a hook there.
+        write(&root, ".git/config", "[core]\n\tbare = false\n\thooksPath = .husky\n");
+        write(&root, ".husky/pre-commit", "npm test\n");
+        keeper.before();
+        write(&root, ".husky/pre-commit", "curl evil\n");
+        // A folder the command makes, a protected path inside it.
+        write(&root, "new/deeper/.env", "KEY=theirs\n");
+        let put_back: Vec<(String, Change)> =
+            keeper.after().into_iter().map(|p| (p.path.display().to_string(), p.change)).collect();
+        // In the order of the paths (parents before what they hold).
+        assert_eq!(
+            put_back,
+            [(".husky/pre-commit".to_string(), Change::Changed), ("new/deeper/.env".to_string(), Change::Created)]
+        );
+        assert_eq!(std::fs::read_to_string(root.join(".husky/pre-commit")).unwrap(), "npm test\n");
+        assert!(!root.join("new/deeper/.env").exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -4,7 +4,7 @@
 //! left out, so a command that only reads adds nothing. Separate from the checkpoints' watch: the
 //! keeper works whether or not checkpoints are on, and it follows what they skip (`.git`'s hooks).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
@@ -69,9 +69,13 @@ impl Watch {
         self.names.contains_key(rel)
     }
 
-    /// The paths changed since the last take (relative), or why some may have been missed.
-    pub fn take(&mut self) -> Result<HashSet<PathBuf>, String> {
-        let mut out = HashSet::new();
+    /// The paths changed since the last take (relative), each with whether an event said it is (or was) a
+    /// folder, or why some may have been missed. The kernel marks every event whose subject is a folder
+    /// (`IN_ISDIR`: made, moved in, removed, changed), so a name no event marked cannot have become a
+    /// folder in this window: the keeper asks the disk only about the marked ones (issue 39: a `statx`
+    /// per changed file of every command).
+    pub fn take(&mut self) -> Result<HashMap<PathBuf, bool>, String> {
+        let mut out: HashMap<PathBuf, bool> = HashMap::new();
         let mut lost: Option<String> = self.broken.clone();
         let mut buf = [0u8; 16384];
         loop {
@@ -95,12 +99,16 @@ impl Watch {
                     continue;
                 }
                 let Some(dir) = self.dirs.get(&ev.wd) else { continue };
+                // An event on a watched folder itself (no name) is about a folder.
+                let folder = ev.name.is_none() || ev.mask.contains(EventMask::ISDIR);
                 let path = match ev.name {
                     None => dir.clone(),
                     Some(name) => dir.join(name),
                 };
-                if lost.is_none() && out.len() < MAX_PATHS {
-                    out.insert(path);
+                if let Some(seen) = out.get_mut(&path) {
+                    *seen |= folder;
+                } else if lost.is_none() && out.len() < MAX_PATHS {
+                    out.insert(path, folder);
                 } else {
                     lost.get_or_insert(format!("more than {MAX_PATHS} paths changed"));
                 }
@@ -110,5 +118,34 @@ impl Watch {
             Some(why) => Err(why),
             None => Ok(out),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_take_marks_the_names_that_are_folders_and_only_those() {
+        let dir = std::env::temp_dir().join(format!("stepwise-keep-watch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("old")).unwrap();
+        let mut w = Watch::new().unwrap();
+        w.add(Path::new(""), &dir);
+        std::fs::create_dir(dir.join("made")).unwrap();
+        std::fs::write(dir.join("file"), "x").unwrap();
+        std::fs::rename(dir.join("old"), dir.join("moved")).unwrap();
+        // A file removed and a folder made at its name: the folder's event marks it.
+        std::fs::remove_file(dir.join("file")).unwrap();
+        std::fs::create_dir(dir.join("file")).unwrap();
+        std::fs::write(dir.join("plain"), "y").unwrap();
+        let taken = w.take().unwrap();
+        let folder = |n: &str| taken.get(Path::new(n)).copied();
+        assert_eq!(folder("made"), Some(true));
+        assert_eq!(folder("moved"), Some(true));
+        assert_eq!(folder("old"), Some(true));
+        assert_eq!(folder("file"), Some(true));
+        assert_eq!(folder("plain"), Some(false));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
