@@ -93,7 +93,9 @@ async fn a_kill_9_of_stepwise_ends_every_task() {
 #[tokio::test]
 async fn chat_lists_and_kills_tasks_and_says_when_one_ends() {
     let mock = MockModel::start(vec![
-        call("background_run", json!({"command": "echo serving; exec sleep 300"})),
+        call("background_run", json!({"command": "echo serving; touch serving.done; exec sleep 300"})),
+        // Past the task's first output (an event: the file it makes after it), so `/jobs` shows it.
+        call("bash", json!({"command": "while [ ! -f serving.done ]; do sleep 0.02; done"})),
         Step::text("started"),
         call("background_run", json!({"command": "echo quick; touch quick.done; exit 4"})),
         // Past the task's end (the end is seen a moment after its exit).
@@ -112,7 +114,7 @@ async fn chat_lists_and_kills_tasks_and_says_when_one_ends() {
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("bg-1  running  echo serving; exec sleep 300\n      serving"), "{out}");
+    assert!(out.contains("bg-1  running  echo serving; touch serving.done; exec sleep 300\n      serving"), "{out}");
     assert!(out.contains("bg-1: killed by the user (SIGTERM); none of its processes is left"), "{out}");
     assert!(out.contains("bg-1 is not running (killed by the user (SIGTERM)): nothing to kill"), "{out}");
     assert!(out.contains("bg-1  killed by the user (SIGTERM)  echo serving"), "{out}");
