@@ -57,6 +57,40 @@ fn sandbox_answer(s: SandboxSettings) -> Option<bool> {
     Some(s.confines())
 }
 
+/// What settles the servers' rights when the sandbox's trial answers.
+#[derive(Clone)]
+struct Settling {
+    servers: Servers,
+    confined: Confined,
+    report: crate::mcp::Report,
+}
+
+impl Settling {
+    /// Confined; where the trial failed, trusted if the user said so before, else none until the next
+    /// run asks (the question cannot be asked mid-run on a terminal).
+    fn settle(self) {
+        let network = self.confined.settings.network;
+        let answer = crate::host::sandbox::availability(network);
+        if answer.is_err() {
+            crate::host::sandbox::failed_where_expected(network);
+        }
+        let root = self.confined.root.clone();
+        let rights = match answer {
+            Ok(_) => Rights::Sandbox(self.confined),
+            Err(_) if is_trusted(&root) => Rights::Trusted,
+            Err(why) => {
+                let line = format!(
+                    "language servers do not start in {}: the sandbox cannot start here ({why}); whether to trust the workspace is asked at the next run",
+                    crate::host::folder_name(&root)
+                );
+                (self.report)(&line);
+                Rights::Unsettled(line)
+            }
+        };
+        self.servers.set_rights(rights);
+    }
+}
+
 /// The servers configured or on `PATH`, the problems with their settings, and those serving some file of
 /// the workspace (its bounded walk).
 type Found = (servers::spec::Specs, Vec<String>, Vec<String>);
@@ -124,7 +158,7 @@ impl Workspace {
                 ));
                 let servers = Servers::new(self.root.clone(), specs, trial, wait);
                 match sandbox_answer(sandbox) {
-                    Some(true) => servers.set_rights(self.confined(sandbox)),
+                    Some(true) => servers.set_rights(Rights::Sandbox(self.confinement(sandbox))),
                     // The trial runs beside the first model request; waiting for it here was most of what
                     // a workspace with a served file added to the start (issue 39).
                     None => self.settle_on_trial(&servers, sandbox, asker.reporter()),
@@ -142,36 +176,18 @@ impl Workspace {
         Some(decided.source.clone())
     }
 
-    fn confined(&self, settings: SandboxSettings) -> Rights {
-        Rights::Sandbox(Confined { sandbox: self.sandbox.clone(), root: self.root.clone(), settings })
+    fn confinement(&self, settings: SandboxSettings) -> Confined {
+        Confined { sandbox: self.sandbox.clone(), root: self.root.clone(), settings }
     }
 
-    /// The servers' rights once the sandbox's trial answers (on a thread of its own, which waits for the
-    /// trial's): confined; where it failed, trusted if the user said so before, else none until the next
-    /// run asks (the question cannot be asked mid-run on a terminal).
+    /// The servers' rights once the sandbox's trial answers, settled on a thread of its own, which waits
+    /// for the trial's (where no thread can be had, here, waiting as the start did before).
     fn settle_on_trial(&self, servers: &Servers, settings: SandboxSettings, report: crate::mcp::Report) {
-        let (servers, confined, root) = (servers.clone(), self.confined(settings), self.root.clone());
-        let settle = move || {
-            let answer = crate::host::sandbox::availability(settings.network);
-            if answer.is_err() {
-                crate::host::sandbox::failed_where_expected(settings.network);
-            }
-            let rights = match answer {
-                Ok(_) => confined,
-                Err(_) if is_trusted(&root) => Rights::Trusted,
-                Err(why) => {
-                    let line = format!(
-                        "language servers do not start in {}: the sandbox cannot start here ({why}); whether to trust the workspace is asked at the next run",
-                        crate::host::folder_name(&root)
-                    );
-                    report(&line);
-                    Rights::Unsettled(line)
-                }
-            };
-            servers.set_rights(rights);
-        };
-        if let Err(e) = std::thread::Builder::new().name("servers-rights".into()).spawn(settle) {
-            tracing::debug!("language servers: no thread to wait for the sandbox's trial ({e})");
+        let settling = Settling { servers: servers.clone(), confined: self.confinement(settings), report };
+        let spare = settling.clone();
+        if let Err(e) = std::thread::Builder::new().name("servers-rights".into()).spawn(move || settling.settle()) {
+            tracing::debug!("language servers: no thread to wait for the sandbox's trial ({e}); waiting here");
+            spare.settle();
         }
     }
 
