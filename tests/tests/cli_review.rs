@@ -36,8 +36,10 @@ async fn chat_reviews_changes_as_a_diff_and_undoes_a_file_and_a_hunk() {
         let env: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[("TERM", "xterm")] };
         let (mut pty, child) = chat(&ws, &mock, env);
         pty.type_line("change things");
-        pty.expect("Changed.");
+        let run = pty.expect("Changed.");
         pty.expect(CHAT);
+        // The run's lines take colour as the review does (decided once for the session's stdout).
+        assert_eq!(run.contains("\x1b[1m> write_file"), !no_color, "{run:?}");
 
         pty.type_line("/review");
         let review = pty.expect("2 files changed; /undo PATH [HUNK...] puts changes back");

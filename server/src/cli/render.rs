@@ -25,6 +25,9 @@ pub struct Terminal {
     spins: bool,
     /// The latest prompt's size and the context window, for the end-of-run line.
     context: Mutex<(u64, u64)>,
+    /// Standard output, whether it takes colour decided once: a stream made per event asked the
+    /// terminal each time (an `ioctl` per event, about a dozen a round).
+    out: Mutex<anstream::AutoStream<std::io::Stdout>>,
 }
 
 impl Default for Terminal {
@@ -35,7 +38,12 @@ impl Default for Terminal {
 
 impl Terminal {
     pub fn new() -> Terminal {
-        Terminal { spinner: Mutex::new(None), spins: std::io::stderr().is_terminal(), context: Mutex::new((0, 0)) }
+        Terminal {
+            spinner: Mutex::new(None),
+            spins: std::io::stderr().is_terminal(),
+            context: Mutex::new((0, 0)),
+            out: Mutex::new(anstream::stdout()),
+        }
     }
 
     fn spin(&self, on: bool) {
@@ -101,7 +109,7 @@ impl Terminal {
 
 impl EventSink for Terminal {
     fn emit(&self, event: Event<'_>) {
-        let mut out = anstream::stdout().lock();
+        let mut out = locks::lock(&self.out);
         match event {
             Event::Thinking { .. } => {
                 drop(out);
