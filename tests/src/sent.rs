@@ -13,3 +13,8 @@ pub fn last_user_texts(body: &Value) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+/// The text blocks of a request's last user turn, as one text (a line each).
+pub fn last_user_text(body: &Value) -> String {
+    last_user_texts(body).join("\n")
+}

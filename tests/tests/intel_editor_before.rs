@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
-use stepwise_tests::sent::last_user_texts;
+use stepwise_tests::sent::last_user_text;
 
 const T: Duration = Duration::from_secs(60);
 const BEFORE: &str = "const total: number = 'one';\nexport { total };\n";
@@ -72,10 +72,7 @@ async fn told_after(steps: Vec<Step>, name: &str) -> (String, Vec<Value>) {
     std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
     let mock = MockModel::start(steps).await;
     let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::With(editor_answer(asked.clone())))
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(editor_answer(asked.clone())))
         .timeout(T)
         .start()
         .await;
@@ -83,7 +80,7 @@ async fn told_after(steps: Vec<Step>, name: &str) -> (String, Vec<Value>) {
     let log = ed.run("add a line").await;
     assert_eq!(log.reason(), "end_turn");
     let requests = mock.requests();
-    let told = user_text(&requests.last().expect("a request").body);
+    let told = last_user_text(&requests.last().expect("a request").body);
     ed.finish().await;
     let asked = asked.lock().unwrap().clone();
     (told, asked)
@@ -114,13 +111,7 @@ async fn editor_that_never_says_the_before_leaves_the_errors_not_compared_and_th
     let (dir, state) = folder_and_state("before-never");
     std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
     let mock = MockModel::start(vec![edit(), Step::text("done")]).await;
-    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::Queue)
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::Queue).timeout(T).start().await;
     let uri = ed.open(dir.path().join("a.ts"), BEFORE);
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "add a line").await;
@@ -139,7 +130,7 @@ async fn editor_that_never_says_the_before_leaves_the_errors_not_compared_and_th
     );
     let log = ed.await_run(&ws, &run, T).await;
     assert_eq!(log.reason(), "end_turn");
-    let told = user_text(&mock.requests().last().expect("a request").body);
+    let told = last_user_text(&mock.requests().last().expect("a request").body);
     assert!(told.contains(&format!("{NOT_COMPARED} (2))")), "{told}");
     assert!(!told.contains(&format!("error: {NEW}")), "nothing claimed as new: {told}");
     ed.finish().await;
@@ -176,13 +167,7 @@ async fn editor_a_read_does_not_wait_for_the_question_and_a_round_that_changes_n
     let (dir, state) = folder_and_state("before-read-no-wait");
     std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
     let mock = MockModel::start(vec![Step::tool("read_file", json!({"path": "a.ts"})), Step::text("done")]).await;
-    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::Queue)
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::Queue).timeout(T).start().await;
     let uri = ed.open(dir.path().join("a.ts"), BEFORE);
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "look at a.ts").await;
@@ -195,7 +180,7 @@ async fn editor_a_read_does_not_wait_for_the_question_and_a_round_that_changes_n
     // The run ended before the question's own 2 s ran out: the read did not wait for it.
     let waited = asked_at.elapsed();
     assert!(waited < Duration::from_millis(1900), "the run waited {waited:?} after the question");
-    let told = user_text(&mock.requests().last().expect("a request").body);
+    let told = last_user_text(&mock.requests().last().expect("a request").body);
     assert!(!told.contains("<diagnostics>"), "nothing changed: no block: {told}");
     assert!(ed.try_request("stepwise/query", Duration::ZERO).await.is_none(), "no other question");
     ed.finish().await;
@@ -207,10 +192,7 @@ async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and
     std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
     let mock = MockModel::start(vec![edit(), Step::text("done")]).await;
     let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::With(editor_answer(asked.clone())))
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(editor_answer(asked.clone())))
         .timeout(T)
         .start()
         .await;
@@ -225,15 +207,10 @@ async fn editor_a_file_the_editor_has_not_open_is_not_asked_before_the_write_and
     assert!(version.is_null() || version.as_i64().is_some_and(|v| v >= 2), "{asked:?}");
     let results = log.results();
     assert!(results.iter().any(|(name, _, failed)| name == "edit_file" && !failed), "{results:?}");
-    let told = user_text(&mock.requests().last().expect("a request").body);
+    let told = last_user_text(&mock.requests().last().expect("a request").body);
     assert!(told.contains(NOT_COMPARED), "{told}");
     assert!(!told.contains("error: "), "nothing claimed as new: {told}");
     ed.finish().await;
-}
-
-/// The text blocks of the last user turn of a request to the model, as one text.
-fn user_text(body: &Value) -> String {
-    last_user_texts(body).join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,16 +220,10 @@ async fn editor_a_file_a_command_made_had_no_errors_before_so_its_errors_are_new
     let mock = MockModel::start(steps).await;
     // The editor's TypeScript reports the new file's error for whatever version is asked.
     let answer = answer_all(true, json!([error(0, 0, NEW)]), |_| {});
-    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::With(answer))
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
     let log = ed.run("make b.ts").await;
     assert_eq!(log.reason(), "end_turn");
-    let told = user_text(&mock.requests().last().expect("a request").body);
+    let told = last_user_text(&mock.requests().last().expect("a request").body);
     // The checkpoints say nothing was there: its error is the command's, not one of unknown age.
     assert!(told.contains(&format!("b.ts:1:1: error: {NEW}")), "{told}");
     assert!(!told.contains("not compared"), "{told}");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
-use stepwise_tests::sent::last_user_texts;
+use stepwise_tests::sent::last_user_text;
 
 const T: Duration = Duration::from_secs(60);
 const BEFORE: &str = "const total: number = 1;\nexport { total };\n";
@@ -56,14 +56,7 @@ async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_mo
             .collect();
         Ok(json!({"items": items}))
     });
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::With(answer))
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
     let uri = ed.open(dir.path().join("a.ts"), BEFORE);
     let log = ed.run("make total a string").await;
     assert_eq!(log.reason(), "end_turn");
@@ -81,7 +74,7 @@ async fn lsp_the_editors_diagnostics_of_the_version_the_agent_wrote_reach_the_mo
     // The model's next request carries the error with file and line (1-based), after the tool result.
     let requests = mock.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");
-    let told = user_text(&requests[1].body);
+    let told = last_user_text(&requests[1].body);
     assert!(told.contains("<diagnostics>") && told.contains("</diagnostics>"), "{told}");
     assert!(told.contains(&format!("a.ts:1:7: error: {ERROR}")), "{told}");
 
@@ -108,20 +101,14 @@ async fn lsp_an_editor_that_does_not_answer_the_query_in_time_reads_as_not_check
     let (dir, state) = folder_and_state("query-late");
     std::fs::write(dir.path().join("a.ts"), BEFORE).unwrap();
     let mock = MockModel::start(script()).await;
-    let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::NeverAnswer)
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::NeverAnswer).timeout(T).start().await;
     ed.open(dir.path().join("a.ts"), BEFORE);
     let started = std::time::Instant::now();
     let log = ed.run("make total a string").await;
     assert_eq!(log.reason(), "end_turn", "the session goes on");
     assert!(started.elapsed() < Duration::from_secs(30), "bounded by the wait: {:?}", started.elapsed());
     let requests = mock.requests();
-    let told = user_text(&requests[1].body);
+    let told = last_user_text(&requests[1].body);
     let line = told
         .lines()
         .find(|l| l.starts_with("a.ts: not checked (the editor did not answer in "))
@@ -140,19 +127,12 @@ async fn lsp_an_editor_that_gives_up_early_is_said_with_the_time_really_waited()
     // The editor knows at once that none of its servers will check the document (VS Code: a language whose
     // server never showed up) and answers unsettled long before the wait it was allowed.
     let answer = unsettled(move |params| *seen.lock().unwrap() = params["waitMs"].as_u64());
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::With(answer))
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
     ed.open(dir.path().join("a.ts"), BEFORE);
     let log = ed.run("make total a string").await;
     assert_eq!(log.reason(), "end_turn");
     let allowed = allowed.lock().unwrap().expect("asked for the diagnostics of the round's change");
-    let told = user_text(&mock.requests()[1].body);
+    let told = last_user_text(&mock.requests()[1].body);
     let line = told
         .lines()
         .find(|l| l.starts_with("a.ts: not checked (the editor did not answer in "))
@@ -176,26 +156,14 @@ async fn lsp_a_command_that_changed_many_files_nobody_checked_is_told_capped() {
     let mock = MockModel::start(steps).await;
     // An editor none of whose servers checks anything: every document unsettled at once.
     let answer = unsettled(|_| {});
-    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
-        .option("approval", json!("auto"))
-        .option("diagnostics", json!("auto"))
-        .capabilities(answers_query)
-        .policy("stepwise/query", Policy::With(answer))
-        .timeout(T)
-        .start()
-        .await;
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
     let log = ed.run("bump them").await;
     assert_eq!(log.reason(), "end_turn");
-    let told = user_text(&mock.requests()[1].body);
+    let told = last_user_text(&mock.requests()[1].body);
     let unchecked = told.lines().filter(|l| l.contains(": not checked (")).count();
     assert_eq!(unchecked, 50, "at most 50 such lines: {told}");
     assert!(told.contains("(10 more unchecked files not shown; at most 50 are shown)"), "the cap said: {told}");
     ed.finish().await;
-}
-
-/// The text blocks of the last user turn of a request to the model, as one text.
-fn user_text(body: &Value) -> String {
-    last_user_texts(body).join("\n")
 }
 
 /// An editor that answers every listed document of a diagnostics question at once, unsettled (none of its

@@ -32,6 +32,22 @@ pub fn answers_query(caps: &mut Value) {
     caps["experimental"]["stepwise"]["query"] = json!(true);
 }
 
+/// [`editor`] for code intelligence through the editor: every call approved, the `diagnostics` setting
+/// `auto`, and `stepwise/query` answered (as VS Code and the Neovim plugin do) by `answer`.
+pub fn querying_editor(
+    preset: ClientPreset,
+    dir: &TempDir,
+    state: &TempDir,
+    mock: &MockModel,
+    answer: Policy,
+) -> EditorBuilder {
+    editor(preset, dir, state, mock)
+        .option("approval", json!("auto"))
+        .option("diagnostics", json!("auto"))
+        .capabilities(answers_query)
+        .policy("stepwise/query", answer)
+}
+
 /// A `stepwise/query` answer (for `Policy::With`) giving every document listed in a diagnostics question
 /// `settled` and `diagnostics` at once, whatever version was asked (other questions: `null`); `asked`
 /// sees each diagnostics question.

@@ -29,7 +29,7 @@ pub use builder::EditorBuilder;
 pub use editor::{RunLog, TestEditor};
 pub use helpers::{
     answer_all, answers_query, assert_valid_conversation, auto_editor, editor, editor_without_model, eventually,
-    folder_and_state, tool_results, TRANSCRIPT,
+    folder_and_state, querying_editor, tool_results, TRANSCRIPT,
 };
 pub use policy::{Answer, ClientPreset, Policy};
 pub use positions::{file_uri, offset_at, position_at, range, uri_path, PosEncoding};
