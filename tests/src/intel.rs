@@ -28,6 +28,21 @@ pub fn pylsp_bin() -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
 }
 
+/// The user's language-servers.json in the config folder `config`: one server `name` for `.py` files.
+pub fn py_server(config: &TempDir, name: &str, command: &[impl AsRef<str>]) {
+    let command: Vec<&str> = command.iter().map(AsRef::as_ref).collect();
+    let servers = json!({"servers": {name: {"command": command, "extensions": ["py"]}}});
+    config.write("stepwise/language-servers.json", &servers.to_string());
+}
+
+/// The command of a fake server (tests/intel/crash_server.py --nul, which publishes nothing but empty
+/// diagnostics) that touches `marker` as it starts: whether it started, and with what rights.
+pub fn marker_server(marker: &Path) -> Vec<String> {
+    let script = scripts().join("crash_server.py");
+    let start = format!("touch '{}'; exec python3 '{}' --nul", marker.display(), script.display());
+    vec!["sh".into(), "-c".into(), start]
+}
+
 /// A run's state and config folders, and its PATH.
 pub struct Env {
     pub state: TempDir,
@@ -46,9 +61,8 @@ impl Env {
     }
 
     /// The user's language-servers.json naming one server for `.py` files: `command`.
-    pub fn server(&self, name: &str, command: &[&str]) {
-        let servers = json!({"servers": {name: {"command": command, "extensions": ["py"]}}});
-        self.config.write("stepwise/language-servers.json", &servers.to_string());
+    pub fn server(&self, name: &str, command: &[impl AsRef<str>]) {
+        py_server(&self.config, name, command);
     }
 
     /// One of the fake servers of tests/intel (`script`, with `args`), for `.py` files.

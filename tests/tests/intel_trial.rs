@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use stepwise_tests::acp_agent::{permissions, ScriptedAgent};
-use stepwise_tests::intel::{block_lines, diagnostics_block, scripts, Env};
+use stepwise_tests::intel::{block_lines, diagnostics_block, marker_server, py_server, scripts, Env};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
@@ -20,11 +20,12 @@ use stepwise_tests::TempDir;
 const T: Duration = Duration::from_secs(60);
 const FAILS: (&str, &str) = ("STEPWISE_TEST_TRIAL_FAILS", "1");
 
-/// The command of a server for `.py` that touches `marker` as it starts.
-fn marker_command(marker: &Path) -> Vec<String> {
-    let script = scripts().join("crash_server.py");
-    let start = format!("touch '{}'; exec python3 '{}' --nul", marker.display(), script.display());
-    vec!["sh".into(), "-c".into(), start]
+/// A CLI run's environment whose one server for `.py` touches the marker returned as it starts.
+fn cli_env() -> (Env, PathBuf) {
+    let e = Env::new(None);
+    let marker = e.state.join("started");
+    e.server("fake", &marker_server(&marker));
+    (e, marker)
 }
 
 fn write_step(n: usize) -> Step {
@@ -54,10 +55,7 @@ fn trust(state: &Path, ws: &Path) {
 
 #[tokio::test]
 async fn in_the_cli_a_failed_trial_starts_no_server_and_the_next_run_asks() {
-    let e = Env::new(None);
-    let marker: PathBuf = e.state.join("started");
-    let command = marker_command(&marker);
-    e.server("fake", &command.iter().map(String::as_str).collect::<Vec<_>>());
+    let (e, marker) = cli_env();
     let ws = TempDir::new("intel-trial-cli");
     ws.write("m.py", "x = 0\n");
 
@@ -91,10 +89,7 @@ async fn in_the_cli_a_failed_trial_starts_no_server_and_the_next_run_asks() {
 
 #[tokio::test]
 async fn in_the_cli_a_trusted_workspace_gets_its_servers_when_the_trial_fails() {
-    let e = Env::new(None);
-    let marker: PathBuf = e.state.join("started");
-    let command = marker_command(&marker);
-    e.server("fake", &command.iter().map(String::as_str).collect::<Vec<_>>());
+    let (e, marker) = cli_env();
     let ws = TempDir::new("intel-trial-trusted");
     ws.write("m.py", "x = 0\n");
     trust(e.state.path(), ws.path());
@@ -113,8 +108,7 @@ async fn in_the_sidecar_a_failed_trial_is_asked_about_at_the_next_prompt() {
     let config = TempDir::new("intel-trial-lsp-config");
     dir.write("m.py", "x = 0\n");
     let marker: PathBuf = state.join("started");
-    let servers = json!({"servers": {"fake": {"command": marker_command(&marker), "extensions": ["py"]}}});
-    config.write("stepwise/language-servers.json", &servers.to_string());
+    py_server(&config, "fake", &marker_server(&marker));
     let script = vec![write_step(1), Step::text("done"), write_step(2), Step::text("done")];
     let mock = MockModel::start(script).await;
     let ed = auto_editor(ClientPreset::Neovim, &dir, &state, &mock)
@@ -183,8 +177,7 @@ async fn over_acp_a_failed_trial_is_asked_about_at_the_next_prompt() {
         .env(FAILS.0, FAILS.1);
     agent.ws.write("m.py", "x = 0\n");
     let marker = agent.state.join("started");
-    let servers = json!({"servers": {"fake": {"command": marker_command(&marker), "extensions": ["py"]}}});
-    config.write("stepwise/language-servers.json", &servers.to_string());
+    py_server(&config, "fake", &marker_server(&marker));
 
     let (mut client, sid) = agent.session().await;
     let asked = permissions(&mut client, &["trust"]);

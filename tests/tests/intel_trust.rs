@@ -11,21 +11,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use stepwise_tests::acp_agent::ScriptedAgent;
-use stepwise_tests::intel::{block_lines, diagnostics_block, scripts};
+use stepwise_tests::intel::{block_lines, diagnostics_block, marker_server, py_server};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
 
 const T: Duration = Duration::from_secs(60);
 const QUESTION: &str = "No sandbox can hold language servers here. Run fake in ";
-
-/// The user's language-servers.json in `config`: a server for `.py` that touches `marker` as it starts.
-fn marker_server(config: &TempDir, marker: &Path) {
-    let script = scripts().join("crash_server.py");
-    let start = format!("touch '{}'; exec python3 '{}' --nul", marker.display(), script.display());
-    let servers = json!({"servers": {"fake": {"command": ["sh", "-c", start], "extensions": ["py"]}}});
-    config.write("stepwise/language-servers.json", &servers.to_string());
-}
 
 fn write_step(n: usize) -> Step {
     Step::tool("write_file", json!({"path": "m.py", "content": format!("x = {n}\n")}))
@@ -91,7 +83,7 @@ async fn in_the_sidecar_a_failed_refused_or_unanswered_question_starts_nothing_a
     let config = TempDir::new("intel-trust-lsp-config");
     dir.write("m.py", "x = 0\n");
     let marker: PathBuf = state.join("started");
-    marker_server(&config, &marker);
+    py_server(&config, "fake", &marker_server(&marker));
     let side = Sidecar { dir: &dir, state: &state, config: &config };
 
     // The editor fails the question.
@@ -135,7 +127,7 @@ async fn over_acp_a_failed_cancelled_or_refused_question_starts_nothing_and_a_ye
         .env("STEPWISE_DIAGNOSTICS_WAIT_MS", "8000");
     agent.ws.write("m.py", "x = 0\n");
     let marker = agent.state.join("started");
-    marker_server(&config, &marker);
+    py_server(&config, "fake", &marker_server(&marker));
 
     let asked = Arc::new(Mutex::new(Vec::<Value>::new()));
     // One session with `answer` for the trust question (`None`: none expected); its request index.
