@@ -83,7 +83,7 @@ pub struct Report {
     sandbox: crate::host::SandboxSettings,
     /// The language servers stepwise would start where no editor answers `stepwise/query`, and what is
     /// wrong in the user's `language-servers.json`.
-    language_servers: (Vec<crate::intel::servers::spec::Spec>, Vec<String>),
+    language_servers: (Vec<std::sync::Arc<crate::intel::servers::spec::Spec>>, Vec<String>),
 }
 
 fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {

@@ -24,8 +24,7 @@ pub fn look(root: PathBuf) -> (Specs, Vec<String>, Vec<String>) {
     let mut serving: Vec<String> = Vec::new();
     for e in walk {
         let path = e.path();
-        let found = specs.look_up_for(path);
-        specs.found.extend(found);
+        specs.look_up_for(path);
         for s in specs.found.iter().filter(|s| s.startable() && s.serves(path)) {
             if !serving.contains(&s.name) {
                 serving.push(s.name.clone());

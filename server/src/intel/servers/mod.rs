@@ -49,7 +49,7 @@ type Wrote = (Option<Arc<str>>, Arc<str>);
 struct Inner {
     root: PathBuf,
     /// The servers known, and the well-known ones not looked up on `PATH` yet.
-    specs: Mutex<(Vec<Arc<Spec>>, Specs)>,
+    specs: Mutex<Specs>,
     /// Set again when the user answers a question asked `Later`.
     rights: tokio::sync::watch::Sender<Rights>,
     max_wait: Duration,
@@ -69,11 +69,9 @@ pub struct Servers(Arc<Inner>);
 impl Servers {
     /// The servers for `root` (none started yet); `max_wait` caps every wait (`FIRST_WAIT` at most).
     pub fn new(root: PathBuf, specs: impl Into<Specs>, rights: Rights, max_wait: Duration) -> Servers {
-        let mut specs: Specs = specs.into();
-        let found = std::mem::take(&mut specs.found);
         Servers(Arc::new(Inner {
             root,
-            specs: Mutex::new((found.into_iter().map(Arc::new).collect(), specs)),
+            specs: Mutex::new(specs.into()),
             rights: tokio::sync::watch::Sender::new(rights),
             max_wait: max_wait.min(FIRST_WAIT),
             slots: Mutex::default(),
@@ -126,10 +124,7 @@ impl Servers {
 
     /// The server for `path` (the well-known ones for its extension looked up on `PATH` at first need).
     fn spec_for(&self, path: &Path) -> Option<Arc<Spec>> {
-        let mut specs = lock(&self.0.specs);
-        let found = specs.1.look_up_for(path);
-        specs.0.extend(found.into_iter().map(Arc::new));
-        specs.0.iter().find(|s| s.startable() && s.serves(path)).cloned()
+        lock(&self.0.specs).for_file(path)
     }
 
     fn slot(&self, name: &str) -> Arc<tokio::sync::Mutex<Slot>> {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -130,21 +131,19 @@ impl UserServers {
     /// Whether a server could serve `path` if its program were on `PATH` (the user's are looked up
     /// already): what tells, without a look-up, that no server would serve a workspace.
     pub fn may_serve(&self, path: &Path) -> bool {
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        self.specs.iter().any(|s| s.startable() && s.serves(path))
-            || self.well_known().any(|(_, _, exts)| exts.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+        self.specs.iter().any(|s| s.startable() && s.serves(path)) || self.well_known().any(|w| serves(w, path))
     }
 
     /// The user's servers, with the well-known ones to look up on `PATH` when a file they serve is met,
     /// and the problems with the user's file.
     pub fn split(self) -> (Specs, Vec<String>) {
         let rest = self.well_known().collect();
-        (Specs { found: self.specs, rest }, self.problems)
+        (Specs { found: self.specs.into_iter().map(Arc::new).collect(), rest }, self.problems)
     }
 
     /// Every server stepwise would use (the user's, then the well-known ones found on `PATH`: about 80
     /// `statx`), and the problems with the user's file.
-    pub fn with_well_known(self) -> (Vec<Spec>, Vec<String>) {
+    pub fn with_well_known(self) -> (Vec<Arc<Spec>>, Vec<String>) {
         let (specs, problems) = self.split();
         (specs.all(), problems)
     }
@@ -157,25 +156,34 @@ type WellKnown = (&'static str, &'static [&'static str], &'static [&'static str]
 /// only (the other six cost about 70 `statx` before the first model request, issue 39).
 #[derive(Default)]
 pub struct Specs {
-    pub found: Vec<Spec>,
+    /// Shared with the servers started from them.
+    pub found: Vec<Arc<Spec>>,
     rest: Vec<&'static WellKnown>,
 }
 
 impl From<Vec<Spec>> for Specs {
     fn from(found: Vec<Spec>) -> Specs {
-        Specs { found, rest: Vec::new() }
+        Specs { found: found.into_iter().map(Arc::new).collect(), rest: Vec::new() }
     }
 }
 
 impl Specs {
-    /// Looks up the well-known servers for `path`'s extension not looked up yet; the specs found, in the
-    /// order preferred.
-    pub fn look_up_for(&mut self, path: &Path) -> Vec<Spec> {
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let (now, later): (Vec<_>, Vec<_>) =
-            self.rest.iter().partition(|(_, _, exts)| exts.iter().any(|e| e.eq_ignore_ascii_case(ext)));
+    /// Looks up the well-known servers for `path`'s extension not looked up yet (those found join
+    /// `found`, in the order preferred).
+    pub fn look_up_for(&mut self, path: &Path) {
+        // Every file of the look's walk asks: most ask about an extension already looked up, or none's.
+        if !self.rest.iter().any(|w| serves(w, path)) {
+            return;
+        }
+        let (now, later): (Vec<_>, Vec<_>) = self.rest.iter().partition(|w| serves(w, path));
         self.rest = later;
-        now.into_iter().filter_map(found_on_path).collect()
+        self.found.extend(now.into_iter().filter_map(found_on_path).map(Arc::new));
+    }
+
+    /// The server for a file (the user's before the well-known ones), looked up on `PATH` if need be.
+    pub fn for_file(&mut self, path: &Path) -> Option<Arc<Spec>> {
+        self.look_up_for(path);
+        self.found.iter().find(|s| s.startable() && s.serves(path)).cloned()
     }
 
     /// Whether every well-known server was looked up.
@@ -184,11 +192,17 @@ impl Specs {
     }
 
     /// Every server, the well-known ones left looked up now.
-    pub fn all(mut self) -> Vec<Spec> {
+    pub fn all(mut self) -> Vec<Arc<Spec>> {
         let rest = std::mem::take(&mut self.rest);
-        self.found.extend(rest.into_iter().filter_map(found_on_path));
+        self.found.extend(rest.into_iter().filter_map(found_on_path).map(Arc::new));
         self.found
     }
+}
+
+/// Whether a well-known server serves `path` (by its extension).
+fn serves((_, _, exts): &WellKnown, path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    exts.iter().any(|e| e.eq_ignore_ascii_case(ext))
 }
 
 /// A well-known server's spec if its program is on `PATH`.
@@ -204,7 +218,7 @@ fn found_on_path(&(name, command, exts): &WellKnown) -> Option<Spec> {
 
 /// Every server stepwise would use, and the problems with the user's file (one line each). Servers
 /// whose program is not on `PATH` are left out (the user's are listed, marked).
-pub fn discover() -> (Vec<Spec>, Vec<String>) {
+pub fn discover() -> (Vec<Arc<Spec>>, Vec<String>) {
     UserServers::read().with_well_known()
 }
 
@@ -233,9 +247,4 @@ impl Spec {
             _ => "plaintext",
         }
     }
-}
-
-/// The first startable server of `specs` for a file (the user's before the well-known ones).
-pub fn for_file<'a>(specs: &'a [Spec], path: &Path) -> Option<&'a Spec> {
-    specs.iter().find(|s| s.startable() && s.serves(path))
 }
