@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 pub use content::Content;
@@ -98,7 +99,7 @@ pub const DEFAULT_WINDOW_OTHER: u64 = 128_000;
 /// Stream indices past this are a broken or hostile server, not a model's answer (no giant vectors).
 pub(crate) const MAX_STREAM_INDEX: u64 = 1024;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ToolSpec {
     /// Owned for tools learnt at run time (MCP servers'); borrowed for the built-in ones.
     pub name: std::borrow::Cow<'static, str>,
@@ -106,41 +107,67 @@ pub struct ToolSpec {
     pub input_schema: Schema,
 }
 
-/// A tool's input schema, shared: every request of a run carries the same one, which the request's
-/// cached frame (`prefix`) then tells unchanged by its address instead of comparing it whole each round
-/// (issue 39: those comparisons had grown with the tools to 2% of a round).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Schema(std::sync::Arc<Value>);
+/// A tool's input schema, kept as its JSON text: every request of a run carries the same one, written
+/// into the body as it is (no value built and encoded per run: about 10 k instructions a tool before the
+/// first model request, issue 39), and the request's cached frame (`prefix`) tells it unchanged by its
+/// address instead of comparing it each round.
+#[derive(Debug, Clone)]
+pub enum Schema {
+    /// A built-in tool's, written in the source (valid JSON: the catalog's tests read each).
+    Static(&'static str),
+    /// One learnt at run time (an MCP server's), encoded once.
+    Shared(std::sync::Arc<RawValue>),
+}
 
 impl Schema {
-    /// The same schema: the same one shared, or equal.
+    pub fn text(&self) -> &str {
+        match self {
+            Schema::Static(text) => text,
+            Schema::Shared(raw) => raw.get(),
+        }
+    }
+
+    /// The same schema: the same one shared, or written the same.
     pub fn same(&self, other: &Schema) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+        match (self, other) {
+            (Schema::Static(a), Schema::Static(b)) if std::ptr::eq(*a, *b) => true,
+            (Schema::Shared(a), Schema::Shared(b)) if std::sync::Arc::ptr_eq(a, b) => true,
+            _ => self.text() == other.text(),
+        }
+    }
+
+    /// The schema as a value (`Null` where its text is not JSON).
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.text()).unwrap_or(Value::Null)
+    }
+}
+
+/// Equal as JSON values (key order and spacing aside).
+impl PartialEq for Schema {
+    fn eq(&self, other: &Schema) -> bool {
+        self.same(other) || self.value() == other.value()
     }
 }
 
 impl From<Value> for Schema {
     fn from(v: Value) -> Schema {
-        Schema(std::sync::Arc::new(v))
-    }
-}
-
-impl std::ops::Deref for Schema {
-    type Target = Value;
-    fn deref(&self) -> &Value {
-        &self.0
+        match serde_json::value::to_raw_value(&v) {
+            Ok(raw) => Schema::Shared(raw.into()),
+            Err(_) => Schema::Static("{}"),
+        }
     }
 }
 
 impl Serialize for Schema {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Schema {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Schema, D::Error> {
-        Value::deserialize(d).map(Schema::from)
+        match self {
+            // Checked as it is written (one pass over a few hundred bytes, once a run: the frame is kept).
+            Schema::Static(text) => match serde_json::from_str::<&RawValue>(text) {
+                Ok(raw) => raw.serialize(s),
+                Err(e) => Err(serde::ser::Error::custom(format!("a built-in tool's schema is not JSON: {e}"))),
+            },
+            Schema::Shared(raw) => raw.serialize(s),
+        }
     }
 }
 

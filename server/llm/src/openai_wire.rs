@@ -9,7 +9,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::{Block, Message, Role, ToolSpec};
+use super::{Block, Message, Role, Schema, ToolSpec};
 
 /// The body after the messages: the tools and the request's settings.
 #[derive(Serialize)]
@@ -54,7 +54,7 @@ pub struct WireTool<'a> {
 struct Function<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a Value,
+    parameters: &'a Schema,
 }
 
 impl<'a> WireTool<'a> {

@@ -27,7 +27,7 @@ use tokio::sync::watch;
 
 pub use config::{Configured, Origin, ServerSpec};
 
-use crate::llm::ToolSpec;
+use crate::llm::{Schema, ToolSpec};
 
 /// Tool names providers accept: `[A-Za-z0-9_-]{1,64}`.
 const MAX_NAME: usize = 64;
@@ -162,7 +162,8 @@ pub struct McpTool {
     pub server: String,
     pub tool: String,
     description: String,
-    schema: Value,
+    /// Encoded once, when the server listed it: each round's request shares it (`Schema`).
+    schema: Schema,
     index: usize,
 }
 
@@ -219,7 +220,7 @@ impl McpTools {
                             server: name.clone(),
                             tool: t.name.to_string(),
                             description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                            schema: schema(&t.input_schema),
+                            schema: schema(&t.input_schema).into(),
                             index,
                         })
                         .collect();
@@ -259,7 +260,7 @@ impl McpTools {
             } else {
                 t.description.clone()
             }),
-            input_schema: t.schema.clone().into(),
+            input_schema: t.schema.clone(),
         })
     }
 

@@ -4,10 +4,8 @@
 
 use std::borrow::Cow;
 
-use serde_json::{json, Value};
-
 use crate::host::{SandboxMode, SandboxSettings};
-use crate::llm::ToolSpec;
+use crate::llm::{Schema, ToolSpec};
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanningStyle};
 
@@ -69,13 +67,13 @@ pub struct Tool {
     /// The planning style that offers it (`None`: every style).
     style: Option<PlanningStyle>,
     description: &'static str,
-    schema: fn() -> Value,
+    /// Its input schema, as JSON text (sent as it is written).
+    schema: &'static str,
 }
 
 /// The input of `bash` and `background_run`: one shell command (the seed's `bash` schema).
-fn command_schema() -> Value {
-    json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
-}
+const COMMAND_SCHEMA: &str =
+    r#"{"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}"#;
 
 pub const BASH: Tool = Tool {
     name: "bash",
@@ -86,7 +84,7 @@ pub const BASH: Tool = Tool {
     asks: Asks::Always,
     style: None,
     description: "Run a shell command.",
-    schema: command_schema,
+    schema: COMMAND_SCHEMA,
 };
 
 pub const READ_FILE: Tool = Tool {
@@ -98,7 +96,7 @@ pub const READ_FILE: Tool = Tool {
     asks: Asks::Never,
     style: None,
     description: "Read file contents.",
-    schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}),
+    schema: r#"{"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}"#,
 };
 
 pub const WRITE_FILE: Tool = Tool {
@@ -110,7 +108,7 @@ pub const WRITE_FILE: Tool = Tool {
     asks: Asks::ProtectedPath,
     style: None,
     description: "Write content to file.",
-    schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+    schema: r#"{"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}"#,
 };
 
 pub const EDIT_FILE: Tool = Tool {
@@ -122,7 +120,7 @@ pub const EDIT_FILE: Tool = Tool {
     asks: Asks::ProtectedPath,
     style: None,
     description: "Replace exact text in file.",
-    schema: || json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
+    schema: r#"{"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}"#,
 };
 
 pub const TODO: Tool = Tool {
@@ -134,17 +132,17 @@ pub const TODO: Tool = Tool {
     asks: Asks::Never,
     style: Some(PlanningStyle::Todo),
     description: "Update task list. Track progress on multi-step tasks.",
-    schema: || {
-        json!({"type": "object", "properties": {"items": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "text": {"type": "string"},
-                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                "activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}
-            },
-            "required": ["id", "text", "status"]}}}, "required": ["items"]})
-    },
+    schema: concat!(
+        r#"{"type": "object", "properties": {"items": {"type": "array", "items": {"#,
+        r#""type": "object", "#,
+        r#""properties": {"#,
+        r#""id": {"type": "string"}, "#,
+        r#""text": {"type": "string"}, "#,
+        r#""status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}, "#,
+        r#""activeForm": {"type": "string", "description": "Present-tense label shown while the item is in progress, e.g. \"Fixing the parser\""}"#,
+        r#"}, "#,
+        r#""required": ["id", "text", "status"]}}}, "required": ["items"]}"#,
+    ),
 };
 
 pub const CREATE_TODOS: Tool = Tool {
@@ -157,7 +155,7 @@ pub const CREATE_TODOS: Tool = Tool {
     style: Some(PlanningStyle::Tasks),
     description:
         "Create an execution plan: split the task into steps, in order. Steps are numbered and start as pending.",
-    schema: || json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}),
+    schema: r#"{"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}, "description": "Step descriptions in execution order"}}, "required": ["items"]}"#,
 };
 
 pub const UPDATE_TODO: Tool = Tool {
@@ -169,7 +167,7 @@ pub const UPDATE_TODO: Tool = Tool {
     asks: Asks::Never,
     style: Some(PlanningStyle::Tasks),
     description: "Update a step's status: running when you start it, completed when done, failed when it failed.",
-    schema: || json!({"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}),
+    schema: r#"{"type": "object", "properties": {"id": {"type": "string", "description": "Step id given at creation"}, "status": {"type": "string", "enum": ["running", "completed", "failed"]}}, "required": ["id", "status"]}"#,
 };
 
 pub const BACKGROUND_RUN: Tool = Tool {
@@ -181,7 +179,7 @@ pub const BACKGROUND_RUN: Tool = Tool {
     asks: Asks::Always,
     style: None,
     description: "Run a shell command in the background (a dev server, a watcher, a long build); returns its task id at once. Tasks that end are reported before your next step.",
-    schema: command_schema,
+    schema: COMMAND_SCHEMA,
 };
 
 pub const CHECK_BACKGROUND: Tool = Tool {
@@ -195,7 +193,7 @@ pub const CHECK_BACKGROUND: Tool = Tool {
     style: None,
     description:
         "A background task's state and its output since the last check; without task_id, every task on a line.",
-    schema: || json!({"type": "object", "properties": {"task_id": {"type": "string"}}}),
+    schema: r#"{"type": "object", "properties": {"task_id": {"type": "string"}}}"#,
 };
 
 pub const KILL_BACKGROUND: Tool = Tool {
@@ -207,7 +205,7 @@ pub const KILL_BACKGROUND: Tool = Tool {
     asks: Asks::Never,
     style: None,
     description: "Stop a background task and every process it started.",
-    schema: || json!({"type": "object", "properties": {"task_id": {"type": "string"}}, "required": ["task_id"]}),
+    schema: r#"{"type": "object", "properties": {"task_id": {"type": "string"}}, "required": ["task_id"]}"#,
 };
 
 pub const DIAGNOSTICS: Tool = Tool {
@@ -219,7 +217,7 @@ pub const DIAGNOSTICS: Tool = Tool {
     asks: Asks::Never,
     style: None,
     description: "The errors and warnings the language servers report, one a line `path:line:col: severity: message (source)` (lines and columns 1-based). Give paths to check those files as you last wrote them; none: every file that has any.",
-    schema: || json!({"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}}),
+    schema: r#"{"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}}"#,
 };
 
 pub const CODE_NAV: Tool = Tool {
@@ -231,15 +229,15 @@ pub const CODE_NAV: Tool = Tool {
     asks: Asks::Never,
     style: None,
     description: "Ask the language servers about code. definition, references, implementation, hover: name the symbol by its text in `path`, and its 1-based `line` if it occurs more than once (never a column); locations come back as `path:line: text of that line`. symbols: the symbols of `path` with kind and line. workspace_symbols: symbols matching `query` in the whole workspace.",
-    schema: || {
-        json!({"type": "object", "properties": {
-            "action": {"type": "string", "enum": ["definition", "references", "implementation", "hover", "symbols", "workspace_symbols"]},
-            "path": {"type": "string"},
-            "symbol": {"type": "string", "description": "The symbol's text, e.g. a function's name"},
-            "line": {"type": "integer", "description": "1-based line where the symbol occurs"},
-            "query": {"type": "string", "description": "For workspace_symbols"}
-        }, "required": ["action"]})
-    },
+    schema: concat!(
+        r#"{"type": "object", "properties": {"#,
+        r#""action": {"type": "string", "enum": ["definition", "references", "implementation", "hover", "symbols", "workspace_symbols"]}, "#,
+        r#""path": {"type": "string"}, "#,
+        r#""symbol": {"type": "string", "description": "The symbol's text, e.g. a function's name"}, "#,
+        r#""line": {"type": "integer", "description": "1-based line where the symbol occurs"}, "#,
+        r#""query": {"type": "string", "description": "For workspace_symbols"}"#,
+        r#"}, "required": ["action"]}"#,
+    ),
 };
 
 pub const RENAME_SYMBOL: Tool = Tool {
@@ -251,14 +249,14 @@ pub const RENAME_SYMBOL: Tool = Tool {
     asks: Asks::Never,
     style: None,
     description: "Rename a symbol everywhere it is used, through the language server (every file it names is edited). Name the symbol by its text in `path`, and its 1-based `line` if it occurs more than once.",
-    schema: || {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string"},
-            "symbol": {"type": "string"},
-            "line": {"type": "integer"},
-            "new_name": {"type": "string"}
-        }, "required": ["path", "symbol", "new_name"]})
-    },
+    schema: concat!(
+        r#"{"type": "object", "properties": {"#,
+        r#""path": {"type": "string"}, "#,
+        r#""symbol": {"type": "string"}, "#,
+        r#""line": {"type": "integer"}, "#,
+        r#""new_name": {"type": "string"}"#,
+        r#"}, "required": ["path", "symbol", "new_name"]}"#,
+    ),
 };
 
 /// The built-in tools, in the order the model is offered them.
@@ -295,7 +293,7 @@ const MCP: Tool = Tool {
     asks: Asks::Always,
     style: None,
     description: "",
-    schema: || Value::Null,
+    schema: "null",
 };
 
 /// The description of a tool by the name the model calls it (`mcp__<server>__<tool>` for MCP tools).
@@ -358,7 +356,7 @@ impl Tool {
         ToolSpec {
             name: Cow::Borrowed(self.name),
             description: Cow::Borrowed(self.description),
-            input_schema: (self.schema)().into(),
+            input_schema: Schema::Static(self.schema),
         }
     }
 }
@@ -411,6 +409,19 @@ mod tests {
         let seed = serde_json::json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]});
         assert_eq!(BASH.spec().input_schema, seed.clone().into());
         assert_eq!(BACKGROUND_RUN.spec().input_schema, seed.into());
+    }
+
+    #[test]
+    fn every_built_in_schema_is_a_json_object_and_is_sent_as_written() {
+        for t in BUILTIN {
+            let spec = t.spec();
+            let value = spec.input_schema.value();
+            assert_eq!(value["type"], "object", "{}", t.name);
+            assert!(value["properties"].is_object(), "{}", t.name);
+            // In a request the schema is the text itself, not a re-encoding of it.
+            let sent = serde_json::to_string(&spec).unwrap();
+            assert!(sent.contains(t.schema), "{}: {sent}", t.name);
+        }
     }
 
     #[test]
