@@ -40,6 +40,8 @@ struct Sidecar<'a> {
     dir: &'a TempDir,
     state: &'a TempDir,
     config: &'a TempDir,
+    /// The servers the question names.
+    names: &'a str,
 }
 
 impl Sidecar<'_> {
@@ -62,7 +64,8 @@ impl Sidecar<'_> {
         let run = ed.start_run(&ws, "work").await;
         if let Some(answer) = answer {
             let (id, params) = ed.await_request("window/showMessageRequest", T).await;
-            assert!(params["message"].as_str().is_some_and(|m| m.starts_with(QUESTION)), "{params}");
+            let question = QUESTION.replace("fake", self.names);
+            assert!(params["message"].as_str().is_some_and(|m| m.starts_with(&question)), "{params}");
             let titles: Vec<&str> =
                 params["actions"].as_array().unwrap().iter().filter_map(|a| a["title"].as_str()).collect();
             assert_eq!(titles, ["Trust this folder", "Don't start them"]);
@@ -84,7 +87,7 @@ async fn in_the_sidecar_a_failed_refused_or_unanswered_question_starts_nothing_a
     dir.write("m.py", "x = 0\n");
     let marker: PathBuf = state.join("started");
     py_server(&config, "fake", &marker_server(&marker));
-    let side = Sidecar { dir: &dir, state: &state, config: &config };
+    let side = Sidecar { dir: &dir, state: &state, config: &config, names: "fake" };
 
     // The editor fails the question.
     let mock = side.run(Policy::Queue, 300, Some(Err("the message was closed"))).await;
@@ -113,6 +116,24 @@ async fn in_the_sidecar_a_failed_refused_or_unanswered_question_starts_nothing_a
     let mock = side.run(Policy::NeverAnswer, 300, None).await;
     assert_eq!(diagnostics_block(&mock, 1), None, "asked again, or not started");
     assert!(marker.exists(), "the remembered trust did not start the server");
+}
+
+/// The look before the first request stops at the first server serving a file (whether to offer the
+/// tools); the question still names every server that would run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_question_names_every_server_serving_the_workspace() {
+    let (dir, state) = folder_and_state("intel-trust-names");
+    let config = TempDir::new("intel-trust-names-config");
+    dir.write("m.py", "x = 0\n");
+    dir.write("sub/n.txt", "text\n");
+    let marker: PathBuf = state.join("started");
+    let server = json!({"command": marker_server(&marker), "extensions": ["py"]});
+    let other = json!({"command": marker_server(&marker), "extensions": ["txt"]});
+    config.write("stepwise/language-servers.json", &json!({"servers": {"fake": server, "other": other}}).to_string());
+    let side = Sidecar { dir: &dir, state: &state, config: &config, names: "fake, other" };
+    let mock = side.run(Policy::Queue, 300, Some(Ok(json!({"title": "Don't start them"})))).await;
+    assert!(refused(diagnostics_block(&mock, 1), dir.path()), "{:?}", diagnostics_block(&mock, 1));
+    assert!(!marker.exists(), "a server started without trust");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

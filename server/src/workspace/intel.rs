@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{Asker, Trust, Workspace};
 use crate::agent::AgentConfig;
 use crate::host::{Host, SandboxSettings};
-use crate::intel::servers::{self, Confined, Rights, Servers};
+use crate::intel::servers::{self, Confined, Rights, Servers, Serving};
 use crate::intel::{DiagnosticsMode, Session, Source};
 use crate::locks::lock;
 
@@ -35,12 +35,11 @@ fn trusted(root: &Path, yes: bool, report: &crate::mcp::Report) -> Option<Rights
     Some(Rights::Trusted)
 }
 
-/// The servers decided for a workspace: its source for the runs, the servers themselves (their rights
-/// settled later), and the names of those serving its files (for the question).
+/// The servers decided for a workspace: its source for the runs and the servers themselves (their rights
+/// settled later).
 pub(super) struct Decided {
     source: Source,
     servers: Servers,
-    serving: Vec<String>,
 }
 
 /// Whether the sandbox confines the servers: `None` while its trial runs where the kernel offers it.
@@ -57,10 +56,8 @@ fn sandbox_answer(s: SandboxSettings) -> Option<bool> {
     Some(s.confines())
 }
 
-/// What settles the servers' rights when the sandbox's trial answers.
-#[derive(Clone)]
+/// What settles the servers' rights once the sandbox's trial answered.
 struct Settling {
-    servers: Servers,
     confined: Confined,
     report: crate::mcp::Report,
 }
@@ -68,14 +65,14 @@ struct Settling {
 impl Settling {
     /// Confined; where the trial failed, trusted if the user said so before, else none until the next
     /// run asks (the question cannot be asked mid-run on a terminal).
-    fn settle(self) {
+    fn settle(self) -> Rights {
         let network = self.confined.settings.network;
         let answer = crate::host::sandbox::availability(network);
         if answer.is_err() {
             crate::host::sandbox::failed_where_expected(network);
         }
         let root = self.confined.root.clone();
-        let rights = match answer {
+        match answer {
             Ok(_) => Rights::Sandbox(self.confined),
             Err(_) if is_trusted(&root) => Rights::Trusted,
             Err(why) => {
@@ -86,8 +83,7 @@ impl Settling {
                 (self.report)(&line);
                 Rights::Unsettled(line)
             }
-        };
-        self.servers.set_rights(rights);
+        }
     }
 }
 
@@ -109,13 +105,13 @@ impl Look {
         use tokio::runtime::{Handle, RuntimeFlavor};
         match Handle::current().runtime_flavor() {
             RuntimeFlavor::CurrentThread => Look::Later(root),
-            _ => Look::Running(tokio::task::spawn_blocking(move || servers::look(root))),
+            _ => Look::Running(tokio::task::spawn_blocking(move || servers::look(root, Serving::First))),
         }
     }
 
     async fn found(self) -> Found {
         match self {
-            Look::Later(root) => servers::look(root),
+            Look::Later(root) => servers::look(root, Serving::First),
             Look::Running(task) => task.await.unwrap_or_default(),
         }
     }
@@ -162,16 +158,16 @@ impl Workspace {
                     // The trial runs beside the first model request; waiting for it here was most of what
                     // a workspace with a served file added to the start (issue 39).
                     None => self.settle_on_trial(&servers, sandbox, asker.reporter()),
-                    Some(false) => self.ask_trust(&servers, &serving, asker).await,
+                    Some(false) => self.ask_trust(&servers, asker).await,
                 }
-                Some(Decided { source: Arc::new(servers.clone()) as Source, servers, serving })
+                Some(Decided { source: Arc::new(servers.clone()) as Source, servers })
             })
             .await
             .as_ref()?;
         // The sandbox's trial failed after the servers counted on it: the user is asked at the next run
         // (not in the run that decided, whose start did not wait for the trial and is said to go without).
         if !deciding && decided.servers.take_unsettled() {
-            self.ask_trust(&decided.servers, &decided.serving, asker).await;
+            self.ask_trust(&decided.servers, asker).await;
         }
         Some(decided.source.clone())
     }
@@ -180,30 +176,29 @@ impl Workspace {
         Confined { sandbox: self.sandbox.clone(), root: self.root.clone(), settings }
     }
 
-    /// The servers' rights once the sandbox's trial answers, settled on a thread of its own, which waits
-    /// for the trial's (where no thread can be had, here, waiting as the start did before).
+    /// The servers' rights once the sandbox's trial answers, settled when a server is first needed.
     fn settle_on_trial(&self, servers: &Servers, settings: SandboxSettings, report: crate::mcp::Report) {
-        let settling = Settling { servers: servers.clone(), confined: self.confinement(settings), report };
-        let spare = settling.clone();
-        if let Err(e) = std::thread::Builder::new().name("servers-rights".into()).spawn(move || settling.settle()) {
-            tracing::debug!("language servers: no thread to wait for the sandbox's trial ({e}); waiting here");
-            spare.settle();
-        }
+        let settling = Settling { confined: self.confinement(settings), report };
+        servers.settle_later(Box::new(move || settling.settle()));
     }
 
     /// Asks whether the servers may run unconfined (unless the workspace is trusted already) and gives
     /// them the answer's rights; an answer that comes later (an editor's or a client's question) is
     /// waited for on a task, the servers waiting for it within a round's wait.
-    async fn ask_trust<A: Asker>(&self, servers: &Servers, serving: &[String], asker: &A) {
+    async fn ask_trust<A: Asker>(&self, servers: &Servers, asker: &A) {
         let root = self.root.clone();
         if is_trusted(&root) {
             return servers.set_rights(Rights::Trusted);
         }
+        // The question names every server serving the workspace: the look before the first request
+        // stopped at the first.
+        let all = root.clone();
+        let serving = tokio::task::spawn_blocking(move || servers::look(all, Serving::All).2).await.unwrap_or_default();
         let folder = crate::host::folder_name(&root);
         let no =
             format!("language servers do not start in {folder} without the sandbox unless the workspace is trusted");
         let refused = move || Rights::Refused(no);
-        match asker.trust_language_servers(&root, serving).await {
+        match asker.trust_language_servers(&root, &serving).await {
             Trust::Now(yes) => servers.set_rights(trusted(&root, yes, &asker.reporter()).unwrap_or_else(refused)),
             Trust::Later(answer) => {
                 servers.set_rights(Rights::Asking(format!(

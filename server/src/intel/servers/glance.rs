@@ -4,14 +4,13 @@
 //! cgroup's CPU quota, and the `PATH` look-ups) is not needed: no server would serve a file (issue 39: in a
 //! workspace without one, that was most of what code intelligence added before the first model request).
 //!
-//! It may only err towards looking: it sees more than the look (ignored and hidden files too), and a
-//! workspace too big to read whole within the bound gets the look.
+//! It may only err towards looking: it sees more than the look (ignored files too; hidden names neither
+//! sees), and a workspace too big to read whole within the bound gets the look.
 
 use std::path::Path;
 
-/// The look's depth; entries beyond `MAX_ENTRIES` (raw, ignored ones counted) are not read.
-const MAX_DEPTH: usize = 6;
-const MAX_ENTRIES: usize = 5000;
+/// The walk's bounds: the glance sees no deeper, and no more, than the walk would.
+use super::walk::{MAX_DEPTH, MAX_ENTRIES};
 
 /// True when no name under `root` (read whole within the bounds) passes `may_serve`: then nothing would be
 /// served. False when one does, or when the glance could not read everything.
@@ -28,6 +27,10 @@ pub fn none_served(root: &Path, may_serve: impl Fn(&Path) -> bool) -> bool {
             seen += 1;
             if seen > MAX_ENTRIES {
                 return false;
+            }
+            // Hidden names are not walked either (`.git` alone can hold thousands of entries).
+            if e.file_name().as_encoded_bytes().starts_with(b".") {
+                continue;
             }
             let path = e.path();
             if may_serve(&path) {
@@ -57,10 +60,14 @@ mod tests {
         std::fs::create_dir_all(root.join("a/b/c")).unwrap();
         std::fs::write(root.join("a/b/notes.txt"), "").unwrap();
         assert!(none_served(root, py), "nothing served");
-        // Hidden and deep (depth 4, within the look's 6) still counts.
-        std::fs::write(root.join("a/b/c/.x.py"), "").unwrap();
+        // Deep (depth 4, within the look's 6) still counts; hidden names do not, as in the walk.
+        std::fs::write(root.join("a/b/c/x.py"), "").unwrap();
         assert!(!none_served(root, py));
-        std::fs::remove_file(root.join("a/b/c/.x.py")).unwrap();
+        std::fs::remove_file(root.join("a/b/c/x.py")).unwrap();
+        std::fs::create_dir_all(root.join(".venv")).unwrap();
+        std::fs::write(root.join(".venv/x.py"), "").unwrap();
+        std::fs::write(root.join("a/.y.py"), "").unwrap();
+        assert!(none_served(root, py));
         // Beyond the look's depth the look would not see it either.
         std::fs::create_dir_all(root.join("1/2/3/4/5/6")).unwrap();
         std::fs::write(root.join("1/2/3/4/5/6/deep.py"), "").unwrap();

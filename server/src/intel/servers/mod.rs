@@ -10,6 +10,7 @@ mod rights;
 pub mod rpc;
 pub mod server;
 pub mod spec;
+mod walk;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,9 +23,8 @@ use futures_util::FutureExt;
 use super::source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Written};
 use crate::intel::session::MAX_TEXT;
 use crate::locks::lock;
-use look::bounded_walk;
-pub use look::look;
-pub use rights::{trust_question, Confined, Rights};
+pub use look::{look, Serving};
+pub use rights::{trust_question, Confined, Deferred, Rights};
 use server::Running;
 use spec::{Spec, Specs};
 
@@ -52,6 +52,8 @@ struct Inner {
     specs: Mutex<Specs>,
     /// Set again when the user answers a question asked `Later`.
     rights: tokio::sync::watch::Sender<Rights>,
+    /// The rights to settle at the first server start (`settle_later`).
+    deferred: Mutex<Option<Deferred>>,
     max_wait: Duration,
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     /// The agent's latest text of each file it wrote, with the text before its first write.
@@ -73,6 +75,7 @@ impl Servers {
             root,
             specs: Mutex::new(specs.into()),
             rights: tokio::sync::watch::Sender::new(rights),
+            deferred: Mutex::new(None),
             max_wait: max_wait.min(FIRST_WAIT),
             slots: Mutex::default(),
             written: Mutex::default(),
@@ -84,6 +87,11 @@ impl Servers {
     /// The rights from now on (the user answered the question about trusting the workspace).
     pub fn set_rights(&self, rights: Rights) {
         self.0.rights.send_replace(rights);
+    }
+
+    /// The rights, settled by `settle` when a server is first needed (they stay as they are until then).
+    pub fn settle_later(&self, settle: Deferred) {
+        *lock(&self.0.deferred) = Some(settle);
     }
 
     /// Whether the rights wait for the user's question after a failed trial: they are then `Asking`
@@ -101,6 +109,17 @@ impl Servers {
     /// The rights, once the user answered (a question still open is waited for until `deadline`).
     async fn rights(&self, deadline: Instant) -> Rights {
         let mut rx = self.0.rights.subscribe();
+        let deferred = lock(&self.0.deferred).take();
+        if let Some(settle) = deferred {
+            // On a blocking thread: the sandbox's trial may still run. Settled even if this wait ends first.
+            let servers = self.clone();
+            let settling = tokio::task::spawn_blocking(settle);
+            tokio::spawn(async move {
+                if let Ok(rights) = settling.await {
+                    servers.set_rights(rights);
+                }
+            });
+        }
         loop {
             let now = rx.borrow_and_update().clone();
             if !matches!(now, Rights::Asking(_)) {
@@ -388,8 +407,6 @@ impl Servers {
     /// A file some running server has open, for a workspace-wide question.
     async fn any_running_path(&self) -> Option<PathBuf> {
         let written = lock(&self.0.written).keys().next().cloned();
-        written.or_else(|| {
-            bounded_walk(&self.0.root).map(|e| e.into_path()).find(|p| p.is_file() && self.spec_for(p).is_some())
-        })
+        written.or_else(|| walk::files(&self.0.root).find(|p| p.is_file() && self.spec_for(p).is_some()))
     }
 }

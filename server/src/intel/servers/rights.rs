@@ -29,6 +29,12 @@ pub enum Rights {
     Unsettled(String),
 }
 
+/// Rights decided when a server is first needed: the sandbox's trial, which the start does not wait
+/// for, has then answered (or is waited for on a blocking thread). A thread of their own, made at the
+/// start to wait for the trial, was a tenth of what code intelligence added before the first model
+/// request (issue 39).
+pub type Deferred = Box<dyn FnOnce() -> Rights + Send>;
+
 /// The servers' confinement: the session's sandbox (which can start here) and its settings. The policy is
 /// made at the first server's start, not when the servers are decided before the first model request: its
 /// temporary folder and network namespace were most of what a workspace with a served file added to the

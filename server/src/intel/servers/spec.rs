@@ -131,7 +131,8 @@ impl UserServers {
     /// Whether a server could serve `path` if its program were on `PATH` (the user's are looked up
     /// already): what tells, without a look-up, that no server would serve a workspace.
     pub fn may_serve(&self, path: &Path) -> bool {
-        self.specs.iter().any(|s| s.startable() && s.serves(path)) || self.well_known().any(|w| serves(w, path))
+        let ext = extension(path);
+        self.specs.iter().any(|s| s.startable() && s.serves_extension(ext)) || self.well_known().any(|w| serves(w, ext))
     }
 
     /// The user's servers, with the well-known ones to look up on `PATH` when a file they serve is met,
@@ -172,10 +173,11 @@ impl Specs {
     /// `found`, in the order preferred).
     pub fn look_up_for(&mut self, path: &Path) {
         // Every file of the look's walk asks: most ask about an extension already looked up, or none's.
-        if !self.rest.iter().any(|w| serves(w, path)) {
+        let ext = extension(path);
+        if !self.rest.iter().any(|w| serves(w, ext)) {
             return;
         }
-        let (now, later): (Vec<_>, Vec<_>) = self.rest.iter().partition(|w| serves(w, path));
+        let (now, later): (Vec<_>, Vec<_>) = self.rest.iter().partition(|w| serves(w, ext));
         self.rest = later;
         self.found.extend(now.into_iter().filter_map(found_on_path).map(Arc::new));
     }
@@ -199,9 +201,14 @@ impl Specs {
     }
 }
 
-/// Whether a well-known server serves `path` (by its extension).
-fn serves((_, _, exts): &WellKnown, path: &Path) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+/// A file's extension as the servers' lists name them (`""`: none), taken once per file: `Path::extension`
+/// parses the whole path, and the walk asks every server about every file.
+fn extension(path: &Path) -> &str {
+    path.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+/// Whether a well-known server serves files of extension `ext`.
+fn serves((_, _, exts): &WellKnown, ext: &str) -> bool {
     exts.iter().any(|e| e.eq_ignore_ascii_case(ext))
 }
 
@@ -228,7 +235,10 @@ impl Spec {
     }
 
     pub fn serves(&self, path: &Path) -> bool {
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        self.serves_extension(extension(path))
+    }
+
+    fn serves_extension(&self, ext: &str) -> bool {
         self.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext))
     }
 
