@@ -54,7 +54,8 @@ fn task_pids(ws: &TempDir) -> Vec<i32> {
 async fn the_end_of_stepwise_run_ends_every_task() {
     let mock = MockModel::start(vec![
         call("background_run", json!({"command": TASK})),
-        call("bash", json!({"command": "while [ ! -s esc.pid ]; do sleep 0.02; done; echo up"})),
+        // Until the task wrote its last pid (it writes task.pid after the others): the run then ends it.
+        call("bash", json!({"command": "while [ ! -s task.pid ]; do sleep 0.02; done; echo up"})),
         Step::text("started"),
     ])
     .await;
