@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{glance, spec, walk};
+use super::{spec, walk};
 use spec::Specs;
 
 /// How many of the servers serving the workspace the look finds.
@@ -16,20 +16,15 @@ pub enum Serving {
 }
 
 /// The look at a workspace: the servers configured or on `PATH`, the problems with the user's file, and
-/// the servers serving some file of the workspace (its bounded walk). A glance first (`glance.rs`), which
-/// spares the rest where no name could be served; then the walk, and `PATH` is
-/// searched only once it met a file a server could serve (an extension of a well-known server's or of
-/// the user's): a workspace with none costs no look-up (about 80 `statx`, most of the look before the
-/// first model request, issue 39). The walk then goes on from that file as it did before, until a server
-/// serves one (`Serving::First`: the tools are offered then; the rest of a large workspace's walk was
-/// 2.5 ms of its start) or, for the question whether to trust them, until it knows them all.
+/// the servers serving some file of the workspace (its bounded walk, `walk.rs`). `PATH` is searched only
+/// once the walk met a file a server could serve (an extension of a well-known server's or of the
+/// user's): a workspace with none costs no look-up (about 80 `statx`, most of the look before the first
+/// model request, issue 39). The walk then goes on until a server serves a file (`Serving::First`: the
+/// tools are offered then; the rest of a large workspace's walk was 2.5 ms of its start) or, for the
+/// question whether to trust them, until it knows them all.
 pub fn look(root: PathBuf, serving: Serving) -> (Specs, Vec<String>, Vec<String>) {
     let want = serving;
     let user = spec::UserServers::read();
-    if glance::none_served(&root, |p| user.may_serve(p)) {
-        let (specs, problems) = user.split();
-        return (specs, problems, Vec::new());
-    }
     let mut walk = walk::files(&root).peekable();
     while walk.next_if(|path| !user.may_serve(path)).is_some() {}
     let (mut specs, problems) = user.split();

@@ -4,7 +4,6 @@
 //! even when stepwise is killed). A server that crashes is restarted once, and that is said.
 
 mod answer;
-mod glance;
 mod look;
 mod rights;
 pub mod rpc;

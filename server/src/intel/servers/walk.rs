@@ -6,8 +6,11 @@
 //! before the first model request, paired): it sizes a regex pool from the cgroup's CPU quota (8
 //! syscalls), canonicalises the root and reads the ignore files of every folder up to `/`, and asks the
 //! disk for five names in every folder. This walk reads each folder once and builds a matcher only where
-//! a folder holds an ignore file. The ignore files of the folders above the workspace are not read: the
-//! walk only says which languages the workspace has, and the user opened that folder.
+//! a folder holds an ignore file, so a workspace without a served file costs a plain read of its folders
+//! (a glance before the walk spared that workspace `WalkBuilder`'s costs; it is no longer needed, and an
+//! ignored `node_modules` is now skipped, where the glance read it). The ignore files of the folders above
+//! the workspace are not read: the walk only says which languages the workspace has, and the user opened
+//! that folder.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,9 +19,9 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 
 /// Entries deeper than this are not read (the workspace's top is 0).
-pub(super) const MAX_DEPTH: usize = 6;
+const MAX_DEPTH: usize = 6;
 /// Entries read at most, ignored ones counted.
-pub(super) const MAX_ENTRIES: usize = 5000;
+const MAX_ENTRIES: usize = 5000;
 
 /// The matchers of a folder's ignore files and its parents', the deepest last.
 type Rules = Arc<Vec<Gitignore>>;
