@@ -67,7 +67,15 @@ async function rowAction(label, action) {
   for (let attempt = 1; ; attempt++) {
     await row.click({ button: 'right' });
     const item = page.locator('.context-view .action-item', { hasText: action }).first();
-    await item.waitFor({ state: 'visible', timeout: SHORT });
+    // A right click that lands while the row is drawn again (the plan view refreshes on each
+    // `stepwise/plan`) can open a menu without the row's actions, or none: the click is made again.
+    try {
+      await item.waitFor({ state: 'visible', timeout: 5000 });
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      await page.keyboard.press('Escape');
+      continue;
+    }
     // The menu ignores a click that comes too soon after it opened.
     await sleep(300);
     await item.locator('.action-menu-item').click();
