@@ -183,3 +183,32 @@ async fn lsp_a_file_the_user_saves_while_a_command_runs_is_theirs_not_the_comman
     assert_eq!(ed.await_notification("stepwise/review").await["pending"], json!([]), "nothing left to review");
     ed.finish().await;
 }
+
+/// A FIFO named `.gitignore` (a hostile workspace) is not opened: the checkpoint's scan, which reads the
+/// workspace's ignore files, waited on it for ever, and the run with it.
+#[test]
+fn lsp_a_fifo_named_gitignore_does_not_hold_up_a_run() {
+    let (dir, state) = folder_and_state("cp-lsp-fifo-ignore");
+    dir.write("notes.txt", "one\n");
+    fifo(&dir.join(".gitignore"));
+    // The session on a runtime of its own: a server stuck on the FIFO blocks the threads it runs on, and
+    // this thread still sees the time run out.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let listed = rt.block_on(async {
+            let bash = Step::tool("bash", json!({"command": "echo made > made.txt"}));
+            let mock = MockModel::start(vec![bash, Step::text("Done.")]).await;
+            let ed = auto_editor(ClientPreset::VsCode, &dir, &state, &mock).start().await;
+            let ws = ed.folder_uri(0);
+            let run = ed.start_run(&ws, "make a file").await;
+            assert_eq!(ed.await_run(&ws, &run, T).await.reason(), "end_turn");
+            let listed = ed.execute("stepwise.checkpoints", json!({"workspace": ws})).await.unwrap();
+            ed.finish().await;
+            listed
+        });
+        let _ = tx.send(listed);
+    });
+    let listed = rx.recv_timeout(Duration::from_secs(60)).expect("the run waited on the FIFO");
+    assert_eq!(listed[0]["files"], json!(["made.txt"]), "{listed}");
+}

@@ -24,9 +24,10 @@ use super::entry::{fingerprint, read, Entry, Kept};
 use super::files::{self, Seen};
 use super::state::{in_git, Mark, Pre, Stat};
 use super::store::{Hash, Pack};
-use super::walk::{self, Job, Rules, Walked};
+use super::walk::{self, Job, Walked};
 use super::watch::Watch;
 use super::Limits;
+use crate::ignore_files::{ignored, Rules};
 
 /// A file whose content differs from the previous scan.
 #[derive(Debug)]
@@ -254,14 +255,14 @@ impl Scanner {
         let Some(rules) = self.dirs.get(parent) else { return Found::Nothing };
         match files::lstat(root, key) {
             Ok(Some((files::Kind::Dir, _))) => {
-                if walk::ignored(rules, &path, true) {
+                if ignored(rules, &path, true) {
                     Found::Nothing
                 } else {
                     Found::Dir(rules.clone())
                 }
             }
             Ok(Some((files::Kind::File | files::Kind::Link, stat))) => {
-                if walk::ignored(rules, &path, false) {
+                if ignored(rules, &path, false) {
                     Found::Nothing
                 } else {
                     Found::File(stat)

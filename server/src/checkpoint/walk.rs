@@ -11,14 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 use ignore::gitignore::Gitignore;
-use ignore::Match;
 
 use super::state::Stat;
+use crate::ignore_files::{self, ignored, Rules};
 use crate::locks;
-
-/// The ignore rules in force inside a folder, outermost first; folders without rules of their own share
-/// their parent's.
-pub type Rules = Arc<Vec<Arc<Gitignore>>>;
 
 #[derive(Default)]
 pub struct Walked {
@@ -107,11 +103,9 @@ pub fn visit(job: Job, skip: Option<&Path>, out: &mut Walked, on_dir: OnDir<'_>)
     // The folder's own rules; `.ignore` wins over `.gitignore`, as in ripgrep.
     for name in [".gitignore", ".ignore"] {
         if entries.iter().any(|e| e.file_name() == name) {
-            let (here, err) = Gitignore::new(dir.join(name));
-            if let Some(e) = err {
-                tracing::debug!("checkpoint scan: {}/{name}: {e}", dir.display());
+            if let Some(here) = ignore_files::read(&dir.join(name), &dir) {
+                Arc::make_mut(&mut rules).push(Arc::new(here));
             }
-            Arc::make_mut(&mut rules).push(Arc::new(here));
         }
     }
     let mut more = Vec::new();
@@ -142,18 +136,6 @@ pub fn visit(job: Job, skip: Option<&Path>, out: &mut Walked, on_dir: OnDir<'_>)
     more
 }
 
-/// Whether the innermost rule that speaks of `path` ignores it.
-pub fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
-    for r in rules.iter().rev() {
-        match r.matched(path, is_dir) {
-            Match::Ignore(_) => return true,
-            Match::Whitelist(_) => return false,
-            Match::None => {}
-        }
-    }
-    false
-}
-
 /// The `.gitignore` files of the folders above `root`, outermost first, when `root` lies inside a git
 /// repository (a folder above it has `.git`; only its existence is checked). Outside one, none.
 pub fn parent_rules(root: &Path) -> Rules {
@@ -166,9 +148,8 @@ fn parent_files(root: &Path) -> Vec<Arc<Gitignore>> {
     }
     let mut found = Vec::new();
     for dir in root.ancestors().skip(1) {
-        let file = dir.join(".gitignore");
-        if file.is_file() {
-            found.push(Arc::new(Gitignore::new(&file).0));
+        if let Some(rules) = ignore_files::read(&dir.join(".gitignore"), dir) {
+            found.push(Arc::new(rules));
         }
         if dir.join(".git").exists() {
             found.reverse();

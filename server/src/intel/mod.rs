@@ -11,6 +11,7 @@ pub use crate::host::intelligence as source;
 pub mod text;
 pub mod tools;
 mod untracked;
+pub mod walk;
 
 pub use session::Session;
 pub use source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Source, Written};

@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-const MAX_DEPTH: usize = 4;
-const MAX_ENTRIES: usize = 2000;
+use super::walk::{self, Bounds};
+
+const BOUNDS: Bounds = Bounds { depth: 4, entries: 2000 };
 /// A file's modification time comes from the kernel's coarse clock, which may lag the start taken here
 /// by a tick: a file made just after the start can look a little older.
 const SLACK: std::time::Duration = std::time::Duration::from_millis(50);
@@ -18,17 +19,10 @@ const SLACK: std::time::Duration = std::time::Duration::from_millis(50);
 /// it was born then (its birth time says so; `false` where the file system does not keep one).
 pub fn made_since(root: &Path, started: SystemTime, covers: impl Fn(&Path) -> bool) -> Vec<(PathBuf, bool)> {
     let started = started.checked_sub(SLACK).unwrap_or(started);
-    ignore::WalkBuilder::new(root)
-        .max_depth(Some(MAX_DEPTH))
-        .git_global(false)
-        .build()
-        .take(MAX_ENTRIES)
-        .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .map(ignore::DirEntry::into_path)
+    walk::files(root, BOUNDS)
         .filter(|p| covers(p))
         .filter_map(|p| {
-            let meta = std::fs::metadata(&p).ok()?;
+            let meta = std::fs::symlink_metadata(&p).ok().filter(|m| m.is_file())?;
             if meta.modified().ok()? < started {
                 return None;
             }

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::{spec, walk};
+use super::spec;
+use crate::intel::walk;
 use spec::Specs;
 
 /// How many of the servers serving the workspace the look finds.
@@ -16,7 +17,7 @@ pub enum Serving {
 }
 
 /// The look at a workspace: the servers configured or on `PATH`, the problems with the user's file, and
-/// the servers serving some file of the workspace (its bounded walk, `walk.rs`). `PATH` is searched only
+/// the servers serving some file of the workspace (its bounded walk, `intel/walk.rs`). `PATH` is searched only
 /// once the walk met a file a server could serve (an extension of a well-known server's or of the
 /// user's): a workspace with none costs no look-up (about 80 `statx`, most of the look before the first
 /// model request, issue 39). The walk then goes on until a server serves a file (`Serving::First`: the
@@ -25,7 +26,7 @@ pub enum Serving {
 pub fn look(root: PathBuf, serving: Serving) -> (Specs, Vec<String>, Vec<String>) {
     let want = serving;
     let user = spec::UserServers::read();
-    let mut walk = walk::files(&root).peekable();
+    let mut walk = walk::files(&root, walk::LOOK).peekable();
     while walk.next_if(|path| !user.may_serve(path)).is_some() {}
     let (mut specs, problems) = user.split();
     let mut serving: Vec<String> = Vec::new();

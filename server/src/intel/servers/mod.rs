@@ -9,7 +9,6 @@ mod rights;
 pub mod rpc;
 pub mod server;
 pub mod spec;
-mod walk;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +20,7 @@ use futures_util::FutureExt;
 
 use super::source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intelligence, Query, Written};
 use crate::intel::session::MAX_TEXT;
+use crate::intel::walk;
 use crate::locks::lock;
 pub use look::{look, Serving};
 pub use rights::{trust_question, Confined, Deferred, Rights};
@@ -406,6 +406,6 @@ impl Servers {
     /// A file some running server has open, for a workspace-wide question.
     async fn any_running_path(&self) -> Option<PathBuf> {
         let written = lock(&self.0.written).keys().next().cloned();
-        written.or_else(|| walk::files(&self.0.root).find(|p| p.is_file() && self.spec_for(p).is_some()))
+        written.or_else(|| walk::files(&self.0.root, walk::LOOK).find(|p| p.is_file() && self.spec_for(p).is_some()))
     }
 }

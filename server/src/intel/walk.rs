@@ -1,30 +1,35 @@
-//! The look's walk of a workspace: its files, bounded in depth and entries, without hidden names and what
-//! the workspace's ignore files leave out (`.gitignore`, `.ignore`, and `.git/info/exclude` at the top).
+//! A walk of the workspace for code intelligence: its files, bounded in depth and entries, without hidden
+//! names and what the workspace's ignore files leave out (`.gitignore`, `.ignore`, and `.git/info/exclude`
+//! at the top; read by `ignore_files`, as the checkpoints' scan reads them). The look before the first
+//! request walks it for the servers a workspace needs (`servers/look.rs`), and a command's new files are
+//! found by it where no checkpoints say what changed (`untracked.rs`).
 //!
-//! Written here over `ignore`'s `WalkBuilder`, whose matcher for each ignore file it still uses: the
-//! builder's fixed costs were most of what a served workspace added to the start (issue 39; 0.2–0.4 ms
-//! before the first model request, paired): it sizes a regex pool from the cgroup's CPU quota (8
-//! syscalls), canonicalises the root and reads the ignore files of every folder up to `/`, and asks the
-//! disk for five names in every folder. This walk reads each folder once and builds a matcher only where
-//! a folder holds an ignore file, so a workspace without a served file costs a plain read of its folders
-//! (a glance before the walk spared that workspace `WalkBuilder`'s costs; it is no longer needed, and an
-//! ignored `node_modules` is now skipped, where the glance read it). The ignore files of the folders above
-//! the workspace are not read: the walk only says which languages the workspace has, and the user opened
-//! that folder.
+//! Written here over `ignore`'s `WalkBuilder` (whose gitignore matcher it still uses): the builder's fixed
+//! costs were most of what a served workspace added to the start (issue 39; 0.2–0.4 ms before the first
+//! model request, paired): it sizes a regex pool from the cgroup's CPU quota (8 syscalls), canonicalises the
+//! root and reads the ignore files of every folder up to `/`, and asks the disk for five names in every
+//! folder. This walk reads each folder once and builds a matcher only where a folder holds an ignore file,
+//! so a workspace without a served file costs a plain read of its folders (a glance before the look spared
+//! that workspace `WalkBuilder`'s costs; it is no longer needed, and an ignored `node_modules` is now
+//! skipped, where the glance read it). The ignore files of the folders above the workspace are not read:
+//! the walk says which languages the workspace has and which files a command made in it, and the user
+//! opened that folder.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use ignore::Match;
+use crate::ignore_files::{self, ignored, Rules};
 
-/// Entries deeper than this are not read (the workspace's top is 0).
-const MAX_DEPTH: usize = 6;
-/// Entries read at most, ignored ones counted.
-const MAX_ENTRIES: usize = 5000;
+/// How far a walk goes: entries deeper than `depth` are not read (the workspace's top is 0), and no more
+/// than `entries` (ignored ones counted).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub depth: usize,
+    pub entries: usize,
+}
 
-/// The matchers of a folder's ignore files and its parents', the deepest last.
-type Rules = Arc<Vec<Gitignore>>;
+/// The look's bounds.
+pub const LOOK: Bounds = Bounds { depth: 6, entries: 5000 };
 
 /// The files (and symlinks, not followed) under a workspace, folder by folder, depth first.
 pub struct Files {
@@ -33,11 +38,13 @@ pub struct Files {
     /// Files of the folder read last, not yet given.
     ready: std::vec::IntoIter<PathBuf>,
     read: usize,
+    bounds: Bounds,
 }
 
-/// The files of `root` as the look sees them.
-pub fn files(root: &Path) -> Files {
-    Files { folders: vec![(root.to_path_buf(), 0, Rules::default())], ready: Vec::new().into_iter(), read: 0 }
+/// The files of `root` within `bounds`.
+pub fn files(root: &Path, bounds: Bounds) -> Files {
+    let folders = vec![(root.to_path_buf(), 0, Rules::default())];
+    Files { folders, ready: Vec::new().into_iter(), read: 0, bounds }
 }
 
 impl Iterator for Files {
@@ -63,7 +70,7 @@ impl Files {
         let mut own = Vec::new();
         for e in entries.flatten() {
             self.read += 1;
-            if self.read > MAX_ENTRIES {
+            if self.read > self.bounds.entries {
                 self.folders.clear();
                 break;
             }
@@ -88,7 +95,7 @@ impl Files {
             }
             if !is_dir {
                 files.push(path);
-            } else if depth + 1 < MAX_DEPTH {
+            } else if depth + 1 < self.bounds.depth {
                 self.folders.push((path, depth + 1, rules.clone()));
             }
         }
@@ -96,43 +103,21 @@ impl Files {
     }
 }
 
-/// `rules` with the matcher of `folder`'s own ignore files, if it has any (`.git/info/exclude` lowest,
-/// then `.gitignore`, then `.ignore`, as git and `ignore` rank them).
-fn with_own(folder: &Path, rules: Rules, mut own: Vec<PathBuf>) -> Rules {
-    if own.is_empty() {
-        return rules;
-    }
+/// `rules` with the matchers of `folder`'s own ignore files, if it has any (`.git/info/exclude` lowest,
+/// then `.gitignore`, then `.ignore`, as git and `ignore` rank them; the innermost rule decides).
+fn with_own(folder: &Path, mut rules: Rules, mut own: Vec<PathBuf>) -> Rules {
     let rank = |p: &PathBuf| match p.file_name().and_then(|n| n.to_str()) {
         Some("exclude") => 0,
         Some(".gitignore") => 1,
         _ => 2,
     };
     own.sort_by_key(rank);
-    let mut builder = GitignoreBuilder::new(folder);
     for file in &own {
-        // An unreadable or partly bad file still gives the lines that could be read (git does the same).
-        let _ = builder.add(file);
-    }
-    match builder.build() {
-        Ok(matcher) if !matcher.is_empty() => {
-            let mut all = Vec::clone(&rules);
-            all.push(matcher);
-            Arc::new(all)
-        }
-        _ => rules,
-    }
-}
-
-/// Whether the deepest rule that speaks of `path` ignores it (a `!` line re-includes).
-fn ignored(rules: &[Gitignore], path: &Path, is_dir: bool) -> bool {
-    for matcher in rules.iter().rev() {
-        match matcher.matched(path, is_dir) {
-            Match::Ignore(_) => return true,
-            Match::Whitelist(_) => return false,
-            Match::None => {}
+        if let Some(matcher) = ignore_files::read(file, folder) {
+            Arc::make_mut(&mut rules).push(Arc::new(matcher));
         }
     }
-    false
+    rules
 }
 
 #[cfg(test)]
@@ -141,7 +126,7 @@ mod tests {
 
     fn names(root: &Path) -> Vec<String> {
         let mut v: Vec<String> =
-            files(root).map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned()).collect();
+            files(root, LOOK).map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned()).collect();
         v.sort();
         v
     }
@@ -203,9 +188,9 @@ mod tests {
         std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
         assert_eq!(names(root), ["link", "real/a.rs"]);
         let many = Scratch::new("many");
-        for i in 0..MAX_ENTRIES + 10 {
+        for i in 0..LOOK.entries + 10 {
             std::fs::write(many.0.join(format!("f{i}")), "").unwrap();
         }
-        assert_eq!(files(&many.0).count(), MAX_ENTRIES);
+        assert_eq!(files(&many.0, LOOK).count(), LOOK.entries);
     }
 }
