@@ -16,13 +16,16 @@ pub struct Env {
     files: HashMap<String, PathBuf>,
 }
 
+/// The most of a `.env` file read (a FIFO or device in its place is not read at all: `text_file`).
+const MAX_DOTENV: u64 = 1 << 20;
+
 impl Env {
     /// The process environment plus `.env` from `dirs` (earlier directories win).
     pub fn load(dirs: &[&Path]) -> Env {
         let mut env = Env { vars: std::env::vars().collect(), files: HashMap::new() };
         for dir in dirs {
             let path = dir.join(".env");
-            if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(text) = crate::text_file::read_string(&path, MAX_DOTENV) {
                 let path = std::fs::canonicalize(&path).unwrap_or(path);
                 env.add_file(&path, &text);
             }

@@ -1,11 +1,11 @@
 //! A workspace's ignore files (`.gitignore`, `.ignore`, `.git/info/exclude`), read for the walks that honour
 //! them (the checkpoints' scan, code intelligence's look), and what they leave out.
 //!
-//! The files are read here rather than by `ignore`'s `Gitignore::new`, because the workspace is not trusted:
-//! a FIFO named `.gitignore` would block that open for ever (the scan, and with it every shell command's
-//! checkpoint, would hang), and a huge file would be read whole. `ignore`'s matcher still decides.
+//! The files are read here (`text_file`) rather than by `ignore`'s `Gitignore::new`, because the workspace
+//! is not trusted: a FIFO named `.gitignore` would block that open for ever (the scan, and with it every
+//! shell command's checkpoint, would hang), and a huge file would be read whole. `ignore`'s matcher still
+//! decides.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -23,24 +23,13 @@ const MAX_BYTES: u64 = 1 << 20;
 /// `.git/info/exclude`). `None` when it is not a regular file (symlinks are not followed, as git does not
 /// from 2.32 on), cannot be read, or holds no rule. A bad line is left out and the others kept, as git does.
 pub fn read(file: &Path, base: &Path) -> Option<Gitignore> {
-    let text = read_text(file)?;
+    let bytes = crate::text_file::read(file, MAX_BYTES, false).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let mut builder = GitignoreBuilder::new(base);
     for line in text.trim_start_matches('\u{feff}').lines() {
         let _ = builder.add_line(Some(file.to_path_buf()), line);
     }
     builder.build().ok().filter(|rules| !rules.is_empty())
-}
-
-fn read_text(file: &Path) -> Option<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened =
-        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(file).ok()?;
-    if !opened.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    opened.take(MAX_BYTES).read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Whether the innermost rule that speaks of `path` ignores it (a `!` line re-includes).

@@ -2,7 +2,6 @@
 //! `$XDG_CONFIG_HOME/stepwise/AGENTS.md`, added to the system prompt under a line naming each file.
 //! Read once per run, so the prompt's prefix (cached by the provider) stays byte-stable within the run.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// All instruction files together stay under this many bytes; the rest is cut with a note.
@@ -88,8 +87,7 @@ pub fn load(root: &Path) -> Instructions {
 
 /// At most `max` bytes of a file as text, ending on a character boundary.
 fn read_head(path: &Path, max: usize) -> std::io::Result<String> {
-    let mut buf = Vec::new();
-    std::fs::File::open(path)?.take(max as u64).read_to_end(&mut buf)?;
+    let buf = crate::text_file::read(path, max as u64, true)?;
     let text = match String::from_utf8(buf) {
         Ok(t) => t,
         Err(e) => {

@@ -27,6 +27,7 @@ pub mod session;
 pub mod snapshot;
 pub mod steering;
 pub mod store;
+pub mod text_file;
 pub mod time;
 pub mod tools;
 pub mod transcript;

@@ -220,6 +220,28 @@ async fn dotenv_is_read_and_real_env_wins() {
     assert_eq!(reqs[1].header("x-api-key"), Some("dotenv-key"));
 }
 
+/// The model can make a FIFO with a shell command. One in place of `.env`, `.mcp.json`, `AGENTS.md` or
+/// `.gitignore` is not read: a plain open waits for a writer for ever, and the run hung before its first
+/// request.
+#[tokio::test]
+async fn a_fifo_in_place_of_a_file_stepwise_reads_does_not_hold_up_the_run() {
+    let mock = MockModel::start(vec![Step::text("answered")]).await;
+    let ws = TempDir::new("cli-fifo");
+    ws.write("main.py", "x = 1\n");
+    for name in [".env", ".mcp.json", "AGENTS.md", ".gitignore"] {
+        let path = std::ffi::CString::new(ws.join(name).into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a plain syscall on a path of our own.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "{name}");
+    }
+    let mut cmd = stepwise(ws.path());
+    with_mock(&mut cmd, &mock);
+    cmd.args(["run", "--yes", "hello"]);
+    let o = output(&mut cmd).await;
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(text(&o.stdout).contains("answered"), "{}", show(&o));
+    assert_eq!(mock.requests().len(), 1);
+}
+
 #[tokio::test]
 async fn dotenv_in_the_current_directory_and_workspace_first() {
     let mock = MockModel::start(vec![Step::text("one"), Step::text("two")]).await;

@@ -161,9 +161,12 @@ pub struct ConfigFile {
     pub problems: Vec<String>,
 }
 
+/// The most of an MCP configuration file read (a FIFO or device in its place is not read: `text_file`).
+const MAX_CONFIG: u64 = 4 << 20;
+
 /// Reads `path` if it exists; a file that is not JSON is one problem naming it.
 pub fn read_file(path: &Path) -> Option<ConfigFile> {
-    let content = std::fs::read_to_string(path).ok()?;
+    let content = crate::text_file::read_string(path, MAX_CONFIG).ok()?;
     let path = &std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let (servers, problems) = match serde_json::from_str::<Value>(&content) {
         Ok(v) => parse(&v),

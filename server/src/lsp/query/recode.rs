@@ -149,5 +149,8 @@ async fn read_small(path: &std::path::Path) -> Option<String> {
     if !meta.is_file() || meta.len() > MAX_TEXT {
         return None;
     }
-    tokio::fs::read_to_string(path).await.ok()
+    // Through `text_file`: the file may have become a FIFO since (a plain open would wait on it).
+    let path = path.to_path_buf();
+    let bytes = tokio::task::spawn_blocking(move || crate::text_file::read(&path, MAX_TEXT, true)).await.ok()?.ok()?;
+    String::from_utf8(bytes).ok()
 }
