@@ -165,6 +165,13 @@ async fn the_status_and_progress_count_running_tasks_and_a_late_end_is_sent() {
         T,
     )
     .await;
+    // bg-1's end is told too, and may come after the progress's: waited for, not left unread.
+    ed.await_notification_matching(
+        "stepwise/background",
+        |v| v["tasks"].as_array().into_iter().flatten().any(|t| t["id"] == "bg-1" && t["running"] == false),
+        T,
+    )
+    .await;
     ed.drain("stepwise/background");
     ed.finish().await;
 }
