@@ -32,6 +32,20 @@ pub fn read(file: &Path, base: &Path) -> Option<Gitignore> {
     builder.build().ok().filter(|rules| !rules.is_empty())
 }
 
+/// `rules` with those of `folder`'s own ignore files, `has(name)` telling which names it holds: its
+/// `.git/info/exclude` first where `exclude` (the workspace's top), then `.gitignore`, then `.ignore` (the
+/// innermost rule decides, so `.ignore` wins, as in ripgrep). Folders without any share their parent's.
+pub fn with_folder(folder: &Path, mut rules: Rules, exclude: bool, has: impl Fn(&str) -> bool) -> Rules {
+    let exclude = (exclude && has(".git")).then(|| folder.join(".git/info/exclude"));
+    let own = [".gitignore", ".ignore"].into_iter().filter(|n| has(n)).map(|n| folder.join(n));
+    for file in exclude.into_iter().chain(own) {
+        if let Some(here) = read(&file, folder) {
+            Arc::make_mut(&mut rules).push(Arc::new(here));
+        }
+    }
+    rules
+}
+
 /// Whether the innermost rule that speaks of `path` ignores it (a `!` line re-includes).
 pub fn ignored(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
     for r in rules.iter().rev() {

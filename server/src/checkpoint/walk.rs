@@ -100,14 +100,8 @@ pub fn visit(job: Job, skip: Option<&Path>, out: &mut Walked, on_dir: OnDir<'_>)
             return Vec::new();
         }
     };
-    // The folder's own rules; `.ignore` wins over `.gitignore`, as in ripgrep.
-    for name in [".gitignore", ".ignore"] {
-        if entries.iter().any(|e| e.file_name() == name) {
-            if let Some(here) = ignore_files::read(&dir.join(name), &dir) {
-                Arc::make_mut(&mut rules).push(Arc::new(here));
-            }
-        }
-    }
+    // The folder's own rules.
+    rules = ignore_files::with_folder(&dir, rules, false, |name| entries.iter().any(|e| e.file_name() == name));
     let mut more = Vec::new();
     for entry in entries {
         let name = entry.file_name();

@@ -15,10 +15,8 @@
 //! the walk says which languages the workspace has and which files a command made in it, and the user
 //! opened that folder.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
 use crate::ignore_files::{self, ignored, Rules};
+use std::path::{Path, PathBuf};
 
 /// How far a walk goes: entries deeper than `depth` are not read (the workspace's top is 0), and no more
 /// than `entries` (ignored ones counted).
@@ -76,10 +74,8 @@ impl Files {
             }
             let name = e.file_name();
             let name = name.as_encoded_bytes();
-            match name {
-                b".gitignore" | b".ignore" => own.push(e.path()),
-                b".git" if depth == 0 => own.push(e.path().join("info/exclude")),
-                _ => {}
+            if matches!(name, b".gitignore" | b".ignore" | b".git") {
+                own.push(name.to_vec());
             }
             if name.starts_with(b".") {
                 continue;
@@ -87,7 +83,7 @@ impl Files {
             // `DirEntry::file_type` does not follow a symlink: one to a folder is given as a file.
             seen.push((e.path(), e.file_type().is_ok_and(|t| t.is_dir())));
         }
-        let rules = with_own(folder, rules, own);
+        let rules = ignore_files::with_folder(folder, rules, depth == 0, |n| own.iter().any(|o| o == n.as_bytes()));
         let mut files = Vec::new();
         for (path, is_dir) in seen {
             if ignored(&rules, &path, is_dir) {
@@ -101,23 +97,6 @@ impl Files {
         }
         self.ready = files.into_iter();
     }
-}
-
-/// `rules` with the matchers of `folder`'s own ignore files, if it has any (`.git/info/exclude` lowest,
-/// then `.gitignore`, then `.ignore`, as git and `ignore` rank them; the innermost rule decides).
-fn with_own(folder: &Path, mut rules: Rules, mut own: Vec<PathBuf>) -> Rules {
-    let rank = |p: &PathBuf| match p.file_name().and_then(|n| n.to_str()) {
-        Some("exclude") => 0,
-        Some(".gitignore") => 1,
-        _ => 2,
-    };
-    own.sort_by_key(rank);
-    for file in &own {
-        if let Some(matcher) = ignore_files::read(file, folder) {
-            Arc::make_mut(&mut rules).push(Arc::new(matcher));
-        }
-    }
-    rules
 }
 
 #[cfg(test)]
