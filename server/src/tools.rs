@@ -199,7 +199,7 @@ async fn run_text<H: Host + ?Sized>(tool: &Tool, input: &Value, cx: &mut ToolCon
                 }
                 Some(_) => return Err("read_file: limit must be a whole number".into()),
             };
-            cx.host.read_preview(&path, limit).await
+            cx.host.read_preview(&path, limit).await.map(|p| p.text)
         }
         Handler::Todo => {
             let items = input.get("items").ok_or("todo: missing required argument 'items'")?;

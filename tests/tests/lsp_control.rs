@@ -57,7 +57,7 @@ async fn lsp_cancel_by_command_while_the_model_hangs() {
     let run = ed.start_run(&ws, "first").await;
     hanging(&mock).await;
     let log = cancel_promptly(&ed, &ws, &run, json!({"workspace": ws})).await;
-    assert_eq!(log.idle(), json!({"workspace": ws, "state": "idle", "runId": run, "reason": "cancelled"}));
+    assert_eq!(log.idle(), json!({"workspace": ws, "session": "main", "state": "idle", "runId": run, "reason": "cancelled"}));
     assert_eq!(log.progress().last().unwrap()["value"], json!({"kind": "end", "message": "cancelled"}));
     // Cancelling when nothing runs is fine.
     assert_eq!(ed.execute("stepwise.cancel", json!({})).await, Ok(Value::Null));
@@ -223,13 +223,13 @@ async fn lsp_two_folders_run_at_once_without_leaking() {
     assert_eq!(
         log_a.plans(),
         vec![
-            json!({"workspace": uri_a, "items": plan_a, "completed": 0, "total": 1, "revision": 1, "by": "model", "change": "update"})
+            json!({"workspace": uri_a, "session": "main", "items": plan_a, "completed": 0, "total": 1, "revision": 1, "by": "model", "change": "update"})
         ]
     );
     assert_eq!(
         log_b.plans(),
         vec![
-            json!({"workspace": uri_b, "items": plan_b, "completed": 0, "total": 2, "revision": 1, "by": "model", "change": "update"})
+            json!({"workspace": uri_b, "session": "main", "items": plan_b, "completed": 0, "total": 2, "revision": 1, "by": "model", "change": "update"})
         ]
     );
     assert_eq!(log_a.text(), "A done");
@@ -288,7 +288,7 @@ async fn lsp_shell_commands_are_approved_in_the_editor() {
             json!([{"title": "Allow"}, {"title": "Allow for this session"}, {"title": "Deny"}])
         );
         let waiting = ed.await_notification_matching("stepwise/status", |s| s["state"] == "waiting", T).await;
-        assert_eq!(waiting, json!({"workspace": ws, "state": "waiting", "runId": run}));
+        assert_eq!(waiting, json!({"workspace": ws, "session": "main", "state": "waiting", "runId": run}));
         ed.respond(&id, answer);
     }
     let log = ed.await_run(&ws, &run, T).await;
@@ -350,7 +350,7 @@ async fn lsp_a_restart_restores_the_plan_and_the_conversation() {
     let restored = second.await_notification("stepwise/plan").await;
     assert_eq!(
         restored,
-        json!({"workspace": ws, "items": items, "completed": 0, "total": 2, "revision": 1, "by": "model"})
+        json!({"workspace": ws, "session": "main", "items": items, "completed": 0, "total": 2, "revision": 1, "by": "model"})
     );
     assert_eq!(second.execute("stepwise.plan", json!({})).await.unwrap(), restored);
     let doc = second.open("a.txt", "a\n");

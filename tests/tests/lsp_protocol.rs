@@ -36,7 +36,7 @@ async fn lsp_malformed_messages_get_errors_and_the_server_keeps_serving() {
     let plan = ed.execute("stepwise.plan", json!({})).await;
     assert_eq!(
         plan.unwrap(),
-        json!({"workspace": ws, "items": [], "completed": 0, "total": 0, "revision": 0, "by": "model"})
+        json!({"workspace": ws, "session": "main", "items": [], "completed": 0, "total": 0, "revision": 0, "by": "model"})
     );
     let errors = null_id_errors(&ed);
     assert_eq!(errors.iter().map(|e| e.code).collect::<Vec<_>>(), vec![codes::PARSE_ERROR], "{errors:?}");
@@ -189,7 +189,7 @@ async fn lsp_the_binary_accepts_stdio_flags() {
         let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
         assert_eq!(
             plan,
-            json!({"workspace": ed.folder_uri(0), "items": [], "completed": 0, "total": 0, "revision": 0, "by": "model"})
+            json!({"workspace": ed.folder_uri(0), "session": "main", "items": [], "completed": 0, "total": 0, "revision": 0, "by": "model"})
         );
         ed.shutdown().await;
         assert!(ed.exit_status().is_some_and(|s| s.success()), "{args:?}");

@@ -113,10 +113,10 @@ async fn lsp_full_run_in_vscode() {
 
     // Status: running, then idle with end_turn.
     let statuses = log.statuses();
-    assert_eq!(statuses.first().unwrap(), &json!({"workspace": ws, "state": "running", "runId": run_id}));
+    assert_eq!(statuses.first().unwrap(), &json!({"workspace": ws, "session": "main", "state": "running", "runId": run_id}));
     assert_eq!(
         statuses.last().unwrap(),
-        &json!({"workspace": ws, "state": "idle", "runId": run_id, "reason": "end_turn"})
+        &json!({"workspace": ws, "session": "main", "state": "idle", "runId": run_id, "reason": "end_turn"})
     );
     assert_eq!(statuses.len(), 2, "{statuses:?}");
 
@@ -124,9 +124,9 @@ async fn lsp_full_run_in_vscode() {
     assert_eq!(
         log.plans(),
         vec![
-            json!({"workspace": ws, "items": plan1, "completed": 0, "total": 2, "revision": 1, "by": "model", "change": "update"}),
-            json!({"workspace": ws, "items": plan2, "completed": 1, "total": 2, "revision": 2, "by": "model", "change": "update"}),
-            json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model", "change": "update"}),
+            json!({"workspace": ws, "session": "main", "items": plan1, "completed": 0, "total": 2, "revision": 1, "by": "model", "change": "update"}),
+            json!({"workspace": ws, "session": "main", "items": plan2, "completed": 1, "total": 2, "revision": 2, "by": "model", "change": "update"}),
+            json!({"workspace": ws, "session": "main", "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model", "change": "update"}),
         ]
     );
 
@@ -190,7 +190,7 @@ async fn lsp_full_run_in_vscode() {
     );
     let lenses = ed.code_lens(&lib).await;
     assert_eq!(lenses[0]["command"]["command"], "stepwise.plan");
-    assert_eq!(lenses[0]["command"]["arguments"], json!([{"workspace": ws}]));
+    assert_eq!(lenses[0]["command"]["arguments"], json!([{"workspace": ws, "session": "main"}]));
     assert_eq!(
         ed.lens_titles(&notes).await,
         vec![s(0, done), s(0, "Keep"), s(0, "Undo"), s(0, "✎ stepwise: Write notes")]
@@ -210,7 +210,7 @@ async fn lsp_full_run_in_vscode() {
     let plan = ed.execute("stepwise.plan", json!({})).await.unwrap();
     assert_eq!(
         plan,
-        json!({"workspace": ws, "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model", "change": "update"})
+        json!({"workspace": ws, "session": "main", "items": plan3, "completed": 2, "total": 2, "revision": 3, "by": "model", "change": "update"})
     );
     ed.finish().await;
 }
@@ -253,7 +253,7 @@ async fn lsp_follow_up_prompts_continue_and_reset_clears() {
     let plan = ed.await_notification("stepwise/plan").await;
     assert_eq!(
         plan,
-        json!({"workspace": ws, "items": [], "completed": 0, "total": 0, "revision": 2, "by": "user", "change": "reset"})
+        json!({"workspace": ws, "session": "main", "items": [], "completed": 0, "total": 0, "revision": 2, "by": "user", "change": "reset"})
     );
     assert_eq!(ed.code_lens(&lib).await, Vec::<Value>::new());
     assert_eq!(ed.execute("stepwise.plan", json!({})).await.unwrap()["items"], json!([]));

@@ -65,9 +65,9 @@ impl Host for AcpHost {
         self.text(path).await
     }
 
-    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<preview::Preview, String> {
         if self.fs.read {
-            self.text(path).await.map(|t| preview::read_with_limit(&t, limit))
+            self.text(path).await.map(|t| preview::Preview::of(&t, limit))
         } else {
             preview_disk(path, limit).await
         }

@@ -38,6 +38,8 @@ pub(crate) struct Shown {
 impl AcpSession {
     fn new(id: String, ws: Arc<Workspace>) -> AcpSession {
         let mode = ws.configured_mode();
+        // How the other sessions of its folder (their reviews) name it.
+        ws.set_label(format!("session {id}"));
         AcpSession {
             id,
             ws,

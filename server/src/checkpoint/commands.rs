@@ -27,6 +27,22 @@ impl UserSaves {
 }
 
 impl Checkpoints {
+    /// Whether a command is being followed (between `before_command` and `after_command`).
+    pub fn following(&self) -> bool {
+        self.armed
+    }
+
+    /// A change of `rel` that a command of this session found may be the session `with`'s, whose command
+    /// ran at the same time (`sessions::siblings`): kept with the checkpoint that holds its state before,
+    /// so the review says so and a rewind leaves it alone.
+    pub fn note_overlap(&mut self, rel: &str, with: &str) {
+        let Some(cp) = self.cps.iter().rev().find(|c| c.pre.contains_key(rel)).map(|c| c.id) else { return };
+        if self.cps.iter().any(|c| c.id == cp && c.shared.get(rel).is_some_and(|w| w.contains(with))) {
+            return;
+        }
+        self.record(vec![Record::Overlap { cp, path: rel.to_string(), with: with.to_string() }]);
+    }
+
     /// Before a shell command: brings the workspace's copy up to date (the first time, makes it).
     /// Already armed (a background task runs): what changed since the last look is recorded first, not
     /// taken into the copy unrecorded; those files are returned.

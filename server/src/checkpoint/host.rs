@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::Checkpoints;
+use crate::host::preview::Preview;
 use crate::host::{Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::intel::session::{Before, Held};
 use crate::locks;
@@ -15,12 +16,20 @@ pub struct Tracked<'a, H: ?Sized> {
     checkpoints: Option<&'a Mutex<Checkpoints>>,
     /// Told of every file the agent changes, so the language servers start on it at once.
     intel: Option<&'a crate::intel::Session>,
+    /// The session's memory of what its file tools saw, and its siblings in the folder (`sessions/`).
+    session: Option<crate::sessions::Hooks<'a>>,
 }
 
 impl<'a, H: Host + ?Sized> Tracked<'a, H> {
     /// `inner` with the hooks; without checkpoints, `inner` as it is.
     pub fn new(inner: &'a H, checkpoints: Option<&'a Mutex<Checkpoints>>) -> Tracked<'a, H> {
-        Tracked { inner, checkpoints, intel: None }
+        Tracked { inner, checkpoints, intel: None, session: None }
+    }
+
+    /// With the session's memory of what its file tools saw (`write_file` over a file changed since is
+    /// refused) and its siblings told of its writes and commands.
+    pub fn with_session(self, session: crate::sessions::Hooks<'a>) -> Tracked<'a, H> {
+        Tracked { session: Some(session), ..self }
     }
 
     /// With code intelligence told of each change (file tools, renames, what a command changed).
@@ -46,24 +55,44 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
 
     /// The agent's read: an editor is asked in the background for the file's errors, so those there before
     /// the agent changes it are not claimed as new.
-    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
-        let text = self.inner.read_preview(path, limit).await?;
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<Preview, String> {
+        let preview = self.inner.read_preview(path, limit).await?;
         if let Some(intel) = self.intel {
             intel.read(&path.abs);
         }
-        Ok(text)
+        if let Some(s) = &self.session {
+            // The whole text's fingerprint, where the read saw all of it; a preview of a large file that
+            // stopped at the cap leaves the file unremembered (a write over it is not checked).
+            match preview.whole {
+                Some(h) => s.seen.saw_hash(&path.rel, h),
+                None => s.seen.forget(&path.rel),
+            }
+        }
+        Ok(preview)
     }
 
     /// Keeps what the file held before its first change since the checkpoint: the text the change was
     /// computed from (the host's view, an editor buffer where one is open), or what the disk holds for a
     /// new file.
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {
+        if let Some(s) = &self.session {
+            if ctx.tool == crate::tools::catalog::WRITE_FILE.name && s.seen.stale(&path.rel, change.old_text.as_deref())
+            {
+                return Err(crate::sessions::seen::stale_write(&path.given));
+            }
+        }
         self.with(|c| c.before_write(&path.rel, change.old_text.as_deref()));
         if let (Some(intel), Some(old)) = (self.intel, change.old_text.as_deref()) {
             intel.before_write(&path.abs, old).await;
         }
         self.inner.apply_change(path, change, ctx).await?;
         self.with(|c| c.after_write(&path.rel, &change.new_text));
+        if let Some(s) = &self.session {
+            s.seen.saw(&path.rel, &change.new_text);
+            if let Some(m) = s.siblings {
+                m.wrote(&path.rel);
+            }
+        }
         if let Some(intel) = self.intel {
             let before = change.old_text.as_deref().map_or(Before::Absent, Before::Text);
             intel.wrote(&path.abs, before, &change.new_text);
@@ -91,7 +120,8 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
         }
         self.before_command();
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
-        let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now());
+        let siblings = self.session.as_ref().and_then(|s| s.siblings);
+        let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now(), siblings);
         self.inner.run_command(command, timeout, sandbox).await
     }
 
@@ -115,6 +145,7 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
             true if self.checkpoints.is_some() => self.before_command(),
             _ => {
                 let changed = self.checkpoints.map(|c| locks::lock(c).after_command());
+                self.tell_siblings(changed.as_deref());
                 self.tell_intel(changed);
             }
         }
@@ -128,12 +159,32 @@ impl<H: Host + ?Sized> Tracked<'_, H> {
         self.before_command();
     }
 
+    /// Records what changed since `arm` (the engine's own writes on disk, `Workspace::apply_files`), as a
+    /// command's changes are.
+    pub fn settle(&self) {
+        let changed = self.checkpoints.map(|c| locks::lock(c).after_command());
+        self.tell_siblings(changed.as_deref());
+        self.tell_intel(changed);
+    }
+
     /// Arms the scan; what a running background task changed since the last look is recorded by it and
     /// told to code intelligence.
     fn before_command(&self) {
         if let Some(c) = self.checkpoints {
             let changed = locks::lock(c).before_command();
+            self.tell_siblings(Some(&changed));
             self.tell_intel(Some(changed));
+        }
+    }
+
+    /// The folder's other sessions learn what this session's commands changed, and whether its
+    /// checkpoints still follow one (its window in time stays open).
+    fn tell_siblings(&self, changed: Option<&[std::path::PathBuf]>) {
+        if let (Some(m), Some(c), Some(changed)) =
+            (self.session.as_ref().and_then(|s| s.siblings), self.checkpoints, changed)
+        {
+            let following = locks::lock(c).following();
+            m.looked(changed, following);
         }
     }
 
@@ -158,14 +209,23 @@ fn told(intel: &crate::intel::Session, changed: &[std::path::PathBuf], checkpoin
     });
 }
 
-/// The checkpoints, code intelligence and when the command started.
-struct AfterCommand<'a>(Option<&'a Mutex<Checkpoints>>, Option<&'a crate::intel::Session>, std::time::SystemTime);
+/// The checkpoints, code intelligence, when the command started, and the session's siblings.
+struct AfterCommand<'a>(
+    Option<&'a Mutex<Checkpoints>>,
+    Option<&'a crate::intel::Session>,
+    std::time::SystemTime,
+    Option<&'a crate::sessions::Membership>,
+);
 
 impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
         match (self.0, self.1) {
             (Some(c), intel) => {
                 let changed = locks::lock(c).after_command();
+                if let Some(m) = self.3 {
+                    let following = locks::lock(c).following();
+                    m.looked(&changed, following);
+                }
                 if let Some(intel) = intel {
                     told(intel, &changed, c);
                 }

@@ -35,6 +35,8 @@ pub enum Record {
     Drop { from: u64 },
     /// The user kept a hunk (review.rs: its fingerprint).
     Kept { hunk: Hash },
+    /// A change of `path` after checkpoint `cp` may be the session `with`'s (their commands overlapped).
+    Overlap { cp: u64, path: String, with: String },
 }
 
 pub struct Journal {

@@ -63,7 +63,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::locks;
 
+pub use clone::{clone_into, refused as clone_refused};
 pub use commands::{Held, UserSaves};
+pub use hash::Hash;
 pub use host::Tracked;
 pub use info::{Info, Meta};
 pub use limits::{Limits, DEFAULT_MB};
@@ -76,7 +78,7 @@ use conversation::SessionRef;
 use journal::Journal;
 use scan::Scanner;
 use state::{Mark, Pre};
-use store::{Hash, Pack};
+use store::Pack;
 
 /// A session stored, waiting to become a checkpoint.
 #[derive(Debug, Clone)]
@@ -95,6 +97,8 @@ struct Cp {
     session: SessionRef,
     pre: BTreeMap<String, Pre>,
     dirs: BTreeSet<String>,
+    /// Paths whose change after this checkpoint may be another session's, with those sessions' names.
+    shared: BTreeMap<String, BTreeSet<String>>,
 }
 
 pub struct Checkpoints {
@@ -315,6 +319,7 @@ impl Checkpoints {
             session,
             pre: BTreeMap::new(),
             dirs: BTreeSet::new(),
+            shared: BTreeMap::new(),
         };
         self.journal.append(&[record::checkpoint(&cp)]).map_err(|e| format!("cannot save a checkpoint: {e}"))?;
         self.next_id += 1;
@@ -332,6 +337,14 @@ impl Checkpoints {
         self.last_list = None;
         self.compact();
     }
+}
+
+/// The files checkpoints follow beneath `root` (every `.git` left out, the ignore files honoured, symlinks
+/// not followed), as `/`-separated keys: what a copy of the folder holds (`sessions/worktree.rs`).
+pub fn followed(root: &Path) -> Vec<(String, bool)> {
+    let start = walk::Job { dir: root.to_path_buf(), key: String::new(), rules: walk::parent_rules(root) };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    walk::walk(start, None, threads, &|_, _| {}).files.into_iter().map(|(k, stat)| (k, stat.link)).collect()
 }
 
 impl Drop for Checkpoints {

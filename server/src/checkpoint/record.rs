@@ -52,12 +52,17 @@ impl Checkpoints {
         match r {
             Record::Checkpoint { id, run_id, round, prompt, step, time, session } => {
                 self.next_id = self.next_id.max(id + 1);
-                let (pre, dirs) = (BTreeMap::new(), BTreeSet::new());
-                self.cps.push(Cp { id, run_id, round, prompt, step, time, session, pre, dirs });
+                let (pre, dirs, shared) = (BTreeMap::new(), BTreeSet::new(), BTreeMap::new());
+                self.cps.push(Cp { id, run_id, round, prompt, step, time, session, pre, dirs, shared });
             }
             Record::Pre { cp, path, pre } if valid(&path) => {
                 if let Some(c) = self.cps.iter_mut().rev().find(|c| c.id == cp) {
                     c.pre.entry(path).or_insert(pre);
+                }
+            }
+            Record::Overlap { cp, path, with } if valid(&path) => {
+                if let Some(c) = self.cps.iter_mut().rev().find(|c| c.id == cp) {
+                    c.shared.entry(path).or_default().insert(with);
                 }
             }
             Record::Dir { cp, path } if valid(&path) => {
@@ -164,6 +169,9 @@ impl Checkpoints {
             records.push(checkpoint(c));
             records.extend(c.dirs.iter().map(|d| Record::Dir { cp: c.id, path: d.clone() }));
             records.extend(c.pre.iter().map(|(k, p)| Record::Pre { cp: c.id, path: k.clone(), pre: p.clone() }));
+            records.extend(c.shared.iter().flat_map(|(k, with)| {
+                with.iter().map(|w| Record::Overlap { cp: c.id, path: k.clone(), with: w.clone() })
+            }));
         }
         records.extend(self.marks.iter().map(|(k, m)| Record::Agent { path: k.clone(), mark: m.clone() }));
         records.extend(self.kept.iter().map(|h| Record::Kept { hunk: *h }));

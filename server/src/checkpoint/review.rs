@@ -64,6 +64,10 @@ pub struct FileChanges {
     /// Every hunk is reviewed.
     pub reviewed: bool,
     pub hunks: Vec<Hunk>,
+    /// Other sessions of the folder whose commands ran at the same time as the one that changed it and
+    /// also found it changed: whose change it is cannot be told (Undo and rewind leave it alone).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
 }
 
 /// What a path held before the scope's first change to it: what review compares the text now with.
@@ -74,6 +78,8 @@ pub struct Base {
     pub before: Option<Vec<u8>>,
     pub mode: u32,
     pub steps: Vec<String>,
+    /// Other sessions that may have made this change too (`FileChanges::shared_with`).
+    pub shared_with: Vec<String>,
 }
 
 /// The scope's run and the bases of the paths it changed.
@@ -178,6 +184,7 @@ impl Base {
             steps: self.steps.clone(),
             reviewed: hunks.iter().all(|h| h.reviewed),
             hunks,
+            shared_with: self.shared_with.clone(),
         })
     }
 
@@ -265,12 +272,17 @@ impl Checkpoints {
             return Ok(Bases { kept: self.kept.clone(), ..Bases::default() });
         };
         let mut first: BTreeMap<&str, (&Pre, Vec<String>)> = BTreeMap::new();
+        let mut shared: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for c in &self.cps[from..to] {
             for (k, p) in &c.pre {
                 let e = first.entry(k.as_str()).or_insert((p, Vec::new()));
                 if let Some(step) = c.step.as_ref().filter(|s| !e.1.contains(s)) {
                     e.1.push(step.clone());
                 }
+            }
+            for (k, with) in &c.shared {
+                let e = shared.entry(k.as_str()).or_default();
+                e.extend(with.iter().filter(|w| !e.contains(w)).cloned().collect::<Vec<_>>());
             }
         }
         let mut files = Vec::new();
@@ -287,7 +299,8 @@ impl Checkpoints {
                 },
                 Pre::Link { .. } | Pre::Lost { .. } => continue,
             };
-            files.push(Base { path: key.to_string(), before, mode, steps });
+            let shared_with = shared.remove(key).unwrap_or_default();
+            files.push(Base { path: key.to_string(), before, mode, steps, shared_with });
         }
         Ok(Bases { run_id: Some(run), files, kept: self.kept.clone() })
     }
@@ -354,7 +367,7 @@ impl Checkpoints {
         let base = self.base_of(scope, path)?;
         let now = self.now_of(&base.path, &current)?;
         let mark = now.as_deref().map_or(Mark::Absent, Mark::of_bytes);
-        if self.marks.get(&base.path) != Some(&mark) {
+        if self.marks.get(&base.path) != Some(&mark) || !base.shared_with.is_empty() {
             return Ok(Undo::Conflict(PathBuf::from(&base.path)));
         }
         if base.before.as_deref() == now.as_deref() {
@@ -400,7 +413,8 @@ mod tests {
     use super::*;
 
     fn base(before: Option<&str>) -> Base {
-        Base { path: "a.txt".into(), before: before.map(|b| b.as_bytes().to_vec()), mode: 0o644, steps: vec![] }
+        let before = before.map(|b| b.as_bytes().to_vec());
+        Base { path: "a.txt".into(), before, mode: 0o644, steps: vec![], shared_with: vec![] }
     }
 
     #[test]

@@ -103,6 +103,21 @@ pub struct RewindPlan {
     pub session: Option<Session>,
 }
 
+impl RewindPlan {
+    /// A plan that puts nothing back (a caller fills in `files`: `apply_on_disk` for files from elsewhere).
+    pub fn empty() -> RewindPlan {
+        RewindPlan {
+            checkpoint: String::new(),
+            restore: Restore::Files,
+            files: Vec::new(),
+            conflicts: Vec::new(),
+            unrestorable: Vec::new(),
+            dirs: Vec::new(),
+            session: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Applied {
     pub done: Vec<PathBuf>,
@@ -188,7 +203,8 @@ impl Checkpoints {
             if now == target.mark() {
                 continue;
             }
-            if self.marks.get(key) != Some(&now) {
+            // Another session's change too, or the user's since the agent's last: left alone.
+            if self.marks.get(key) != Some(&now) || self.cps[idx..].iter().any(|c| c.shared.contains_key(key)) {
                 plan.conflicts.push(path);
                 continue;
             }

@@ -71,6 +71,10 @@ fn unified(out: &mut String, f: &FileChanges) {
     };
     paint(out, BOLD, &format!("--- {old}"));
     paint(out, BOLD, &format!("+++ {new}"));
+    if !f.shared_with.is_empty() {
+        let who = f.shared_with.join(", ");
+        paint(out, CYAN, &format!("(changed while a command of {who} also ran: whose change it is cannot be told)"));
+    }
     // Not UTF-8 on a side that exists: no lines to show.
     let binary = (f.before.is_none() && f.status != ChangeStatus::Created)
         || (f.after.is_none() && f.status != ChangeStatus::Deleted);
@@ -129,6 +133,7 @@ mod tests {
             before: Some(b"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n".to_vec()),
             mode: 0o644,
             steps: vec![],
+            shared_with: vec![],
         };
         let now = "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n";
         let f = base.changes(Some(now.as_bytes()), &Default::default()).unwrap();

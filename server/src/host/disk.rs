@@ -76,7 +76,7 @@ fn read_beneath(path: &ResolvedPath) -> Result<String, String> {
 }
 
 /// `read_file` from disk: streamed, so the file's size does not matter (see `preview`).
-pub(crate) async fn preview_disk(path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+pub(crate) async fn preview_disk(path: &ResolvedPath, limit: Option<u64>) -> Result<super::preview::Preview, String> {
     let p = path.clone();
     let read = move || {
         let file = open_regular(&p, "read")?;
@@ -159,7 +159,7 @@ impl Host for DiskHost {
         read_disk(path).await
     }
 
-    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<super::preview::Preview, String> {
         preview_disk(path, limit).await
     }
 

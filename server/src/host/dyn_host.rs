@@ -19,7 +19,7 @@ pub trait DynHost: Send + Sync {
         &'a self,
         path: &'a ResolvedPath,
         limit: Option<u64>,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<super::preview::Preview, String>>;
     fn dyn_apply_change<'a>(
         &'a self,
         path: &'a ResolvedPath,
@@ -53,7 +53,7 @@ impl<H: Host> DynHost for H {
         &'a self,
         path: &'a ResolvedPath,
         limit: Option<u64>,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<super::preview::Preview, String>> {
         Box::pin(self.read_preview(path, limit))
     }
     fn dyn_apply_change<'a>(
@@ -97,7 +97,7 @@ impl Host for dyn DynHost + '_ {
     async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
         self.dyn_read_file(path).await
     }
-    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<super::preview::Preview, String> {
         self.dyn_read_preview(path, limit).await
     }
     async fn apply_change(&self, path: &ResolvedPath, change: &FileChange, ctx: &EditContext) -> Result<(), String> {

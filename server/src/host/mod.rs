@@ -72,8 +72,8 @@ pub trait Host: Send + Sync {
         &self,
         path: &ResolvedPath,
         limit: Option<u64>,
-    ) -> impl Future<Output = Result<String, String>> + Send {
-        async move { self.read_file(path).await.map(|t| preview::read_with_limit(&t, limit)) }
+    ) -> impl Future<Output = Result<preview::Preview, String>> + Send {
+        async move { self.read_file(path).await.map(|t| preview::Preview::of(&t, limit)) }
     }
 
     /// Applies a change the engine computed from the text `read_file` gave (creating the file and its

@@ -9,6 +9,31 @@ use super::output::truncate_chars;
 /// What read_file shows at most (the seed's cap).
 pub const READ_CAP: usize = 50_000;
 
+/// What `read_file` shows, and a fingerprint of the whole text it was read from, where the read saw all of
+/// it (`text_hash`): a session remembers it, so `write_file` can tell the file changed since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    pub text: String,
+    pub whole: Option<u64>,
+}
+
+impl Preview {
+    /// The preview of a text in memory (an editor buffer), which is whole.
+    pub fn of(text: &str, limit: Option<u64>) -> Preview {
+        Preview { text: read_with_limit(text, limit), whole: Some(text_hash(text.as_bytes())) }
+    }
+}
+
+/// A fingerprint of a text's bytes (SipHash with fixed keys: the same bytes, the same number, for this
+/// process's life; written in pieces or at once alike). It tells a changed file from an unchanged one; it
+/// is no defence against a chosen collision.
+pub fn text_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(bytes);
+    h.finish()
+}
+
 /// The seed's `read_file` over text already in memory (an editor buffer).
 pub fn read_with_limit(text: &str, limit: Option<u64>) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -24,8 +49,12 @@ pub fn read_with_limit(text: &str, limit: Option<u64>) -> String {
     truncate_chars(&out, READ_CAP).to_string()
 }
 
-/// The same from a reader. `Err` names only the problem (the caller adds the path).
-pub fn read_stream(mut r: impl Read, limit: Option<u64>) -> Result<String, PreviewError> {
+/// The same from a reader, with the whole text's fingerprint when the stream was read to its end. `Err`
+/// names only the problem (the caller adds the path).
+pub fn read_stream(mut r: impl Read, limit: Option<u64>) -> Result<Preview, PreviewError> {
+    use std::hash::Hasher;
+    let mut whole = std::hash::DefaultHasher::new();
+    let mut ended = false;
     // Enough bytes for READ_CAP characters of UTF-8, and a line ending past them.
     let keep_max = READ_CAP * 4 + 4;
     let want_lines = limit.filter(|l| *l > 0);
@@ -37,12 +66,16 @@ pub fn read_stream(mut r: impl Read, limit: Option<u64>) -> Result<String, Previ
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match r.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => {
+                ended = true;
+                break;
+            }
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(PreviewError::Io(e)),
         };
         let chunk = &buf[..n];
+        whole.write(chunk);
         last = chunk.last().copied();
         newlines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         if keeping {
@@ -85,7 +118,8 @@ pub fn read_stream(mut r: impl Read, limit: Option<u64>) -> Result<String, Previ
     if let Some(l) = want_lines.filter(|l| *l < total) {
         out.push_str(&format!("\n... ({} more lines)", total - l));
     }
-    Ok(truncate_chars(&out, READ_CAP).to_string())
+    let text = truncate_chars(&out, READ_CAP).to_string();
+    Ok(Preview { text, whole: ended.then(|| whole.finish()) })
 }
 
 #[derive(Debug)]
@@ -110,7 +144,7 @@ mod tests {
         for text in ["a\nb\nc\nd\n", "a\nb", "", "x\r\ny\r\n", "one line", "\n\n\n", "héllo\nwörld\n"] {
             for limit in [None, Some(0), Some(1), Some(2), Some(3), Some(10)] {
                 let streamed = read_stream(text.as_bytes(), limit).unwrap();
-                assert_eq!(streamed, read_with_limit(text, limit), "{text:?} {limit:?}");
+                assert_eq!(streamed, Preview::of(text, limit), "{text:?} {limit:?}");
             }
         }
     }
@@ -120,9 +154,10 @@ mod tests {
         // 2 million lines, through a reader that would make memory obvious if it were all kept.
         let lines = 2_000_000u64;
         let reader = std::io::repeat(b'\n').take(lines);
-        assert_eq!(read_stream(reader, Some(3)).unwrap(), format!("\n\n\n... ({} more lines)", lines - 3));
+        assert_eq!(read_stream(reader, Some(3)).unwrap().text, format!("\n\n\n... ({} more lines)", lines - 3));
         let long = std::io::repeat(b'x').take(10 * 1024 * 1024);
-        assert_eq!(read_stream(long, None).unwrap().len(), READ_CAP);
+        let cut = read_stream(long, None).unwrap();
+        assert_eq!((cut.text.len(), cut.whole), (READ_CAP, None), "not read to the end: no fingerprint");
     }
 
     #[test]

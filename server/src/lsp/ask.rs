@@ -23,7 +23,7 @@ pub const DENY: &str = "Deny";
 
 /// Where a question is asked: the folder and the run's call it is about.
 pub struct Asking<'a> {
-    pub workspace: &'a str,
+    pub at: super::ext::At,
     pub folder_name: String,
     pub run_id: &'a str,
     pub call_id: &'a str,
@@ -32,7 +32,7 @@ pub struct Asking<'a> {
 impl AskParams {
     pub fn of(ask: &Ask<'_>, at: &Asking<'_>) -> AskParams {
         let mut p = AskParams {
-            workspace: at.workspace.to_string(),
+            at: at.at.clone(),
             run_id: at.run_id.to_string(),
             call_id: at.call_id.to_string(),
             kind: AskKind::Command,
@@ -147,7 +147,12 @@ mod tests {
 
     #[test]
     fn each_kind_carries_what_it_concerns() {
-        let at = Asking { workspace: "file:///w", folder_name: "w".into(), run_id: "r1", call_id: "c1" };
+        let at = Asking {
+            at: crate::lsp::ext::At { workspace: "file:///w".into(), session: "main".into() },
+            folder_name: "w".into(),
+            run_id: "r1",
+            call_id: "c1",
+        };
         let v = |ask: Ask<'_>| serde_json::to_value(AskParams::of(&ask, &at)).unwrap();
         let p = v(Ask::Unsandboxed { command: "touch /x", stopped: "touch: /x: Permission denied" });
         assert_eq!(p["kind"], "unsandboxed");

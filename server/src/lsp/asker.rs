@@ -24,8 +24,8 @@ const TRUST_FOLDER: &str = "Trust this folder";
 
 pub struct FolderAsker {
     pub shared: Arc<Shared>,
-    /// The folder's URI, as `stepwise/mcp` names it.
-    pub uri: String,
+    /// The session, as `stepwise/mcp` names it.
+    pub at: ext::At,
     /// How long a question waits for the user (the `approvalTimeoutSecs` setting); then it is a no.
     pub timeout: Duration,
 }
@@ -73,10 +73,10 @@ impl Asker for FolderAsker {
     }
 
     fn mcp_started(&self, set: &Arc<McpSet>) {
-        let (ready, shared, uri) = (set.when_ready(), self.shared.clone(), self.uri.clone());
+        let (ready, shared, uri) = (set.when_ready(), self.shared.clone(), self.at.clone());
         tokio::spawn(async move {
             if let Some(tools) = ready.await {
-                shared.notifier.send(Outgoing::Mcp(ext::Mcp::of(&uri, &tools.servers)));
+                shared.notifier.send(Outgoing::Mcp(ext::Mcp::of(uri.clone(), &tools.servers)));
             }
         });
     }

@@ -12,8 +12,8 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::ext;
-use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
+use super::session::Session;
 use crate::workspace::Workspace;
 
 /// At most this often the tasks are sent again while one prints.
@@ -23,9 +23,9 @@ const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts both watchers for `folder`, for as long as its workspace lives. `progress`: the client does
 /// work-done progress.
-pub(super) fn watch(notifier: &Notifier, client: &Client, progress: bool, folder: &Folder) {
-    let ws = Arc::downgrade(&folder.ws);
-    send_views(notifier.clone(), ws.clone(), folder.uri.clone());
+pub(super) fn watch(notifier: &Notifier, client: &Client, progress: bool, session: &Session) {
+    let ws = Arc::downgrade(&session.ws);
+    send_views(notifier.clone(), ws.clone(), session.at());
     if progress {
         report_running(notifier.clone(), client.clone(), ws);
     }
@@ -33,14 +33,14 @@ pub(super) fn watch(notifier: &Notifier, client: &Client, progress: bool, folder
 
 /// Sends `stepwise/background` whenever the folder's tasks change, at most about ten times a second;
 /// the latest state always goes out (a change during the pause wakes the next pass).
-fn send_views(notifier: Notifier, ws: Weak<Workspace>, uri: String) {
+fn send_views(notifier: Notifier, ws: Weak<Workspace>, at: ext::At) {
     let Some(mut rx) = ws.upgrade().map(|ws| ws.background().subscribe()) else { return };
     tokio::spawn(async move {
         while rx.changed().await.is_ok() {
             let Some(ws) = ws.upgrade() else { return };
             let tasks = ws.background().views();
             drop(ws);
-            notifier.send(Outgoing::Background(ext::Background { workspace: uri.clone(), tasks }));
+            notifier.send(Outgoing::Background(ext::Background { at: at.clone(), tasks }));
             tokio::time::sleep(EVERY).await;
         }
     });

@@ -8,9 +8,9 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 
 use super::events::announce_plan;
 use super::ext::{self, cmd, Command, ExecuteCommand, ReviewAction, ReviewArgs};
-use super::folder::Folder;
 use super::review;
 use super::run::{self, invalid_request, Job};
+use super::session::Session;
 use super::shared::Shared;
 use crate::checkpoint::Restore;
 use crate::locks;
@@ -28,108 +28,121 @@ fn answer<C: ExecuteCommand>(result: C::Result) -> Result<Option<Value>> {
 /// Runs a command; long work (a run, a compaction) goes to the background and the answer comes at once.
 pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -> Result<Option<Value>> {
     let command = Command::parse(command, arguments)?;
-    let folder = || shared.folder(command.workspace());
+    let (workspace, sid) = command.target();
+    let session_of = || shared.session(workspace, sid);
     match &command {
         Command::Run(args) => {
             if args.prompt.trim().is_empty() {
                 return Err(Error::invalid_params("stepwise.run needs a non-empty \"prompt\""));
             }
-            let run_id = run::start(shared, folder()?, Job::Prompt(args.prompt.clone(), args.mode))?;
+            let run_id = run::start(shared, session_of()?, Job::Prompt(args.prompt.clone(), args.mode))?;
             answer::<cmd::Run>(ext::RunStarted { run_id })
         }
         Command::CommentPlan(args) => {
             if args.comments.iter().all(|c| c.text.trim().is_empty()) {
                 return Err(Error::invalid_params("stepwise.commentPlan needs \"comments\" with a non-empty \"text\""));
             }
-            let folder = folder()?;
-            let (ticket, prompt) = folder.ws.begin_comments(&args.comments).map_err(invalid_request)?;
-            let run_id = run::start_with(shared, folder, ticket, Job::Prompt(prompt, None));
+            let session = session_of()?;
+            let (ticket, prompt) = session.ws.begin_comments(&args.comments).map_err(invalid_request)?;
+            let run_id = run::start_with(shared, session, ticket, Job::Prompt(prompt, None));
             answer::<cmd::CommentPlan>(ext::RunStarted { run_id })
         }
         Command::ApprovePlan(args) => {
-            let folder = folder()?;
+            let session = session_of()?;
             let clear = args.clear_context.unwrap_or(false);
-            let (ticket, prompt) = folder.ws.begin_approved(args.base_revision, clear).map_err(invalid_request)?;
-            announce_plan(&shared.notifier, &folder, &folder.ws.plan());
-            let run_id = run::start_with(shared, folder, ticket, Job::Prompt(prompt, None));
+            let (ticket, prompt) = session.ws.begin_approved(args.base_revision, clear).map_err(invalid_request)?;
+            announce_plan(&shared.notifier, &session, &session.ws.plan());
+            let run_id = run::start_with(shared, session, ticket, Job::Prompt(prompt, None));
             answer::<cmd::ApprovePlan>(ext::RunStarted { run_id })
         }
         Command::KillBackground(args) => {
-            let ws = folder()?.ws.clone();
+            let ws = session_of()?.ws.clone();
             let said = ws.background().kill(&args.task_id, crate::background::Killer::User).await;
             answer::<cmd::KillBackground>(said.map_err(invalid_request)?)
         }
         Command::Cancel(_) => {
-            folder()?.ws.cancel();
+            session_of()?.ws.cancel();
             answer::<cmd::Cancel>(())
         }
         Command::Reset(_) => {
-            let folder = folder()?;
-            let state = folder.ws.reset().await.map_err(invalid_request)?;
-            locks::write(&folder.view).marks.clear();
-            announce_plan(&shared.notifier, &folder, &state);
-            review::refresh(shared, &folder).await;
+            let session = session_of()?;
+            let state = session.ws.reset().await.map_err(invalid_request)?;
+            locks::write(&session.view).marks.clear();
+            announce_plan(&shared.notifier, &session, &state);
+            review::refresh(shared, &session).await;
             answer::<cmd::Reset>(())
         }
-        Command::Plan(_) => answer::<cmd::Plan>(folder()?.plan()),
+        Command::Plan(_) => answer::<cmd::Plan>(session_of()?.plan()),
         Command::Compact(_) => {
             // In the background, as a run of its own: `stepwise/compacted` and `idle` follow.
-            run::start(shared, folder()?, Job::Compact)?;
+            run::start(shared, session_of()?, Job::Compact)?;
             answer::<cmd::Compact>(())
         }
         Command::EditPlan(args) => {
-            let folder = folder()?;
+            let session = session_of()?;
             let edited = match (&args.items, &args.text) {
-                (Some(items), None) => folder.ws.edit_plan(items, args.base_revision),
-                (None, Some(text)) => folder.ws.edit_plan_text(text, args.base_revision),
+                (Some(items), None) => session.ws.edit_plan(items, args.base_revision),
+                (None, Some(text)) => session.ws.edit_plan_text(text, args.base_revision),
                 _ => return Err(Error::invalid_params("stepwise.editPlan needs either \"items\" or \"text\"")),
             };
             let state = edited.map_err(invalid_request)?;
-            announce_plan(&shared.notifier, &folder, &state);
-            answer::<cmd::EditPlan>(ext::EditedPlan::of(&folder.uri, &state))
+            announce_plan(&shared.notifier, &session, &state);
+            answer::<cmd::EditPlan>(ext::EditedPlan::of(session.at(), &state))
         }
         Command::Steer(args) => {
             if args.text.trim().is_empty() {
                 return Err(Error::invalid_params("stepwise.steer needs a non-empty \"text\""));
             }
-            steer(shared, folder()?, args.text.clone()).await?;
+            steer(shared, session_of()?, args.text.clone()).await?;
             answer::<cmd::Steer>(())
         }
-        Command::Checkpoints(_) => answer::<cmd::Checkpoints>(folder()?.ws.checkpoints()),
+        Command::Checkpoints(_) => answer::<cmd::Checkpoints>(session_of()?.ws.checkpoints()),
         Command::Rewind(args) => {
             if args.checkpoint.trim().is_empty() {
                 return Err(Error::invalid_params("stepwise.rewind needs a \"checkpoint\" id"));
             }
             let restore = args.restore.unwrap_or(Restore::Both);
-            let done =
-                super::rewind::rewind(shared, folder()?, &args.checkpoint, restore).await.map_err(invalid_request)?;
+            let done = super::rewind::rewind(shared, session_of()?, &args.checkpoint, restore)
+                .await
+                .map_err(invalid_request)?;
             answer::<cmd::Rewind>(done)
         }
         Command::Conversation(_) => {
-            answer::<cmd::Conversation>(review::conversation(folder()?).await.map_err(invalid_request)?)
+            answer::<cmd::Conversation>(review::conversation(session_of()?).await.map_err(invalid_request)?)
         }
         Command::Changes(args) => {
             let scope = review::scope(args.run_id.as_deref(), args.checkpoint.as_deref());
-            answer::<cmd::Changes>(review::changes(shared, folder()?, scope).await.map_err(invalid_request)?)
+            answer::<cmd::Changes>(review::changes(shared, session_of()?, scope).await.map_err(invalid_request)?)
         }
-        Command::Review(args) => answer::<cmd::Review>(review_command(shared, folder()?, args).await?),
+        Command::Review(args) => answer::<cmd::Review>(review_command(shared, session_of()?, args).await?),
+        Command::NewSession(args) => {
+            answer::<cmd::NewSession>(super::sessions::new(shared, shared.folder(workspace)?, args).await?)
+        }
+        Command::Sessions(_) => answer::<cmd::Sessions>(super::sessions::list(&*shared.folder(workspace)?).await),
+        Command::ApplySession(args) => {
+            answer::<cmd::ApplySession>(super::sessions::apply(shared, &args.session).await?)
+        }
+        Command::CloseSession(args) => {
+            super::sessions::close(shared, &args.session, args.discard.unwrap_or(false)).await?;
+            answer::<cmd::CloseSession>(())
+        }
     }
 }
 
 /// A line for the folder's run; with no run going, it starts one with the line as its prompt.
-async fn steer(shared: &Arc<Shared>, folder: Arc<Folder>, text: String) -> Result<()> {
-    if folder.ws.steer(&text) == Steered::NoRun {
+async fn steer(shared: &Arc<Shared>, session: Arc<Session>, text: String) -> Result<()> {
+    if session.ws.steer(&text) == Steered::NoRun {
         // Between a run's last look at its inbox and its end, wait for the end (briefly).
-        if folder.ws.running().is_some() {
-            folder.ws.until_idle(Duration::from_secs(5)).await;
+        if session.ws.running().is_some() {
+            session.ws.until_idle(Duration::from_secs(5)).await;
         }
-        run::start(shared, folder, Job::Prompt(text, None))?;
+        run::start(shared, session, Job::Prompt(text, None))?;
     }
     Ok(())
 }
 
 /// `stepwise.review`: `keep`, `undo` or `comment` on a file the agent changed.
-async fn review_command(shared: &Arc<Shared>, folder: Arc<Folder>, args: &ReviewArgs) -> Result<ext::Reviewed> {
+async fn review_command(shared: &Arc<Shared>, session: Arc<Session>, args: &ReviewArgs) -> Result<ext::Reviewed> {
     let path = args.path.clone();
     if path.trim().is_empty() {
         return Err(Error::invalid_params("stepwise.review needs a \"path\""));
@@ -137,16 +150,16 @@ async fn review_command(shared: &Arc<Shared>, folder: Arc<Folder>, args: &Review
     let scope = review::scope(args.run_id.as_deref(), args.checkpoint.as_deref());
     let hunks = args.hunks.clone();
     match args.action {
-        ReviewAction::Keep => review::keep(shared, folder, scope, path, hunks).await.map_err(invalid_request),
-        ReviewAction::Undo => review::undo(shared, folder, scope, path, hunks).await.map_err(invalid_request),
+        ReviewAction::Keep => review::keep(shared, session, scope, path, hunks).await.map_err(invalid_request),
+        ReviewAction::Undo => review::undo(shared, session, scope, path, hunks).await.map_err(invalid_request),
         ReviewAction::Comment => {
             let text = args.text.as_deref().unwrap_or_default();
             if text.trim().is_empty() {
                 return Err(Error::invalid_params("a review comment needs a non-empty \"text\""));
             }
             let line =
-                review::comment_text(shared, &folder, scope, &path, hunks, text).await.map_err(invalid_request)?;
-            steer(shared, folder, line).await?;
+                review::comment_text(shared, &session, scope, &path, hunks, text).await.map_err(invalid_request)?;
+            steer(shared, session, line).await?;
             Ok(ext::Reviewed::default())
         }
     }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use tower_lsp_server::ls_types::{MessageType, WorkDoneProgressReport};
 
 use super::ext;
-use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
 use super::progress::Progress;
+use super::session::Session;
 use super::shared::Shared;
 use crate::events::{Event, EventSink};
 use crate::plan::PlanState;
@@ -20,22 +20,22 @@ const SHORT_OUTPUT: usize = 400;
 pub struct EditorEvents {
     pub shared: Arc<Shared>,
     pub notifier: Notifier,
-    pub folder: Arc<Folder>,
+    pub session: Arc<Session>,
     pub run_id: String,
     pub progress: Arc<Progress>,
 }
 
 impl EventSink for EditorEvents {
     fn emit(&self, event: Event<'_>) {
-        let ws = self.folder.uri.clone();
+        let at = self.session.at();
         let run = self.run_id.clone();
         let out = match event {
             Event::Thinking { .. } => return,
             Event::AssistantText { text } => {
-                Outgoing::AssistantText(ext::AssistantText { workspace: ws, run_id: run, text: text.into() })
+                Outgoing::AssistantText(ext::AssistantText { at: at.clone(), run_id: run, text: text.into() })
             }
             Event::ToolStarted { id, name, input, step, .. } => Outgoing::ToolCall(ext::ToolCall {
-                workspace: ws,
+                at: at.clone(),
                 run_id: run,
                 id: id.into(),
                 name: name.into(),
@@ -46,7 +46,7 @@ impl EventSink for EditorEvents {
                 step: step.map(str::to_string),
             }),
             Event::ToolFinished { id, name, input, output, is_error, step, .. } => Outgoing::ToolCall(ext::ToolCall {
-                workspace: ws,
+                at: at.clone(),
                 run_id: run,
                 id: id.into(),
                 name: name.into(),
@@ -68,34 +68,34 @@ impl EventSink for EditorEvents {
                         percentage: Some(pct),
                     },
                 );
-                return announce_plan(&self.notifier, &self.folder, state);
+                return announce_plan(&self.notifier, &self.session, state);
             }
             // Live: `stepwise/diagnostics` under the round's call (and a log line for plain clients); after a
             // reload the views read it from `stepwise.conversation` (kind `diagnostics`).
             Event::Diagnostics { text, call_id } => {
-                let line = format!("stepwise diagnostics ({}): {}", self.folder.name(), one_line(text));
+                let line = format!("stepwise diagnostics ({}): {}", self.session.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
                 Outgoing::Diagnostics(ext::Diagnostics {
-                    workspace: ws,
+                    at: at.clone(),
                     run_id: run,
                     calls: call_id.map(str::to_string).into_iter().collect(),
                     lines: ext::DiagnosticLine::of_block(text),
                 })
             }
             Event::Reminder { text } => {
-                let line = format!("stepwise reminder ({}): {}", self.folder.name(), one_line(text));
+                let line = format!("stepwise reminder ({}): {}", self.session.name(), one_line(text));
                 self.notifier.send(Outgoing::Log(MessageType::INFO, line));
-                Outgoing::Reminder(ext::Reminder { workspace: ws, text: text.into() })
+                Outgoing::Reminder(ext::Reminder { at: at.clone(), text: text.into() })
             }
             Event::Compacted { tokens_before, tokens_after, error } => Outgoing::Compacted(ext::Compacted {
-                workspace: ws,
+                at: at.clone(),
                 run_id: run,
                 tokens_before,
                 tokens_after,
                 summary_error: error.map(str::to_string),
             }),
             Event::Usage { round, run: total, context_window } => Outgoing::Usage(ext::Usage {
-                workspace: ws,
+                at: at.clone(),
                 run_id: run,
                 input_tokens: round.input_tokens,
                 output_tokens: round.output_tokens,
@@ -110,10 +110,10 @@ impl EventSink for EditorEvents {
             Event::RunFinished { .. } => return,
             Event::Checkpoint { id, run_id, round, step } => {
                 // The round before it may have changed files: what is left to review may have changed.
-                let (shared, folder) = (self.shared.clone(), self.folder.clone());
-                tokio::spawn(async move { super::review::refresh(&shared, &folder).await });
+                let (shared, session) = (self.shared.clone(), self.session.clone());
+                tokio::spawn(async move { super::review::refresh(&shared, &session).await });
                 let (id, run_id, step) = (id.into(), run_id.into(), step.map(str::to_string));
-                Outgoing::Checkpoint(ext::Checkpoint { workspace: ws, id, run_id, round, step })
+                Outgoing::Checkpoint(ext::Checkpoint { at: at.clone(), id, run_id, round, step })
             }
         };
         self.notifier.send(out);
@@ -121,9 +121,9 @@ impl EventSink for EditorEvents {
 }
 
 /// A plan change, the model's or the user's: the notification, a log line for plain clients, lenses.
-pub fn announce_plan(notifier: &Notifier, folder: &Folder, state: &PlanState) {
-    notifier.send(Outgoing::Plan(ext::Plan::of(&folder.uri, state)));
-    notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&folder.name(), &state.plan)));
+pub fn announce_plan(notifier: &Notifier, session: &Session, state: &PlanState) {
+    notifier.send(Outgoing::Plan(ext::Plan::of(session.at(), state)));
+    notifier.send(Outgoing::Log(MessageType::INFO, plan_line(&session.name(), &state.plan)));
     notifier.send(Outgoing::RefreshLenses);
 }
 
@@ -143,16 +143,16 @@ fn one_line(text: &str) -> String {
 }
 
 /// Restored plans show at once, lenses included (the editor may have asked for them already).
-pub fn announce_restored(shared: &Arc<Shared>, folders: &[Arc<Folder>]) {
+pub fn announce_restored(shared: &Arc<Shared>, sessions: &[Arc<Session>]) {
     let mut any = false;
-    for f in folders.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
+    for f in sessions.iter().filter(|f| !f.ws.plan().plan.is_empty()) {
         shared.notifier.send(Outgoing::Plan(f.plan()));
         any = true;
     }
     if any {
         shared.notifier.send(Outgoing::RefreshLenses);
     }
-    for f in folders {
+    for f in sessions {
         let (shared, f) = (shared.clone(), f.clone());
         tokio::spawn(async move {
             super::review::refresh(&shared, &f).await;

@@ -14,9 +14,9 @@ use tower_lsp_server::ls_types::{
 
 use super::ask::Asking;
 use super::ext::{self, SaveDocuments};
-use super::folder::{EditMark, Folder};
 use super::notify::Outgoing;
 use super::positions::range_of;
+use super::session::{EditMark, Session};
 use super::shared::Shared;
 use super::texts::{AgentEdit, Text};
 use crate::config::Overrides;
@@ -26,7 +26,7 @@ use crate::locks;
 
 pub struct EditorHost {
     pub shared: Arc<Shared>,
-    pub folder: Arc<Folder>,
+    pub session: Arc<Session>,
     pub run_id: String,
     pub approval: ApprovalMode,
     pub request_timeout: Duration,
@@ -36,10 +36,10 @@ pub struct EditorHost {
 impl EditorHost {
     /// The host of a run in `folder` with the folder's settings: its approval, how long the editor may
     /// take to answer a request and the user a question.
-    pub fn for_run(shared: &Arc<Shared>, folder: &Arc<Folder>, run_id: String, settings: &Overrides) -> EditorHost {
+    pub fn for_run(shared: &Arc<Shared>, session: &Arc<Session>, run_id: String, settings: &Overrides) -> EditorHost {
         EditorHost {
             shared: shared.clone(),
-            folder: folder.clone(),
+            session: session.clone(),
             run_id,
             approval: settings.approval.unwrap_or(ApprovalMode::Ask),
             request_timeout: Duration::from_secs(settings.request_timeout_secs.unwrap_or(30).max(1)),
@@ -56,10 +56,11 @@ impl EditorHost {
     }
 
     fn status(&self, state: ext::RunState) {
-        let running = self.folder.ws.background().running();
+        self.session.waiting.store(state == ext::RunState::Waiting, std::sync::atomic::Ordering::Relaxed);
+        let running = self.session.ws.background().running();
         self.shared
             .notifier
-            .send(Outgoing::Status(ext::Status::new(&self.folder.uri, &self.run_id, state).tasks(running)));
+            .send(Outgoing::Status(ext::Status::new(&self.session.at(), &self.run_id, state).tasks(running)));
     }
 
     fn label(&self, ctx: &EditContext, path: &ResolvedPath) -> String {
@@ -121,7 +122,7 @@ impl EditorHost {
         // marks, unsaved set) even if the run is cancelled while waiting for it.
         let applied = Applied {
             shared: self.shared.clone(),
-            folder: self.folder.clone(),
+            session: self.session.clone(),
             edit: AgentEdit {
                 path: path.abs.clone(),
                 made_for: open.map(|o| o.opened),
@@ -154,7 +155,7 @@ impl EditorHost {
     async fn flush_unsaved(&self) -> Result<(), String> {
         // Marked, not taken: a path stops being unsaved only once it is saved (texts/ rule 6), so a
         // cancel or a failure while saving loses nothing.
-        let unsaved = self.shared.texts.unsaved_beneath(&self.folder.root);
+        let unsaved = self.shared.texts.unsaved_beneath(&self.session.root);
         if unsaved.is_empty() {
             return Ok(());
         }
@@ -187,7 +188,7 @@ impl EditorHost {
         // The text written has every edit the editor applied, reported or not.
         for r in &remaining {
             if let Some((text, now)) = self.shared.texts.to_write(&r.path) {
-                let rp = crate::host::resolve(&self.folder.root, &r.path.to_string_lossy())?;
+                let rp = crate::host::resolve(&self.session.root, &r.path.to_string_lossy())?;
                 write_disk(&rp, &text).await?;
                 self.shared.texts.saved(&now);
             }
@@ -199,7 +200,7 @@ impl EditorHost {
 /// An edit on its way to the editor, and what to record once it is applied.
 struct Applied {
     shared: Arc<Shared>,
-    folder: Arc<Folder>,
+    session: Arc<Session>,
     edit: AgentEdit,
     /// Lines the new text occupies, for the edit's lens.
     lines: (u32, u32),
@@ -229,7 +230,7 @@ impl Applied {
         }
         let path = self.edit.path.clone();
         self.shared.texts.applied(self.edit);
-        let mut view = locks::write(&self.folder.view);
+        let mut view = locks::write(&self.session.view);
         view.marks.retain(|m| !(m.path == path && m.start == self.lines.0));
         view.marks.push(EditMark { path, start: self.lines.0, end: self.lines.1, step: self.step });
         drop(view);
@@ -240,17 +241,21 @@ impl Applied {
 
 impl Host for EditorHost {
     fn root(&self) -> &Path {
-        &self.folder.root
+        &self.session.root
     }
 
     async fn read_file(&self, path: &ResolvedPath) -> Result<String, String> {
         self.current_text(path).await.map(|c| c.text)
     }
 
-    async fn read_preview(&self, path: &ResolvedPath, limit: Option<u64>) -> Result<String, String> {
+    async fn read_preview(
+        &self,
+        path: &ResolvedPath,
+        limit: Option<u64>,
+    ) -> Result<crate::host::preview::Preview, String> {
         // The editor's text when it has one (texts/ rule 1), else streamed from disk.
         match self.shared.texts.read(&path.abs) {
-            Some(t) => Ok(crate::host::preview::read_with_limit(&t.text, limit)),
+            Some(t) => Ok(crate::host::preview::Preview::of(&t.text, limit)),
             None => crate::host::disk::preview_disk(path, limit).await,
         }
     }
@@ -280,7 +285,7 @@ impl Host for EditorHost {
         self.status(ext::RunState::Waiting);
         // The call's own notifications first, so the question finds its card.
         self.shared.notifier.flush().await;
-        let at = Asking { workspace: &self.folder.uri, folder_name: self.folder.name(), run_id: &self.run_id, call_id };
+        let at = Asking { at: self.session.at(), folder_name: self.session.name(), run_id: &self.run_id, call_id };
         let answer = super::ask::ask(&self.shared, ask, &at, self.approval_timeout).await;
         self.status(ext::RunState::Running);
         answer
@@ -288,11 +293,12 @@ impl Host for EditorHost {
 
     fn intelligence(&self) -> Option<crate::intel::Source> {
         // An editor that answers `stepwise/query` is the source; no language server of stepwise's own then.
-        if !self.shared.caps().query {
+        // Not for a worktree session: the editor has the folder open, not the worktree.
+        if !self.shared.caps().query || self.session.worktree.is_some() {
             return None;
         }
         let make = || Arc::new(super::query::EditorIntel::new(self.shared.clone())) as crate::intel::Source;
-        Some(self.folder.intel.get_or_init(make).clone())
+        Some(self.session.intel.get_or_init(make).clone())
     }
 
     async fn run_command(
@@ -302,7 +308,7 @@ impl Host for EditorHost {
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<ShellOutput, String> {
         self.flush_unsaved().await?;
-        crate::host::run_shell_in(&self.folder.root, command, timeout, sandbox).await
+        crate::host::run_shell_in(&self.session.root, command, timeout, sandbox).await
     }
 
     /// As a command: the buffers saved first, then stepwise's own guard (the sidecar lives as long as
@@ -313,6 +319,6 @@ impl Host for EditorHost {
         sandbox: Option<&crate::host::Policy>,
     ) -> Result<crate::background::Started, String> {
         self.flush_unsaved().await?;
-        crate::background::spawn(&self.folder.root, command, sandbox).await
+        crate::background::spawn(&self.session.root, command, sandbox).await
     }
 }

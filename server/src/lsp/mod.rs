@@ -21,6 +21,8 @@ mod review_state;
 mod rewind;
 mod run;
 mod server;
+mod session;
+mod sessions;
 mod settings;
 mod shared;
 mod texts;

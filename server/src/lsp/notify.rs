@@ -21,6 +21,7 @@ pub enum Outgoing {
     Background(ext::Background),
     Review(ext::Review),
     Diagnostics(ext::Diagnostics),
+    Sessions(ext::Sessions),
     Status(ext::Status),
     AssistantText(ext::AssistantText),
     ToolCall(ext::ToolCall),
@@ -50,17 +51,17 @@ impl Queue {
         // Text joins the latest waiting text of the same run, unless something of that run (or anything
         // that orders the whole stream) waits after it: runs interleave, and each run's order is kept.
         if let Outgoing::AssistantText(new) = &out {
-            let same = |workspace: &str, run_id: &str| workspace == new.workspace && run_id == new.run_id;
+            let same = |at: &ext::At, run_id: &str| *at == new.at && run_id == new.run_id;
             for item in self.items.iter_mut().rev() {
                 match item {
-                    Outgoing::AssistantText(last) if same(&last.workspace, &last.run_id) => {
+                    Outgoing::AssistantText(last) if same(&last.at, &last.run_id) => {
                         last.text.push_str(&new.text);
                         return;
                     }
-                    Outgoing::AssistantText(ext::AssistantText { workspace, run_id, .. })
-                    | Outgoing::ToolCall(ext::ToolCall { workspace, run_id, .. })
-                    | Outgoing::Usage(ext::Usage { workspace, run_id, .. })
-                        if !same(workspace, run_id) => {}
+                    Outgoing::AssistantText(ext::AssistantText { at, run_id, .. })
+                    | Outgoing::ToolCall(ext::ToolCall { at, run_id, .. })
+                    | Outgoing::Usage(ext::Usage { at, run_id, .. })
+                        if !same(at, run_id) => {}
                     _ => break,
                 }
             }
@@ -120,6 +121,7 @@ impl Notifier {
                     Outgoing::Background(v) => client.send_notification::<ext::BackgroundNotification>(v).await,
                     Outgoing::Review(v) => client.send_notification::<ReviewNotification>(v).await,
                     Outgoing::Diagnostics(v) => client.send_notification::<DiagnosticsNotification>(v).await,
+                    Outgoing::Sessions(v) => client.send_notification::<ext::SessionsNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,
@@ -209,12 +211,12 @@ mod tests {
     }
 
     fn text(run: &str, text: &str) -> Outgoing {
-        Outgoing::AssistantText(ext::AssistantText { workspace: "w".into(), run_id: run.into(), text: text.into() })
+        Outgoing::AssistantText(ext::AssistantText { at: ext::At::default(), run_id: run.into(), text: text.into() })
     }
 
     fn tool_call(run: &str, n: usize) -> Outgoing {
         Outgoing::ToolCall(ext::ToolCall {
-            workspace: "w".into(),
+            at: ext::At::default(),
             run_id: run.into(),
             id: n.to_string(),
             name: "bash".into(),
@@ -254,8 +256,8 @@ mod tests {
         let state = crate::plan::PlanState::default();
         for i in 0..MAX_QUEUED * 2 {
             q.push(tool_call("r", i));
-            q.push(Outgoing::Plan(ext::Plan::of("w", &state)));
-            q.push(Outgoing::Status(ext::Status::new("w", "r", ext::RunState::Running)));
+            q.push(Outgoing::Plan(ext::Plan::of(ext::At::default(), &state)));
+            q.push(Outgoing::Status(ext::Status::new(&ext::At::default(), "r", ext::RunState::Running)));
         }
         let plans = q.items.iter().filter(|o| matches!(o, Outgoing::Plan(_))).count();
         let statuses = q.items.iter().filter(|o| matches!(o, Outgoing::Status(_))).count();

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use tower_lsp_server::ls_types::{CodeLens, Command, Position, Range};
 
 use super::ext::{self, PathReason, Pending, ReviewAction, ReviewArgs, Reviewed};
-use super::folder::Folder;
 use super::notify::Outgoing;
 use super::put_back::{in_editor, put_back};
+use super::session::Session;
 use super::shared::Shared;
 use crate::checkpoint::{Hunk, Scope, Undo};
 use crate::locks;
@@ -29,52 +29,52 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Sen
 }
 
 /// `stepwise.conversation`.
-pub async fn conversation(folder: Arc<Folder>) -> Result<ext::Conversation, String> {
-    let f = folder.clone();
+pub async fn conversation(session: Arc<Session>) -> Result<ext::Conversation, String> {
+    let f = session.clone();
     let entries = blocking(move || Ok(f.ws.conversation_entries())).await?;
-    Ok(ext::Conversation { workspace: folder.uri.clone(), entries })
+    Ok(ext::Conversation { at: session.at(), entries })
 }
 
 /// `stepwise.changes`.
-pub async fn changes(shared: &Arc<Shared>, folder: Arc<Folder>, scope: Scope) -> Result<ext::Changes, String> {
-    let (f, current) = (folder.clone(), in_editor(shared, &folder));
+pub async fn changes(shared: &Arc<Shared>, session: Arc<Session>, scope: Scope) -> Result<ext::Changes, String> {
+    let (f, current) = (session.clone(), in_editor(shared, &session));
     let (run_id, files) = blocking(move || f.ws.changes(&scope, current)).await?;
-    Ok(ext::Changes { workspace: folder.uri.clone(), run_id, files })
+    Ok(ext::Changes { at: session.at(), run_id, files })
 }
 
 /// `stepwise.review` `keep`.
 pub async fn keep(
     shared: &Arc<Shared>,
-    folder: Arc<Folder>,
+    session: Arc<Session>,
     scope: Scope,
     path: String,
     hunks: Option<Vec<usize>>,
 ) -> Result<Reviewed, String> {
-    let (f, current) = (folder.clone(), in_editor(shared, &folder));
+    let (f, current) = (session.clone(), in_editor(shared, &session));
     blocking(move || f.ws.keep(&scope, &path, hunks.as_deref(), current)).await?;
-    refresh(shared, &folder).await;
+    refresh(shared, &session).await;
     Ok(Reviewed::default())
 }
 
 /// `stepwise.review` `undo`: refused while a run goes on.
 pub async fn undo(
     shared: &Arc<Shared>,
-    folder: Arc<Folder>,
+    session: Arc<Session>,
     scope: Scope,
     path: String,
     hunks: Option<Vec<usize>>,
 ) -> Result<Reviewed, String> {
-    let slot = folder.ws.rewind_slot()?;
-    let current = in_editor(shared, &folder);
-    let planned = folder.ws.plan_undo(&slot, &scope, &path, hunks.as_deref(), current)?;
+    let slot = session.ws.rewind_slot()?;
+    let current = in_editor(shared, &session);
+    let planned = session.ws.plan_undo(&slot, &scope, &path, hunks.as_deref(), current)?;
     let mut out = Reviewed::default();
     match planned {
         Undo::Conflict(p) => out.conflicts.push(p.to_string_lossy().into_owned()),
         Undo::Restore(file) => {
             let plan = crate::workspace::undo_plan(file.clone());
-            let (done, failed) = put_back(shared, &folder, &plan, "review").await?;
+            let (done, failed) = put_back(shared, &session, &plan, "review").await?;
             if done.contains(&file.path) {
-                folder.ws.finish_undo(&slot, &file)?;
+                session.ws.finish_undo(&slot, &file)?;
                 out.undone.push(file.path.to_string_lossy().into_owned());
             }
             out.failed = failed
@@ -84,7 +84,7 @@ pub async fn undo(
         }
     }
     drop(slot);
-    refresh(shared, &folder).await;
+    refresh(shared, &session).await;
     Ok(out)
 }
 
@@ -92,7 +92,7 @@ pub async fn undo(
 /// (1-based, in the text now).
 pub async fn comment_text(
     shared: &Arc<Shared>,
-    folder: &Arc<Folder>,
+    session: &Arc<Session>,
     scope: Scope,
     path: &str,
     hunks: Option<Vec<usize>>,
@@ -101,7 +101,7 @@ pub async fn comment_text(
     let Some(hunks) = hunks.filter(|h| !h.is_empty()) else {
         return Ok(format!("Review comment on {path}: {text}"));
     };
-    let (f, current, p) = (folder.clone(), in_editor(shared, folder), path.to_string());
+    let (f, current, p) = (session.clone(), in_editor(shared, session), path.to_string());
     let (_, files) = blocking(move || f.ws.changes(&scope, current)).await?;
     let file = files.iter().find(|c| c.path == p).ok_or_else(|| format!("the agent did not change {path}"))?;
     let mut spans = Vec::new();
@@ -118,20 +118,20 @@ pub async fn comment_text(
 }
 
 /// Recomputes the folder's review (the latest run's changes): keeps its bases for the lenses, and sends
-/// `stepwise/review` (and a lens refresh) when the unreviewed set changed. One at a time per folder.
-pub async fn refresh(shared: &Arc<Shared>, folder: &Arc<Folder>) {
-    refresh_with(shared, folder, false).await
+/// `stepwise/review` (and a lens refresh) when the unreviewed set changed. One at a time per session.
+pub async fn refresh(shared: &Arc<Shared>, session: &Arc<Session>) {
+    refresh_with(shared, session, false).await
 }
 
 /// The same, sending `stepwise/review` whatever the unreviewed set (the checkpoints were taken over from
 /// another process: even with nothing left to review, the changes to list are new to the editor).
-pub async fn refresh_announcing(shared: &Arc<Shared>, folder: &Arc<Folder>) {
-    refresh_with(shared, folder, true).await
+pub async fn refresh_announcing(shared: &Arc<Shared>, session: &Arc<Session>) {
+    refresh_with(shared, session, true).await
 }
 
-async fn refresh_with(shared: &Arc<Shared>, folder: &Arc<Folder>, always: bool) {
-    let _turn = folder.review_turn.lock().await;
-    let (f, current) = (folder.clone(), in_editor(shared, folder));
+async fn refresh_with(shared: &Arc<Shared>, session: &Arc<Session>, always: bool) {
+    let _turn = session.review_turn.lock().await;
+    let (f, current) = (session.clone(), in_editor(shared, session));
     let computed = blocking(move || {
         let bases = f.ws.review_bases(&Scope::Latest)?;
         let files = bases.changes(&f.root, crate::host::disk::MAX_FILE, current);
@@ -148,7 +148,7 @@ async fn refresh_with(shared: &Arc<Shared>, folder: &Arc<Folder>, always: bool) 
         Err(e) => return tracing::debug!("review: {e}"),
     };
     let changed = {
-        let mut state = locks::write(&folder.review);
+        let mut state = locks::write(&session.review);
         state.bases = Arc::new(bases);
         // Nothing to review at the start is not news.
         let changed = state.pending.as_deref().unwrap_or_default() != pending.as_slice();
@@ -156,21 +156,21 @@ async fn refresh_with(shared: &Arc<Shared>, folder: &Arc<Folder>, always: bool) 
         changed
     };
     if changed || always {
-        shared.notifier.send(Outgoing::Review(ext::Review { workspace: folder.uri.clone(), pending }));
+        shared.notifier.send(Outgoing::Review(ext::Review { at: session.at(), pending }));
     }
     shared.notifier.send(Outgoing::RefreshLenses);
 }
 
 /// Unreviewed hunks in the folder, as last computed (for the plan lens).
-pub fn pending_hunks(folder: &Folder) -> usize {
-    locks::read(&folder.review).pending.as_ref().map_or(0, |p| p.iter().map(|p| p.hunks).sum())
+pub fn pending_hunks(session: &Session) -> usize {
+    locks::read(&session.review).pending.as_ref().map_or(0, |p| p.iter().map(|p| p.hunks).sum())
 }
 
 /// `Keep` and `Undo` above each unreviewed hunk of the document at `path` (absolute), whose text is `text`.
-pub fn lenses(folder: &Folder, path: &Path, text: &str) -> Vec<CodeLens> {
-    let Ok(rel) = path.strip_prefix(&folder.root) else { return Vec::new() };
+pub fn lenses(session: &Session, path: &Path, text: &str) -> Vec<CodeLens> {
+    let Ok(rel) = path.strip_prefix(&session.root) else { return Vec::new() };
     let Some(key) = crate::checkpoint::key_of(rel) else { return Vec::new() };
-    let bases = locks::read(&folder.review).bases.clone();
+    let bases = locks::read(&session.review).bases.clone();
     let Some(base) = bases.files.iter().find(|b| b.path == key) else { return Vec::new() };
     let Some(file) = base.changes(Some(text.as_bytes()), &bases.kept) else { return Vec::new() };
     let last = text.lines().count().saturating_sub(1);
@@ -178,16 +178,17 @@ pub fn lenses(folder: &Folder, path: &Path, text: &str) -> Vec<CodeLens> {
     for h in file.hunks.iter().filter(|h| !h.reviewed) {
         let line = u32::try_from(h.start.min(last)).unwrap_or(u32::MAX);
         for (title, action) in [("Keep", ReviewAction::Keep), ("Undo", ReviewAction::Undo)] {
-            out.push(lens(line, title, folder, &key, action, h));
+            out.push(lens(line, title, session, &key, action, h));
         }
     }
     out
 }
 
-fn lens(line: u32, title: &str, folder: &Folder, path: &str, action: ReviewAction, h: &Hunk) -> CodeLens {
+fn lens(line: u32, title: &str, session: &Session, path: &str, action: ReviewAction, h: &Hunk) -> CodeLens {
     // `stepwise.review`'s own argument, naming the one hunk.
     let arg = ReviewArgs {
-        workspace: Some(folder.uri.clone()),
+        workspace: Some(session.uri.clone()),
+        session: Some(session.id.clone()),
         path: path.to_string(),
         action,
         hunks: Some(vec![h.index]),

@@ -9,10 +9,10 @@ use tower_lsp_server::ls_types::{MessageType, ProgressToken, WorkDoneProgressBeg
 use super::asker::FolderAsker;
 use super::events::EditorEvents;
 use super::ext;
-use super::folder::Folder;
 use super::host::EditorHost;
 use super::notify::Outgoing;
 use super::progress::Progress;
+use super::session::Session;
 use super::shared::Shared;
 use crate::agent::FinishReason;
 use crate::locks;
@@ -32,45 +32,45 @@ pub fn invalid_request(message: String) -> Error {
 }
 
 /// Takes the folder's run slot and starts the job in the background; the run's id at once.
-pub fn start(shared: &Arc<Shared>, folder: Arc<Folder>, job: Job) -> Result<String> {
-    let ticket = folder.ws.begin().map_err(invalid_request)?;
-    Ok(start_with(shared, folder, ticket, job))
+pub fn start(shared: &Arc<Shared>, session: Arc<Session>, job: Job) -> Result<String> {
+    let ticket = session.ws.begin().map_err(invalid_request)?;
+    Ok(start_with(shared, session, ticket, job))
 }
 
 /// Starts the job in the background on a slot already taken (plan first's comments and approval).
-pub fn start_with(shared: &Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, job: Job) -> String {
+pub fn start_with(shared: &Arc<Shared>, session: Arc<Session>, ticket: RunTicket, job: Job) -> String {
     let id = ticket.id.clone();
     let (shared, run_id) = (shared.clone(), id.clone());
     let progress = Arc::new(Progress::default());
     tokio::spawn(async move {
         // Whatever happens inside a run, even a panic, its folder is free again afterwards and the editor
         // hears that the run ended (its progress too).
-        let run = run_task(shared.clone(), folder.clone(), ticket, job, progress.clone());
+        let run = run_task(shared.clone(), session.clone(), ticket, job, progress.clone());
         let Err(why) = guarded(run).await else { return };
         tracing::error!("{why}");
         let n = &shared.notifier;
         progress.end(n, "error");
         n.send(Outgoing::Message(MessageType::ERROR, format!("stepwise: {why}")));
-        let idle = ext::Status::idle(&folder.uri, &run_id, FinishReason::Error, Some(&why));
-        let running = folder.ws.background().running();
+        let idle = ext::Status::idle(&session.at(), &run_id, FinishReason::Error, Some(&why));
+        let running = session.ws.background().running();
         n.send(Outgoing::Status(ext::Status { error_kind: Some(ext::ErrorKind::Internal), ..idle.tasks(running) }));
     });
     id
 }
 
-async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, job: Job, progress: Arc<Progress>) {
+async fn run_task(shared: Arc<Shared>, session: Arc<Session>, ticket: RunTicket, job: Job, progress: Arc<Progress>) {
     let run_id = ticket.id.clone();
     let prompt = match &job {
         Job::Prompt(p, _) => p.clone(),
         Job::Compact => "Compacting the conversation".to_string(),
     };
     let n = &shared.notifier;
-    let running = folder.ws.background().running();
-    n.send(Outgoing::Status(ext::Status::new(&folder.uri, &run_id, ext::RunState::Running).tasks(running)));
+    let running = session.ws.background().running();
+    n.send(Outgoing::Status(ext::Status::new(&session.at(), &run_id, ext::RunState::Running).tasks(running)));
     let begin = tokio::spawn(begin_progress(shared.clone(), run_id.clone(), prompt.clone(), progress.clone()));
 
     drop(shared.config_pending.read().await);
-    let settings = shared.settings_for(&folder);
+    let settings = shared.settings_for(&session);
     let req = RunRequest {
         overrides: settings.clone(),
         mode: match job {
@@ -79,26 +79,26 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
         },
         compaction: matches!(job, Job::Compact),
         // An editor that answers `stepwise/query` is the source: no language server of stepwise's own.
-        host_intelligence: shared.caps().query,
+        host_intelligence: shared.caps().query && session.worktree.is_none(),
         ..Default::default()
     };
     let timeout = std::time::Duration::from_secs(settings.approval_timeout_secs.unwrap_or(300).max(1));
-    let asker = FolderAsker { shared: shared.clone(), uri: folder.uri.clone(), timeout };
-    let (reason, error, kind) = match folder.ws.prepare_run(req, &asker).await {
+    let asker = FolderAsker { shared: shared.clone(), at: session.at(), timeout };
+    let (reason, error, kind) = match session.ws.prepare_run(req, &asker).await {
         Err(msg) => (FinishReason::Error, Some(msg), Some(ext::ErrorKind::Setup)),
         Ok(Prepared { cfg, llm }) => {
-            let host = EditorHost::for_run(&shared, &folder, run_id.clone(), &settings);
+            let host = EditorHost::for_run(&shared, &session, run_id.clone(), &settings);
             let events = EditorEvents {
                 shared: shared.clone(),
                 notifier: n.clone(),
-                folder: folder.clone(),
+                session: session.clone(),
                 run_id: run_id.clone(),
                 progress: progress.clone(),
             };
-            locks::write(&folder.view).marks.clear();
+            locks::write(&session.view).marks.clear();
             let outcome = match job {
-                Job::Prompt(..) => folder.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
-                Job::Compact => folder.ws.compact(&ticket, &llm, &events).await,
+                Job::Prompt(..) => session.ws.prompt(&ticket, &prompt, &llm, &host, &events, &cfg).await,
+                Job::Compact => session.ws.compact(&ticket, &llm, &events).await,
             };
             let kind = (outcome.reason == FinishReason::Error).then_some(ext::ErrorKind::Model);
             (outcome.reason, outcome.error, kind)
@@ -112,9 +112,9 @@ async fn run_task(shared: Arc<Shared>, folder: Arc<Folder>, ticket: RunTicket, j
     progress.end(n, reason.as_str());
     drop(ticket);
     // What is left to review is announced before the run is said to be over.
-    super::review::refresh(&shared, &folder).await;
-    let idle = ext::Status::idle(&folder.uri, &run_id, reason, error.as_deref());
-    let running = folder.ws.background().running();
+    super::review::refresh(&shared, &session).await;
+    let idle = ext::Status::idle(&session.at(), &run_id, reason, error.as_deref());
+    let running = session.ws.background().running();
     n.send(Outgoing::Status(ext::Status { error_kind: kind, ..idle.tasks(running) }));
 }
 

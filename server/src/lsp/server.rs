@@ -10,10 +10,10 @@ use tower_lsp_server::{Client, LanguageServer};
 use super::caps::Caps;
 use super::commands;
 use super::ext::COMMANDS;
-use super::folder::{lens_title, Folder};
 use super::frames::InvalidMessage;
 use super::notify::Outgoing;
 use super::positions::Encoding;
+use super::session::{lens_title, Session};
 use super::settings::init_state_dir;
 use super::shared::Shared;
 use crate::locks;
@@ -35,9 +35,9 @@ impl Backend {
     pub async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
         let ProgressToken::String(token) = params.token else { return };
         let Some(run_id) = token.strip_prefix("stepwise/") else { return };
-        for f in self.shared.folders.iter() {
-            if f.ws.running().as_deref() == Some(run_id) {
-                f.ws.cancel();
+        for s in self.shared.all_sessions() {
+            if s.ws.running().as_deref() == Some(run_id) {
+                s.ws.cancel();
             }
         }
     }
@@ -103,8 +103,8 @@ impl LanguageServer for Backend {
     async fn initialized(&self, _: InitializedParams) {
         // Messages from `initialize` (a folder that cannot be used, a saved session that cannot be read).
         self.shared.release_early();
-        let folders: Vec<Arc<Folder>> = self.shared.folders.iter().map(|f| f.clone()).collect();
-        super::events::announce_restored(&self.shared, &folders);
+        let folders: Vec<_> = self.shared.folders.iter().map(|f| f.clone()).collect();
+        super::events::announce_restored(&self.shared, &self.shared.all_sessions());
         self.shared.prune_sessions(&folders);
         self.shared.clone().fetch_configuration_later();
     }
@@ -125,7 +125,12 @@ impl LanguageServer for Backend {
         match self.shared.texts.change(&doc.uri, doc.version, params.content_changes) {
             Ok((path, done)) => {
                 if let Some(f) = self.shared.folder_of(&path) {
-                    if f.follow_changes(&path, done.foreign.as_deref(), || self.shared.texts.line_count(&path)) {
+                    let lines = || self.shared.texts.line_count(&path);
+                    let mut moved = false;
+                    for s in f.in_place() {
+                        moved |= s.follow_changes(&path, done.foreign.as_deref(), lines);
+                    }
+                    if moved {
                         self.shared.notifier.send(Outgoing::RefreshLenses);
                     }
                 }
@@ -138,9 +143,11 @@ impl LanguageServer for Backend {
         if let Some(path) = self.shared.texts.path_of(&params.text_document.uri) {
             self.shared.texts.on_disk(&path);
             if let Some(f) = self.shared.folder_of(&path) {
-                f.ws.note_user_save(&path);
-                let shared = self.shared.clone();
-                tokio::spawn(async move { super::review::refresh(&shared, &f).await });
+                for s in f.in_place() {
+                    s.ws.note_user_save(&path);
+                    let shared = self.shared.clone();
+                    tokio::spawn(async move { super::review::refresh(&shared, &s).await });
+                }
             }
         }
     }
@@ -153,8 +160,13 @@ impl LanguageServer for Backend {
         for f in &params.event.removed {
             self.shared.remove_folder(&f.uri);
         }
-        let added: Vec<Arc<Folder>> =
-            params.event.added.iter().filter_map(|f| self.shared.add_folder(&f.uri)).collect();
+        let added: Vec<Arc<Session>> = params
+            .event
+            .added
+            .iter()
+            .filter_map(|f| self.shared.add_folder(&f.uri))
+            .flat_map(|f| f.sessions())
+            .collect();
         super::events::announce_restored(&self.shared, &added);
         self.shared.clone().fetch_configuration_later();
     }
@@ -168,27 +180,12 @@ impl LanguageServer for Backend {
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
         let Some(path) = self.shared.texts.path_of(&params.text_document.uri) else { return Ok(None) };
         let Some(folder) = self.shared.folder_of(&path) else { return Ok(None) };
-        let plan = folder.ws.plan_board().read(|s| (!s.plan.is_empty()).then(|| lens_title(&s.plan)));
         let text = self.shared.texts.read(&path).map(|t| t.text).unwrap_or_default();
-        let mut lenses = super::review::lenses(&folder, &path, &text);
-        let Some(mut title) = plan else { return Ok(Some(lenses)) };
-        let hunks = super::review::pending_hunks(&folder);
-        if hunks > 0 {
-            title.push_str(&format!(" · {hunks} {} to review", if hunks == 1 { "hunk" } else { "hunks" }));
-        }
-        let view = locks::read(&folder.view);
-        // `stepwise.plan`'s own argument.
-        let args = serde_json::to_value(super::ext::WorkspaceArgs { workspace: Some(folder.uri.clone()) })
-            .ok()
-            .map(|a| vec![a]);
-        let lens = |line: u32, title: String| CodeLens {
-            range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
-            command: Some(Command { title, command: "stepwise.plan".into(), arguments: args.clone() }),
-            data: None,
-        };
-        lenses.insert(0, lens(0, title));
-        for m in view.marks.iter().filter(|m| m.path == path) {
-            lenses.push(lens(m.start, format!("✎ stepwise: {}", m.step)));
+        let sessions = folder.in_place();
+        let several = sessions.len() > 1;
+        let mut lenses = Vec::new();
+        for session in &sessions {
+            lenses.extend(session_lenses(session, &path, &text, several));
         }
         Ok(Some(lenses))
     }
@@ -196,4 +193,33 @@ impl LanguageServer for Backend {
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
         commands::execute(&self.shared, &params.command, &params.arguments).await
     }
+}
+
+/// One session's lenses on a document of its folder: its plan on line 0 (its title too when the folder has
+/// several sessions), its edit marks, and Keep / Undo above each unreviewed hunk.
+fn session_lenses(session: &Session, path: &std::path::Path, text: &str, several: bool) -> Vec<CodeLens> {
+    let plan = session.ws.plan_board().read(|s| (!s.plan.is_empty()).then(|| lens_title(&s.plan)));
+    let mut lenses = super::review::lenses(session, path, text);
+    let Some(mut title) = plan else { return lenses };
+    if several {
+        title = format!("{} · {title}", session.title);
+    }
+    let hunks = super::review::pending_hunks(session);
+    if hunks > 0 {
+        title.push_str(&format!(" · {hunks} {} to review", if hunks == 1 { "hunk" } else { "hunks" }));
+    }
+    let view = locks::read(&session.view);
+    // `stepwise.plan`'s own argument.
+    let arg = super::ext::WorkspaceArgs { workspace: Some(session.uri.clone()), session: Some(session.id.clone()) };
+    let args = serde_json::to_value(arg).ok().map(|a| vec![a]);
+    let lens = |line: u32, title: String| CodeLens {
+        range: Range { start: Position { line, character: 0 }, end: Position { line, character: 0 } },
+        command: Some(Command { title, command: "stepwise.plan".into(), arguments: args.clone() }),
+        data: None,
+    };
+    lenses.insert(0, lens(0, title));
+    for m in view.marks.iter().filter(|m| m.path == path) {
+        lenses.push(lens(m.start, format!("✎ stepwise: {}", m.step)));
+    }
+    lenses
 }

@@ -13,6 +13,7 @@ use tower_lsp_server::Client;
 use super::caps::Caps;
 use super::folder::Folder;
 use super::notify::{Notifier, Outgoing};
+use super::session::Session;
 use super::texts::{normalize, Texts};
 use crate::config::Overrides;
 use crate::locks;
@@ -76,20 +77,94 @@ impl Shared {
         self.caps.get().copied().unwrap_or_default()
     }
 
-    fn state_dir(&self) -> Option<&Path> {
+    pub fn state_dir(&self) -> Option<&Path> {
         self.state_dir.get_or_init(state::state_dir).as_deref()
     }
 
     /// Removes saved sessions unused for long (prune.rs), but for those of `folders`.
     pub fn prune_sessions(&self, folders: &[Arc<Folder>]) {
+        // The folders' own sessions; the others live in `sessions/`, which pruning does not read.
         let dir = self.state_dir().map(Path::to_path_buf);
         let open: Vec<_> = folders.iter().filter_map(|f| dir.as_ref().map(|d| state::file_for(d, &f.root))).collect();
         tokio::task::spawn_blocking(move || crate::prune::sessions(dir.as_deref(), &open));
     }
 
-    pub fn settings_for(&self, folder: &Folder) -> Overrides {
+    pub fn settings_for(&self, session: &Session) -> Overrides {
         let init = locks::read(&self.init_settings).clone();
-        init.merged(&locks::read(&folder.settings))
+        init.merged(&locks::read(&session.settings))
+    }
+
+    /// The session a command names: by id in the folder it names (or the first), the folder's own
+    /// without one. A session id alone is looked for in every folder; a saved session that is closed
+    /// (or not open after a restart) is opened again.
+    pub fn session(&self, uri: Option<&str>, id: Option<&str>) -> Result<Arc<Session>> {
+        let Some(id) = id.filter(|i| *i != crate::sessions::index::MAIN) else {
+            return self.folder(uri)?.main().ok_or_else(|| Error::invalid_params("the folder has no session"));
+        };
+        let folders: Vec<Arc<Folder>> = match uri {
+            Some(_) => vec![self.folder(uri)?],
+            None => self.folders.iter().map(|f| f.clone()).collect(),
+        };
+        if let Some(s) = folders.iter().find_map(|f| f.session(id)) {
+            return Ok(s);
+        }
+        for f in &folders {
+            if let Some(entry) = f.index.as_ref().and_then(|i| i.get(id)) {
+                return Ok(self.reopen(f, entry));
+            }
+        }
+        Err(Error::invalid_params(format!("unknown session: {id}")))
+    }
+
+    /// Opens a saved session of `folder` again (and marks it open in the list).
+    pub fn reopen(&self, folder: &Arc<Folder>, entry: crate::sessions::index::Entry) -> Arc<Session> {
+        if let Some(s) = folder.session(&entry.id) {
+            return s;
+        }
+        let root = entry.worktree.as_ref().map_or_else(|| folder.root.clone(), |w| w.path.clone());
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let file = self.state_dir().map(|d| crate::sessions::index::state_file(d, &entry.id));
+        let (ws, unreadable) = Workspace::open_idle(root, file);
+        if let Some(u) = unreadable {
+            self.tell_unreadable(&ws, u);
+        }
+        if entry.closed {
+            if let Some(index) = &folder.index {
+                let id = entry.id.clone();
+                if let Err(e) = index.update(|all| all.iter_mut().filter(|e| e.id == id).for_each(|e| e.closed = false))
+                {
+                    tracing::warn!("{e}");
+                }
+            }
+        }
+        let session = Arc::new(Session::new(folder, entry.id, entry.title, ws, entry.worktree));
+        self.open_session(folder, session.clone());
+        session
+    }
+
+    /// A session joins its folder: its background tasks are shown, and the folder's list announced.
+    pub fn open_session(&self, folder: &Arc<Folder>, session: Arc<Session>) {
+        super::background::watch(&self.notifier, &self.client, self.caps().work_done_progress, &session);
+        folder.add(session);
+    }
+
+    fn tell_unreadable(&self, ws: &Workspace, u: Unreadable) {
+        let Unreadable { error, moved_to } = u;
+        let where_ = moved_to
+            .map(|p| format!("it was moved to {}", p.display()))
+            .unwrap_or_else(|| "it could not be moved aside".into());
+        self.tell(Outgoing::Message(
+            MessageType::WARNING,
+            format!(
+                "stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.",
+                ws.root().display()
+            ),
+        ));
+    }
+
+    /// Every open session of every folder.
+    pub fn all_sessions(&self) -> Vec<Arc<Session>> {
+        self.folders.iter().flat_map(|f| f.sessions()).collect()
     }
 
     /// The folder a command names, or the only / first one.
@@ -143,18 +218,20 @@ impl Shared {
             }
         };
         let file = self.state_dir().map(|d| state::file_for(d, &root));
+        let index = self.state_dir().map(|d| crate::sessions::index::Index::of(d, &root));
+        let folder = Arc::new(Folder::new(key.clone(), root.clone(), index));
         let (ws, unreadable) = Workspace::open(root, file, true);
-        if let Some(Unreadable { error, moved_to }) = unreadable {
-            let where_ = moved_to
-                .map(|p| format!("it was moved to {}", p.display()))
-                .unwrap_or_else(|| "it could not be moved aside".into());
-            self.tell(Outgoing::Message(
-                MessageType::WARNING,
-                format!("stepwise: the saved session for {} could not be read ({error}); {where_}. A new session was started.", ws.root().display()),
-            ));
+        if let Some(u) = unreadable {
+            self.tell_unreadable(&ws, u);
         }
-        let folder = Arc::new(Folder::new(key.clone(), ws));
-        super::background::watch(&self.notifier, &self.client, self.caps().work_done_progress, &folder);
+        let main = crate::sessions::index::MAIN.to_string();
+        self.open_session(&folder, Arc::new(Session::new(&folder, main.clone(), "Main".into(), ws, None)));
+        // The folder's other sessions, as they were left (closed ones wait to be reopened).
+        for entry in folder.index.as_ref().map(|i| i.list()).unwrap_or_default() {
+            if !entry.closed && crate::sessions::index::valid_id(&entry.id) {
+                self.reopen(&folder, entry);
+            }
+        }
         self.folders.insert(key.clone(), folder.clone());
         let mut order = locks::write(&self.order);
         if !order.contains(&key) {
@@ -165,9 +242,11 @@ impl Shared {
 
     pub fn remove_folder(&self, uri: &Uri) {
         if let Some((_, f)) = self.folders.remove(uri.as_str()) {
-            f.ws.cancel();
-            f.ws.background().kill_all_now();
-            f.ws.flush();
+            for s in f.sessions() {
+                s.ws.cancel();
+                s.ws.background().kill_all_now();
+                s.ws.flush();
+            }
         }
         locks::write(&self.order).retain(|u| u != uri.as_str());
         self.texts.keep_only(|p| self.folder_of(p).is_some());
@@ -176,8 +255,8 @@ impl Shared {
     /// Cancels every run, gives them a bounded moment to reach their checkpoint, and writes every
     /// folder's state.
     pub async fn wrap_up(&self, grace: Duration) {
-        let all: Vec<Arc<Folder>> = self.folders.iter().map(|f| f.clone()).collect();
-        futures_util::future::join_all(all.iter().map(|f| f.ws.wrap_up(grace))).await;
+        let all = self.all_sessions();
+        futures_util::future::join_all(all.iter().map(|s| s.ws.wrap_up(grace))).await;
     }
 
     /// Sends a notification now, or at `initialized` if that has not come yet.

@@ -35,6 +35,11 @@ impl Workspace {
     /// Turns checkpoints on, kept in `dir` (they survive a restart) or, without one, for this process.
     /// When another process holds `dir`, a temporary store stands in until that process lets go.
     pub fn enable_checkpoints(self: &Arc<Self>, dir: Option<&Path>) {
+        self.enable_checkpoints_with(dir, true);
+    }
+
+    /// The same; with `copy_now` false the folder's copy waits for the first run (`start_copy`).
+    pub(super) fn enable_checkpoints_with(self: &Arc<Self>, dir: Option<&Path>, copy_now: bool) {
         let limits = Limits::from_env(&crate::config::Env::for_workspace(&self.root)).unwrap_or_else(|e| {
             tracing::warn!("{e}; using the default");
             Limits::default()
@@ -42,7 +47,9 @@ impl Workspace {
         match Checkpoints::open(dir, &self.root, limits) {
             Ok(mut c) => {
                 // The first shell command then finds the workspace's copy made.
-                c.copy_in_background();
+                if copy_now {
+                    c.copy_in_background();
+                }
                 let held = c.held_elsewhere().map(Path::to_path_buf);
                 let _ = self.user_saves.set(c.user_saves());
                 let _ = self.checkpoints.set(Mutex::new(c));
@@ -111,6 +118,13 @@ impl Workspace {
     pub fn note_user_save(&self, path: &Path) {
         if let (Some(saves), Ok(rel)) = (self.user_saves.get(), path.strip_prefix(&self.root)) {
             saves.note(rel);
+        }
+    }
+
+    /// Starts the folder's copy the checkpoints need, if it has not begun (a session opened idle).
+    pub(super) fn start_copy(&self) {
+        if let Some(c) = self.checkpoints.get() {
+            locks::lock(c).copy_in_background();
         }
     }
 

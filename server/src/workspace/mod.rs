@@ -7,6 +7,7 @@
 //! Out: the agent's typed events (through the adapter's sink, wrapped to save as it goes), and plan
 //! snapshots readable without waiting on a run (`plan`, `subscribe_plan`).
 
+mod apply;
 mod checkpoints;
 pub mod intel;
 mod open;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+pub use apply::Brought;
 pub use checkpoints::Handover;
 
 use crate::host::Approvals;
@@ -69,6 +71,10 @@ pub struct Workspace {
     servers: tokio::sync::OnceCell<Option<intel::Decided>>,
     /// The code-intelligence session runs share (`intel.rs`).
     intel: std::sync::Mutex<Option<Arc<crate::intel::Session>>>,
+    /// What its file tools last saw of each file (`write_file` over a file changed since is refused).
+    seen: crate::sessions::Seen,
+    /// Its place among the folder's sessions in this process (`sessions/siblings.rs`).
+    siblings: crate::sessions::Membership,
 }
 
 /// What became of a line the user steered with.
@@ -87,7 +93,9 @@ impl Workspace {
         if let Some(s) = &saver {
             s.prime(&saved);
         }
-        Arc::new(Workspace {
+        Arc::new_cyclic(|me: &std::sync::Weak<Workspace>| Workspace {
+            siblings: crate::sessions::siblings::join(&root, crate::host::folder_name(&root), me.clone()),
+            seen: Default::default(),
             conversation: tokio::sync::Mutex::new(saved.messages),
             plan: PlanBoard::new(saved.plan, saved.revision),
             inbox: Inbox::default(),
@@ -144,6 +152,16 @@ impl Workspace {
         &self.background
     }
 
+    /// How the folder's other sessions (their reviews) name this one.
+    pub fn set_label(&self, label: String) {
+        self.siblings.set_label(label);
+    }
+
+    /// Its place among the folder's sessions in this process.
+    pub fn siblings(&self) -> &crate::sessions::Membership {
+        &self.siblings
+    }
+
     /// The running run's id.
     pub fn running(&self) -> Option<String> {
         self.run.borrow().as_ref().map(|r| r.id.clone())
@@ -192,6 +210,7 @@ impl Workspace {
             .map_err(|_| "the running task did not stop; try again".to_string())?;
         convo.clear();
         self.approvals.clear();
+        self.seen.clear();
         *crate::locks::lock(&self.awaiting) = None;
         if let Some(c) = self.checkpoint_store() {
             crate::locks::lock(c).clear();
@@ -232,6 +251,21 @@ impl Workspace {
     fn save_plan(&self, state: &PlanState) {
         if let Some(s) = &self.saver {
             s.save_plan(&state.plan, state.revision);
+        }
+    }
+}
+
+impl crate::sessions::Sibling for Workspace {
+    /// Another session's file tool wrote `rel`: to this session's commands it is as the user's save.
+    fn other_wrote(&self, rel: &Path) {
+        if let Some(saves) = self.user_saves.get() {
+            saves.note(rel);
+        }
+    }
+
+    fn overlapped(&self, rel: &str, with: &str) {
+        if let Some(c) = self.checkpoint_store() {
+            crate::locks::lock(c).note_overlap(rel, with);
         }
     }
 }

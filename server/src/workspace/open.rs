@@ -108,14 +108,29 @@ impl Workspace {
     /// session) and saving to it. With `checkpoints`, they are kept beside the file (they survive a
     /// restart) or, without one, for this process. A file that cannot be read is moved aside and said.
     pub fn open(root: PathBuf, state_file: Option<PathBuf>, checkpoints: bool) -> (Arc<Workspace>, Option<Unreadable>) {
-        let (saved, unreadable) = match state_file.as_deref().map(store::load_with_folder) {
+        let (saved, unreadable) = Self::load(state_file.as_deref());
+        (Self::with(root, saved, state_file, checkpoints), unreadable)
+    }
+
+    /// As `open` with checkpoints kept beside the file, but the copy of the folder they need is made at
+    /// the session's first run, not now: a session that is only listed (one of a folder's several) costs
+    /// no thread.
+    pub fn open_idle(root: PathBuf, state_file: Option<PathBuf>) -> (Arc<Workspace>, Option<Unreadable>) {
+        let (saved, unreadable) = Self::load(state_file.as_deref());
+        let dir = state_file.as_ref().map(|f| f.with_extension("checkpoints"));
+        let ws = Workspace::new(root, saved, state_file);
+        ws.enable_checkpoints_with(dir.as_deref(), false);
+        (ws, unreadable)
+    }
+
+    fn load(state_file: Option<&Path>) -> (Session, Option<Unreadable>) {
+        match state_file.map(store::load_with_folder) {
             Some((Loaded::Restored(s), _)) => (s, None),
             Some((Loaded::Corrupt { moved_to, error }, _)) => {
                 (Session::default(), Some(Unreadable { error, moved_to }))
             }
             Some((Loaded::None, _)) | None => (Session::default(), None),
-        };
-        (Self::with(root, saved, state_file, checkpoints), unreadable)
+        }
     }
 
     /// The session saved in `state_file`, which must be there and belong to `root` (ACP's `session/load`).

@@ -126,6 +126,7 @@ impl Workspace {
             }
         };
         let mut convo = self.conversation.lock().await;
+        self.start_copy();
         self.checkpoint_run_start(&ticket.id, prompt, &convo, events);
         if ticket.start == (Start::Approved { clear_context: true }) {
             // After the checkpoint, so a rewind to it brings the planning conversation back.
@@ -134,7 +135,8 @@ impl Workspace {
         let saving = Saving { ws: self, inner: events };
         let events = Rounds { ws: self, inner: &saving, run_id: &ticket.id, prompt, pending: Default::default() };
         let intel = self.intel_session(host, cfg);
-        let host = Tracked::new(host, self.checkpoint_store()).with_intel(intel.as_deref());
+        let hooks = crate::sessions::Hooks { seen: &self.seen, siblings: Some(&self.siblings) };
+        let host = Tracked::new(host, self.checkpoint_store()).with_intel(intel.as_deref()).with_session(hooks);
         let run = Run {
             llm,
             host: &host,

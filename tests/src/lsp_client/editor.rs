@@ -594,7 +594,12 @@ impl TestEditor {
 
     /// `stepwise.run` in folder `ws` (its URI); returns the run id.
     pub async fn start_run(&self, ws: &str, prompt: &str) -> String {
-        let r = self.execute("stepwise.run", json!({"prompt": prompt, "workspace": ws})).await;
+        self.start_run_in(ws, "main", prompt).await
+    }
+
+    /// [`Self::start_run`] in one of the folder's sessions (`main`: the folder's own).
+    pub async fn start_run_in(&self, ws: &str, session: &str, prompt: &str) -> String {
+        let r = self.execute("stepwise.run", json!({"prompt": prompt, "workspace": ws, "session": session})).await;
         let r = r.unwrap_or_else(|e| panic!("stepwise.run failed: {e}"));
         r["runId"].as_str().unwrap_or_else(|| panic!("stepwise.run answered {r}")).to_string()
     }

@@ -74,6 +74,9 @@ pub struct MockOptions {
 
 pub(crate) struct Shared {
     steps: Mutex<VecDeque<Step>>,
+    /// Scripts of their own for conversations whose first user message holds a key (`MockModel::route`):
+    /// several conversations at once (sessions side by side, subagents), each answered in its own order.
+    routes: Mutex<Vec<(String, VecDeque<Step>)>>,
     requests: Mutex<Vec<Recorded>>,
     count: watch::Sender<usize>,
     next_id: AtomicU64,
@@ -93,7 +96,17 @@ impl Shared {
     /// whoever sees the request recorded also sees its step gone.
     pub(crate) fn record(&self, rec: Recorded, takes_step: bool) -> (usize, Option<Step>) {
         let mut requests = self.requests.lock().unwrap();
-        let step = if takes_step { self.steps.lock().unwrap().pop_front() } else { None };
+        let step = match takes_step {
+            false => None,
+            true => {
+                let first = first_user_text(&rec.body);
+                let mut routes = self.routes.lock().unwrap();
+                match routes.iter_mut().find(|(key, _)| first.contains(key.as_str())) {
+                    Some((_, steps)) => steps.pop_front(),
+                    None => self.steps.lock().unwrap().pop_front(),
+                }
+            }
+        };
         if let Some(file) = &self.record {
             let mut line = rec.to_json().to_string();
             line.push('\n');
@@ -137,6 +150,7 @@ impl MockModel {
         };
         let shared = Arc::new(Shared {
             steps: Mutex::new(script.into().0.into()),
+            routes: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
             next_id: AtomicU64::new(1),
@@ -189,6 +203,17 @@ impl MockModel {
         self.shared.steps.lock().unwrap().push_back(step.into());
     }
 
+    /// Gives the conversations whose first user message contains `key` a script of their own (the rest
+    /// take the main script's steps in turn).
+    pub fn route(&self, key: impl Into<String>, steps: Vec<Step>) {
+        self.shared.routes.lock().unwrap().push((key.into(), steps.into()));
+    }
+
+    /// Steps of `key`'s route not yet consumed.
+    pub fn remaining_of(&self, key: &str) -> usize {
+        self.shared.routes.lock().unwrap().iter().find(|(k, _)| k == key).map_or(0, |(_, s)| s.len())
+    }
+
     /// Steps not yet consumed.
     pub fn remaining(&self) -> usize {
         self.shared.steps.lock().unwrap().len()
@@ -226,5 +251,16 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
+    }
+}
+
+/// The text of a request's first user message (either wire format; its text blocks joined).
+pub fn first_user_text(body: &Value) -> String {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else { return String::new() };
+    let Some(first) = messages.iter().find(|m| m["role"] == "user") else { return String::new() };
+    match &first["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
     }
 }

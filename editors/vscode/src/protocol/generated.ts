@@ -2,9 +2,22 @@
 // tests/tests/protocol_schema.rs: `UPDATE=1 cargo test -p stepwise-tests --test protocol_schema`.
 // Do not edit.
 
+/**
+ * `stepwise.applySession`'s answer: what was brought into the folder, and what was left alone because
+ * the folder changed it since the session began (or it could not be carried).
+ */
+export interface AppliedSession {
+  applied: string[];
+  conflicts: string[];
+  /** The run the applied files belong to in the folder's session (its review lists them). */
+  runId?: string;
+}
+
 /** `stepwise.approvePlan`. */
 export interface ApprovePlanArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   baseRevision?: number;
   /** Start from the task and the approved plan only. */
   clearContext?: boolean;
@@ -30,6 +43,8 @@ export type AskKind = 'command' | 'protectedWrite' | 'unsandboxed' | 'mcpTool';
  */
 export interface AskParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   runId: string;
   /** The tool call asked about (`stepwise/toolCall`'s `id`). */
   callId: string;
@@ -50,6 +65,8 @@ export interface AskParams {
 /** `stepwise/assistantText`: a piece of the model's text as it streams. */
 export interface AssistantTextParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   runId: string;
   text: string;
 }
@@ -60,6 +77,8 @@ export interface AssistantTextParams {
  */
 export interface BackgroundParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   tasks: BackgroundTask[];
 }
 
@@ -83,6 +102,8 @@ export type ChangeStatus = 'modified' | 'created' | 'deleted';
 /** `stepwise.changes`: what the agent changed in a run, or since a checkpoint. */
 export interface Changes {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   /** The run the changes are of (the checkpoint's run, for `checkpoint`); `null` when there is none. */
   runId: string | null;
   files: FileChanges[];
@@ -91,6 +112,8 @@ export interface Changes {
 /** `stepwise.changes`: which run (default: the latest that changed files), or since which checkpoint. */
 export interface ChangesArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   runId?: string;
   checkpoint?: string;
 }
@@ -111,21 +134,37 @@ export interface CheckpointInfo {
 /** `stepwise/checkpoint`. */
 export interface CheckpointParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   id: string;
   runId: string;
   round: number;
   step?: string;
 }
 
+/** `stepwise.closeSession`. */
+export interface CloseSessionArgs {
+  session: string;
+  /**
+   * Forget the session and remove its worktree with what it holds (an editor asks the user first when
+   * the worktree has changes not applied).
+   */
+  discard?: boolean;
+}
+
 /** `stepwise.commentPlan`: comments, each about an item (`id`) or the whole plan. */
 export interface CommentPlanArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   comments: PlanComment[];
 }
 
 /** `stepwise/compacted`. */
 export interface CompactedParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   runId: string;
   tokensBefore: number;
   tokensAfter: number;
@@ -135,6 +174,8 @@ export interface CompactedParams {
 /** `stepwise.conversation`: the saved conversation as a view shows it, oldest first. */
 export interface Conversation {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   entries: Entry[];
 }
 
@@ -161,6 +202,8 @@ export interface DiagnosticsAnswer {
  */
 export interface DiagnosticsParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   runId: string;
   calls: string[];
   lines: DiagnosticLine[];
@@ -189,6 +232,8 @@ export interface EditItem {
 /** `stepwise.editPlan`: the whole list, or the same as text in the plan's render form. */
 export interface EditPlanArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   items?: EditItem[];
   text?: string;
   /** The revision the edit was made on; an older one than the plan's is refused. */
@@ -198,6 +243,8 @@ export interface EditPlanArgs {
 /** `stepwise.editPlan`: the plan as the edit left it. */
 export interface EditedPlan {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   items: PlanItem[];
   completed: number;
   total: number;
@@ -231,6 +278,11 @@ export interface FileChanges {
   /** Every hunk is reviewed. */
   reviewed: boolean;
   hunks: Hunk[];
+  /**
+   * Other sessions of the folder whose commands ran at the same time as the one that changed it and
+   * also found it changed: whose change it is cannot be told (Undo and rewind leave it alone).
+   */
+  sharedWith?: string[];
 }
 
 export type FinishReason = 'end_turn' | 'cancelled' | 'error' | 'loop_detected' | 'max_rounds' | 'max_tokens' | 'plan_ready';
@@ -251,6 +303,8 @@ export interface Hunk {
 /** `stepwise.killBackground`: stop a background task (the user's Stop). */
 export interface KillBackgroundArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   /** `bg-<n>`. */
   taskId: string;
 }
@@ -258,6 +312,8 @@ export interface KillBackgroundArgs {
 /** `stepwise/mcp`: how the folder's MCP servers started (failed ones with why). */
 export interface McpParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   servers: McpServer[];
 }
 
@@ -275,6 +331,18 @@ export interface McpServer {
 
 /** How a run may act. In `Plan` the tools offered change nothing (`tools::catalog` decides which). */
 export type Mode = 'default' | 'plan';
+
+/** `stepwise.newSession`: a session beside the folder's others, in a worktree of its own if asked. */
+export interface NewSessionArgs {
+  workspace?: string;
+  /** How views name it (default: `Session <n>`). */
+  title?: string;
+  /**
+   * In a git worktree of its own on the branch `stepwise/<session>` (a copy where the folder is no
+   * git repository): nothing it does reaches the folder before `stepwise.applySession`.
+   */
+  worktree?: boolean;
+}
 
 export interface PathReason {
   path: string;
@@ -307,6 +375,8 @@ export interface PlanItem {
 /** `stepwise/plan` (also the answer to `stepwise.plan`). */
 export interface PlanParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   items: PlanItem[];
   completed: number;
   total: number;
@@ -354,6 +424,8 @@ export interface QueryPosition {
 /** `stepwise/reminder`: the model was nagged to update its plan. */
 export interface ReminderParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   text: string;
 }
 
@@ -364,6 +436,8 @@ export type ReviewAction = 'keep' | 'undo' | 'comment';
 /** `stepwise.review`: the file (relative), what to do, which hunks (default: all). */
 export interface ReviewArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   path: string;
   action: ReviewAction;
   hunks?: number[];
@@ -376,6 +450,8 @@ export interface ReviewArgs {
 /** `stepwise/review`: the files with unreviewed changes and how many unreviewed hunks each has. */
 export interface ReviewParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   pending: Pending[];
 }
 
@@ -392,6 +468,8 @@ export interface Reviewed {
 /** `stepwise.rewind`. */
 export interface RewindArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   /** The checkpoint's id. */
   checkpoint: string;
   /** What to put back (default `both`). */
@@ -416,6 +494,8 @@ export interface Rewound {
 export interface RunArgs {
   prompt: string;
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   /** `plan` plans first (`default`: acts, whatever `planFirst` says). */
   mode?: Mode;
 }
@@ -437,9 +517,56 @@ export interface SavedDocuments {
   saved?: string[];
 }
 
+/** `stepwise.applySession`. */
+export interface SessionArgs {
+  session: string;
+}
+
+export interface SessionInfo {
+  session: string;
+  title: string;
+  /** `running`, `waiting`, `idle`, or `closed`. */
+  state: string;
+  worktree?: string;
+  branch?: string;
+  /** A worktree session's files changed and not applied yet (left out when it cannot be told). */
+  unapplied?: number;
+  /** The plan's progress, `completed/total` (left out for a closed session or an empty plan). */
+  progress?: string;
+}
+
+/**
+ * `stepwise.sessions`: the folder's sessions, its own first, then the others by age (closed ones too,
+ * which any command naming them reopens).
+ */
+export interface SessionList {
+  sessions: SessionInfo[];
+}
+
+/** `stepwise.newSession`'s answer. */
+export interface SessionMade {
+  session: string;
+  /** The worktree's folder (the session's workspace), for a worktree session. */
+  worktree?: string;
+  /** Its branch, for a git worktree. */
+  branch?: string;
+}
+
+/**
+ * `stepwise/sessions`: a folder's sessions, whenever one is made, closed or reopened, or a worktree
+ * session's changes were applied (the same list as `stepwise.sessions`; runs starting and ending are
+ * `stepwise/status`, which names the session).
+ */
+export interface SessionsParams {
+  workspace: string;
+  sessions: SessionInfo[];
+}
+
 /** `stepwise/status`. */
 export interface StatusParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   state: RunState;
   runId: string;
   /** Why the run ended (with `idle`). */
@@ -456,6 +583,8 @@ export interface StatusParams {
 /** `stepwise.steer`. */
 export interface SteerArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
   text: string;
 }
 
@@ -465,6 +594,8 @@ export interface SteerArgs {
  */
 export interface ToolCallParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   runId: string;
   id: string;
   name: string;
@@ -490,6 +621,8 @@ export interface ToolEntry {
 /** `stepwise/usage`. */
 export interface UsageParams {
   workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
   runId: string;
   /** The whole prompt, cached or not. */
   inputTokens: number;
@@ -506,6 +639,8 @@ export interface UsageParams {
 /** Commands that take only the folder (without it: the only folder, or the first). */
 export interface WorkspaceArgs {
   workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
 }
 
 /** Notifications from the server: method to params. */
@@ -522,6 +657,7 @@ export interface Notifications {
   'stepwise/review': ReviewParams;
   'stepwise/background': BackgroundParams;
   'stepwise/diagnostics': DiagnosticsParams;
+  'stepwise/sessions': SessionsParams;
 }
 
 /** Requests from the server: method to params and result. */
@@ -548,4 +684,8 @@ export interface Commands {
   'stepwise.commentPlan': { arguments: CommentPlanArgs; result: RunStarted };
   'stepwise.approvePlan': { arguments: ApprovePlanArgs; result: RunStarted };
   'stepwise.killBackground': { arguments: KillBackgroundArgs; result: string };
+  'stepwise.newSession': { arguments: NewSessionArgs; result: SessionMade };
+  'stepwise.sessions': { arguments: WorkspaceArgs; result: SessionList };
+  'stepwise.applySession': { arguments: SessionArgs; result: AppliedSession };
+  'stepwise.closeSession': { arguments: CloseSessionArgs; result: null };
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tower_lsp_server::jsonrpc::Error;
 
-use super::results::{EditedPlan, Reviewed, Rewound, RunStarted};
+use super::{AppliedSession, EditedPlan, Reviewed, Rewound, RunStarted, SessionList, SessionMade};
 use crate::checkpoint::{Info, Restore};
 use crate::plan::{EditItem, Mode, PlanComment};
 
@@ -81,29 +81,71 @@ commands! {
     CommentPlan "stepwise.commentPlan" (CommentPlanArgs) -> RunStarted;
     ApprovePlan "stepwise.approvePlan" (ApprovePlanArgs) -> RunStarted;
     KillBackground "stepwise.killBackground" (KillBackgroundArgs) -> String;
+    NewSession "stepwise.newSession" (NewSessionArgs) -> SessionMade;
+    Sessions "stepwise.sessions" (WorkspaceArgs) -> SessionList;
+    ApplySession "stepwise.applySession" (SessionArgs) -> AppliedSession;
+    CloseSession "stepwise.closeSession" (CloseSessionArgs) -> ();
 }
 
 impl Command {
-    /// The workspace folder the command names, if it names one.
-    pub fn workspace(&self) -> Option<&str> {
+    /// The workspace folder and the session the command names, as far as it names them.
+    pub fn target(&self) -> (Option<&str>, Option<&str>) {
         match self {
-            Command::Run(a) => a.workspace.as_deref(),
+            Command::Run(a) => of(&a.workspace, &a.session),
             Command::Cancel(a)
             | Command::Reset(a)
             | Command::Plan(a)
             | Command::Compact(a)
             | Command::Checkpoints(a)
-            | Command::Conversation(a) => a.workspace.as_deref(),
-            Command::EditPlan(a) => a.workspace.as_deref(),
-            Command::Steer(a) => a.workspace.as_deref(),
-            Command::Rewind(a) => a.workspace.as_deref(),
-            Command::Changes(a) => a.workspace.as_deref(),
-            Command::Review(a) => a.workspace.as_deref(),
-            Command::CommentPlan(a) => a.workspace.as_deref(),
-            Command::ApprovePlan(a) => a.workspace.as_deref(),
-            Command::KillBackground(a) => a.workspace.as_deref(),
+            | Command::Conversation(a)
+            | Command::Sessions(a) => of(&a.workspace, &a.session),
+            Command::EditPlan(a) => of(&a.workspace, &a.session),
+            Command::Steer(a) => of(&a.workspace, &a.session),
+            Command::Rewind(a) => of(&a.workspace, &a.session),
+            Command::Changes(a) => of(&a.workspace, &a.session),
+            Command::Review(a) => of(&a.workspace, &a.session),
+            Command::CommentPlan(a) => of(&a.workspace, &a.session),
+            Command::ApprovePlan(a) => of(&a.workspace, &a.session),
+            Command::KillBackground(a) => of(&a.workspace, &a.session),
+            Command::NewSession(a) => (a.workspace.as_deref(), None),
+            Command::ApplySession(a) => (None, Some(a.session.as_str())),
+            Command::CloseSession(a) => (None, Some(a.session.as_str())),
         }
     }
+}
+
+fn of<'a>(w: &'a Option<String>, s: &'a Option<String>) -> (Option<&'a str>, Option<&'a str>) {
+    (w.as_deref(), s.as_deref())
+}
+
+/// `stepwise.newSession`: a session beside the folder's others, in a worktree of its own if asked.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+pub struct NewSessionArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// How views name it (default: `Session <n>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// In a git worktree of its own on the branch `stepwise/<session>` (a copy where the folder is no
+    /// git repository): nothing it does reaches the folder before `stepwise.applySession`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<bool>,
+}
+
+/// `stepwise.applySession`.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+pub struct SessionArgs {
+    pub session: String,
+}
+
+/// `stepwise.closeSession`.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+pub struct CloseSessionArgs {
+    pub session: String,
+    /// Forget the session and remove its worktree with what it holds (an editor asks the user first when
+    /// the worktree has changes not applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<bool>,
 }
 
 /// `stepwise.killBackground`: stop a background task (the user's Stop).
@@ -112,6 +154,9 @@ impl Command {
 pub struct KillBackgroundArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// `bg-<n>`.
     pub task_id: String,
 }
@@ -121,6 +166,9 @@ pub struct KillBackgroundArgs {
 pub struct WorkspaceArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// `stepwise.run`.
@@ -129,6 +177,9 @@ pub struct RunArgs {
     pub prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// `plan` plans first (`default`: acts, whatever `planFirst` says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
@@ -140,6 +191,9 @@ pub struct RunArgs {
 pub struct EditPlanArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items: Option<Vec<EditItem>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +208,9 @@ pub struct EditPlanArgs {
 pub struct SteerArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub text: String,
 }
 
@@ -162,6 +219,9 @@ pub struct SteerArgs {
 pub struct RewindArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The checkpoint's id.
     pub checkpoint: String,
     /// What to put back (default `both`).
@@ -175,6 +235,9 @@ pub struct RewindArgs {
 pub struct ChangesArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,6 +258,9 @@ pub enum ReviewAction {
 pub struct ReviewArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub path: String,
     pub action: ReviewAction,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -213,6 +279,9 @@ pub struct ReviewArgs {
 pub struct CommentPlanArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub comments: Vec<PlanComment>,
 }
 
@@ -222,6 +291,9 @@ pub struct CommentPlanArgs {
 pub struct ApprovePlanArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_revision: Option<u64>,
     /// Start from the task and the approved plan only.
@@ -288,7 +360,9 @@ mod tests {
         assert_eq!((r.action, r.hunks), (ReviewAction::Undo, Some(vec![2])));
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
-        assert_eq!(COMMANDS.len(), 15);
+        assert_eq!(COMMANDS.len(), 19);
+        let c = Command::parse("stepwise.plan", &[json!({"session": "s1"})]).unwrap();
+        assert_eq!(c.target(), (None, Some("s1")));
     }
 
     #[test]

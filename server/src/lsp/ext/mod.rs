@@ -49,6 +49,7 @@ notifications! {
     ReviewNotification "stepwise/review" (Review);
     BackgroundNotification "stepwise/background" (Background);
     DiagnosticsNotification "stepwise/diagnostics" (Diagnostics);
+    SessionsNotification "stepwise/sessions" (Sessions);
 }
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.
@@ -134,12 +135,13 @@ mod tests {
     #[test]
     fn payloads_are_camel_case_and_leave_out_what_is_absent() {
         let value = |v| serde_json::to_value(v).unwrap();
-        let s = value(Status::idle("file:///w", "run-1", FinishReason::Error, Some("no key")));
+        let at = At { workspace: "file:///w".into(), session: "main".into() };
+        let s = value(Status::idle(&at, "run-1", FinishReason::Error, Some("no key")));
         assert_eq!(
             s,
-            serde_json::json!({"workspace": "file:///w", "state": "idle", "runId": "run-1", "reason": "error", "message": "no key"})
+            serde_json::json!({"workspace": "file:///w", "session": "main", "state": "idle", "runId": "run-1", "reason": "error", "message": "no key"})
         );
-        let s = Status { error_kind: Some(ErrorKind::Setup), ..Status::new("w", "r", RunState::Running) };
+        let s = Status { error_kind: Some(ErrorKind::Setup), ..Status::new(&at, "r", RunState::Running) };
         assert_eq!(value(s)["errorKind"], "setup");
     }
 }

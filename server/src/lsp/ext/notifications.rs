@@ -6,12 +6,22 @@ use serde::{Deserialize, Serialize};
 use crate::plan::{By, Change, PlanItem, PlanState};
 use crate::session::FinishReason;
 
+/// Which session a notification (or answer) is about: its folder, as the client named it, and the
+/// session's id (`main`: the folder's own). Written as two fields of the payload.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct At {
+    pub workspace: String,
+    /// The session (`stepwise.newSession`'s id; `main`: the folder's own).
+    pub session: String,
+}
+
 /// `stepwise/plan` (also the answer to `stepwise.plan`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "PlanParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub items: Vec<PlanItem>,
     pub completed: usize,
     pub total: usize,
@@ -25,9 +35,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn of(workspace: &str, state: &PlanState) -> Plan {
+    pub fn of(at: At, state: &PlanState) -> Plan {
         Plan {
-            workspace: workspace.to_string(),
+            at,
             items: state.plan.items.clone(),
             completed: state.plan.completed(),
             total: state.plan.items.len(),
@@ -42,7 +52,8 @@ impl Plan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "ReminderParams")]
 pub struct Reminder {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub text: String,
 }
 
@@ -71,7 +82,8 @@ pub enum ErrorKind {
 #[schemars(rename = "StatusParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub state: RunState,
     pub run_id: String,
     /// Why the run ended (with `idle`).
@@ -88,9 +100,9 @@ pub struct Status {
 }
 
 impl Status {
-    pub fn new(workspace: &str, run_id: &str, state: RunState) -> Status {
+    pub fn new(at: &At, run_id: &str, state: RunState) -> Status {
         Status {
-            workspace: workspace.to_string(),
+            at: at.clone(),
             state,
             run_id: run_id.to_string(),
             reason: None,
@@ -108,12 +120,8 @@ impl Status {
     }
 
     /// `idle`, ending a run.
-    pub fn idle(workspace: &str, run_id: &str, reason: FinishReason, message: Option<&str>) -> Status {
-        Status {
-            reason: Some(reason),
-            message: message.map(str::to_string),
-            ..Status::new(workspace, run_id, RunState::Idle)
-        }
+    pub fn idle(at: &At, run_id: &str, reason: FinishReason, message: Option<&str>) -> Status {
+        Status { reason: Some(reason), message: message.map(str::to_string), ..Status::new(at, run_id, RunState::Idle) }
     }
 }
 
@@ -122,7 +130,8 @@ impl Status {
 #[schemars(rename = "AssistantTextParams")]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantText {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub run_id: String,
     pub text: String,
 }
@@ -140,7 +149,8 @@ pub enum Phase {
 #[schemars(rename = "ToolCallParams")]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub run_id: String,
     pub id: String,
     pub name: String,
@@ -159,7 +169,8 @@ pub struct ToolCall {
 #[schemars(rename = "UsageParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub run_id: String,
     /// The whole prompt, cached or not.
     pub input_tokens: u64,
@@ -178,7 +189,8 @@ pub struct Usage {
 #[schemars(rename = "CompactedParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Compacted {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub run_id: String,
     pub tokens_before: u64,
     pub tokens_after: u64,
@@ -191,7 +203,8 @@ pub struct Compacted {
 #[schemars(rename = "CheckpointParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Checkpoint {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub id: String,
     pub run_id: String,
     pub round: u32,
@@ -203,7 +216,8 @@ pub struct Checkpoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "McpParams")]
 pub struct Mcp {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub servers: Vec<McpServer>,
 }
 
@@ -222,7 +236,7 @@ pub struct McpServer {
 }
 
 impl Mcp {
-    pub fn of(workspace: &str, servers: &[crate::mcp::ServerState]) -> Mcp {
+    pub fn of(at: At, servers: &[crate::mcp::ServerState]) -> Mcp {
         let servers = servers
             .iter()
             .map(|s| McpServer {
@@ -233,7 +247,7 @@ impl Mcp {
                 error: s.error.clone(),
             })
             .collect();
-        Mcp { workspace: workspace.to_string(), servers }
+        Mcp { at, servers }
     }
 }
 
@@ -241,7 +255,8 @@ impl Mcp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "ReviewParams")]
 pub struct Review {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub pending: Vec<Pending>,
 }
 
@@ -256,7 +271,8 @@ pub struct Pending {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "BackgroundParams")]
 pub struct Background {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub tasks: Vec<crate::background::TaskView>,
 }
 
@@ -266,7 +282,8 @@ pub struct Background {
 #[schemars(rename = "DiagnosticsParams")]
 #[serde(rename_all = "camelCase")]
 pub struct Diagnostics {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: At,
     pub run_id: String,
     pub calls: Vec<String>,
     pub lines: Vec<DiagnosticLine>,
@@ -327,4 +344,14 @@ impl DiagnosticLine {
         }
         line(None, None, None)
     }
+}
+
+/// `stepwise/sessions`: a folder's sessions, whenever one is made, closed or reopened, or a worktree
+/// session's changes were applied (the same list as `stepwise.sessions`; runs starting and ending are
+/// `stepwise/status`, which names the session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "SessionsParams")]
+pub struct Sessions {
+    pub workspace: String,
+    pub sessions: Vec<super::SessionInfo>,
 }

@@ -15,7 +15,8 @@ pub struct RunStarted {
 /// `stepwise.editPlan`: the plan as the edit left it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EditedPlan {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: super::At,
     pub items: Vec<PlanItem>,
     pub completed: usize,
     pub total: usize,
@@ -23,22 +24,17 @@ pub struct EditedPlan {
 }
 
 impl EditedPlan {
-    pub fn of(workspace: &str, state: &PlanState) -> EditedPlan {
-        let p = super::Plan::of(workspace, state);
-        EditedPlan {
-            workspace: p.workspace,
-            items: p.items,
-            completed: p.completed,
-            total: p.total,
-            revision: p.revision,
-        }
+    pub fn of(at: super::At, state: &PlanState) -> EditedPlan {
+        let p = super::Plan::of(at, state);
+        EditedPlan { at: p.at, items: p.items, completed: p.completed, total: p.total, revision: p.revision }
     }
 }
 
 /// `stepwise.conversation`: the saved conversation as a view shows it, oldest first.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Conversation {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: super::At,
     pub entries: Vec<crate::transcript::Entry>,
 }
 
@@ -46,7 +42,8 @@ pub struct Conversation {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Changes {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: super::At,
     /// The run the changes are of (the checkpoint's run, for `checkpoint`); `null` when there is none.
     pub run_id: Option<String>,
     pub files: Vec<crate::checkpoint::FileChanges>,
@@ -102,7 +99,8 @@ pub struct SavedDocuments {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AskParams {
-    pub workspace: String,
+    #[serde(flatten)]
+    pub at: super::At,
     pub run_id: String,
     /// The tool call asked about (`stepwise/toolCall`'s `id`).
     pub call_id: String,
@@ -228,4 +226,54 @@ pub struct DocumentDiagnostics {
     /// editor knows none of its servers will check the document.
     #[serde(default)]
     pub settled: bool,
+}
+
+/// `stepwise.newSession`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionMade {
+    pub session: String,
+    /// The worktree's folder (the session's workspace), for a worktree session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// Its branch, for a git worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// `stepwise.sessions`: the folder's sessions, its own first, then the others by age (closed ones too,
+/// which any command naming them reopens).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session: String,
+    pub title: String,
+    /// `running`, `waiting`, `idle`, or `closed`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// A worktree session's files changed and not applied yet (left out when it cannot be told).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unapplied: Option<usize>,
+    /// The plan's progress, `completed/total` (left out for a closed session or an empty plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+}
+
+/// `stepwise.applySession`'s answer: what was brought into the folder, and what was left alone because
+/// the folder changed it since the session began (or it could not be carried).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedSession {
+    pub applied: Vec<String>,
+    pub conflicts: Vec<String>,
+    /// The run the applied files belong to in the folder's session (its review lists them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }

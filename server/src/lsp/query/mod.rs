@@ -2,7 +2,7 @@
 //! `experimental.stepwise.query` in `initialize`, every question of the engine's seam (`intel::Intelligence`)
 //! becomes a `stepwise/query` request, answered from the editor's own language servers: the editor sees their
 //! events, so it does the waiting for diagnostics, told which document versions the agent wrote. Then
-//! stepwise starts no language server of its own for the folder.
+//! stepwise starts no language server of its own for the session.
 
 mod recode;
 
