@@ -57,7 +57,10 @@ async fn lsp_cancel_by_command_while_the_model_hangs() {
     let run = ed.start_run(&ws, "first").await;
     hanging(&mock).await;
     let log = cancel_promptly(&ed, &ws, &run, json!({"workspace": ws})).await;
-    assert_eq!(log.idle(), json!({"workspace": ws, "session": "main", "state": "idle", "runId": run, "reason": "cancelled"}));
+    assert_eq!(
+        log.idle(),
+        json!({"workspace": ws, "session": "main", "state": "idle", "runId": run, "reason": "cancelled"})
+    );
     assert_eq!(log.progress().last().unwrap()["value"], json!({"kind": "end", "message": "cancelled"}));
     // Cancelling when nothing runs is fine.
     assert_eq!(ed.execute("stepwise.cancel", json!({})).await, Ok(Value::Null));

@@ -171,7 +171,10 @@ async fn lsp_keep_and_undo_per_hunk_created_and_deleted_files_and_the_lenses() {
     let lenses = review_lenses(&ed, &a).await;
     let at: Vec<(u64, &str)> = lenses.iter().map(|(l, t, _)| (*l, t.as_str())).collect();
     assert_eq!(at, [(1, "Keep"), (1, "Undo"), (4, "Keep"), (4, "Undo"), (7, "Keep"), (7, "Undo")]);
-    assert_eq!(lenses[0].2, json!({"workspace": ws, "session": "main", "path": "a.txt", "action": "keep", "hunks": [0]}));
+    assert_eq!(
+        lenses[0].2,
+        json!({"workspace": ws, "session": "main", "path": "a.txt", "action": "keep", "hunks": [0]})
+    );
 
     // Keep the first hunk through its lens.
     let kept = ed.execute("stepwise.review", lenses[0].2.clone()).await.unwrap();

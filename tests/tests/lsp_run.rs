@@ -113,7 +113,10 @@ async fn lsp_full_run_in_vscode() {
 
     // Status: running, then idle with end_turn.
     let statuses = log.statuses();
-    assert_eq!(statuses.first().unwrap(), &json!({"workspace": ws, "session": "main", "state": "running", "runId": run_id}));
+    assert_eq!(
+        statuses.first().unwrap(),
+        &json!({"workspace": ws, "session": "main", "state": "running", "runId": run_id})
+    );
     assert_eq!(
         statuses.last().unwrap(),
         &json!({"workspace": ws, "session": "main", "state": "idle", "runId": run_id, "reason": "end_turn"})

@@ -176,16 +176,25 @@ async fn a_sessions_rewind_puts_back_only_its_own_changes() {
 async fn commands_of_two_sessions_that_overlap_in_time_are_said_to_not_guessed() {
     let (dir, state) = folder_and_state("sessions-overlap");
     let mock = MockModel::start(vec![]).await;
-    // A writes its own file before B starts, then both write shared.txt while both commands run: each
-    // waits for the other's marker (the commands synchronise on files, not on time).
-    let a = "echo a > only-a.txt; touch a-started; while [ ! -e b-wrote ]; do sleep 0.02; done; echo a >> shared.txt";
+    // A writes its own file in a command that ends before B's run begins; then both write shared.txt while
+    // both commands run: each waits for the other's marker (they synchronise on files, not on time).
+    let a = "touch a-started; while [ ! -e b-wrote ]; do sleep 0.02; done; echo a >> shared.txt";
     let b = "while [ ! -e a-started ]; do sleep 0.02; done; echo b >> shared.txt; touch b-wrote";
-    mock.route("session a", vec![Step::tool("bash", json!({"command": a})), Step::text("a done")]);
+    mock.route(
+        "session a",
+        vec![
+            Step::tool("bash", json!({"command": "echo a > only-a.txt"})),
+            Step::tool("bash", json!({"command": a})),
+            Step::text("a done"),
+        ],
+    );
     mock.route("session b", vec![Step::tool("bash", json!({"command": b})), Step::text("b done")]);
     let ed = auto_editor(ClientPreset::Bare, &dir, &state, &mock).ignore(&["stepwise/review"]).start().await;
     let ws = ed.folder_uri(0);
     let side = new_session(&ed, &ws, json!({"title": "B"})).await;
     let run_a = ed.start_run(&ws, "session a").await;
+    // A's first command has ended when its second request comes.
+    mock.wait_for_requests(2, T).await;
     let run_b = ed.start_run_in(&ws, &side, "session b").await;
     ed.await_run(&ws, &run_b, T).await;
     ed.await_run(&ws, &run_a, T).await;
@@ -196,7 +205,7 @@ async fn commands_of_two_sessions_that_overlap_in_time_are_said_to_not_guessed()
     assert_eq!(changes(&of_a, "shared.txt").map(|f| f["sharedWith"].clone()), Some(json!(["B"])), "{of_a}");
     assert_eq!(changes(&of_b, "shared.txt").map(|f| f["sharedWith"].clone()), Some(json!(["Main"])), "{of_b}");
     let only_a = changes(&of_a, "only-a.txt").expect("A's own file");
-    assert!(only_a.get("sharedWith").is_none(), "made before B's command began: A's alone: {only_a}");
+    assert!(only_a.get("sharedWith").is_none(), "made before B's run began: A's alone: {only_a}");
     assert!(changes(&of_b, "only-a.txt").is_none(), "{of_b}");
 
     // Undo leaves the shared file alone, as a conflict; A's own file is undone.
@@ -259,5 +268,131 @@ async fn sessions_survive_a_restart_and_a_closed_one_reopens_when_named() {
     let unknown = ed.execute("stepwise.plan", json!({"session": closed})).await.unwrap_err();
     assert!(unknown.message.contains("unknown session"), "{}", unknown.message);
     ed.drain("stepwise/sessions");
+    ed.finish().await;
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_sessions_changes_reach_the_folder_only_when_applied_and_never_over_the_users() {
+    let (dir, state) = folder_and_state("sessions-worktree");
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    dir.write("kept.txt", "committed\n");
+    dir.write("theirs.txt", "committed\n");
+    dir.write(".gitignore", "ignored/\n");
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "start"]);
+    // The folder as the user left it: an uncommitted change, an untracked file, an ignored one.
+    dir.write("kept.txt", "the user's uncommitted text\n");
+    dir.write("notes.txt", "untracked\n");
+    dir.write("ignored/big.bin", "not copied\n");
+    let mock = MockModel::start(vec![]).await;
+    mock.route(
+        "in the worktree",
+        vec![
+            Step::tool("read_file", json!({"path": "kept.txt"})),
+            Step::tool(
+                "edit_file",
+                json!({"path": "kept.txt", "old_text": "uncommitted", "new_text": "uncommitted, then the agent's"}),
+            ),
+            Step::tool("write_file", json!({"path": "new.txt", "content": "made in the worktree\n"})),
+            Step::tool("write_file", json!({"path": "theirs.txt", "content": "the agent's\n"})),
+            Step::tool("bash", json!({"command": "rm notes.txt && git status --porcelain | wc -l"})),
+            Step::text("done"),
+        ],
+    );
+    let ed = auto_editor(ClientPreset::Bare, &dir, &state, &mock)
+        .ignore(&["stepwise/review", "stepwise/checkpoint", "stepwise/sessions"])
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let made =
+        ed.execute("stepwise.newSession", json!({"workspace": ws, "worktree": true, "title": "Tree"})).await.unwrap();
+    let (sid, tree) = (made["session"].as_str().unwrap().to_string(), made["worktree"].as_str().unwrap().to_string());
+    assert_eq!(made["branch"], json!(format!("stepwise/{sid}")));
+    let tree = std::path::PathBuf::from(tree);
+    assert!(tree.starts_with(state.path()), "under the state directory: {}", tree.display());
+    assert_eq!(std::fs::read_to_string(tree.join("kept.txt")).unwrap(), "the user's uncommitted text\n");
+    assert_eq!(std::fs::read_to_string(tree.join("notes.txt")).unwrap(), "untracked\n");
+    assert!(!tree.join("ignored").exists(), "ignored files are not copied");
+    let branches = git(dir.path(), &["branch", "--list", "stepwise/*"]);
+    assert!(branches.contains(&format!("stepwise/{sid}")), "{branches}");
+
+    let run = ed.start_run_in(&ws, &sid, "in the worktree").await;
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn");
+    // Nothing reached the folder.
+    assert_eq!(dir.read("kept.txt"), "the user's uncommitted text\n");
+    assert!(!dir.join("new.txt").exists());
+    assert_eq!(dir.read("notes.txt"), "untracked\n");
+    assert_eq!(std::fs::read_to_string(tree.join("new.txt")).unwrap(), "made in the worktree\n");
+
+    // The user changes a file the session changed too: a conflict, never overwritten.
+    dir.write("theirs.txt", "the user's since\n");
+    let listed = ed.execute("stepwise.sessions", json!({"workspace": ws})).await.unwrap();
+    assert_eq!(listed["sessions"][1]["unapplied"], 4, "{listed}");
+    let applied = ed.execute("stepwise.applySession", json!({"session": sid})).await.unwrap();
+    assert_eq!(applied["applied"], json!(["kept.txt", "new.txt", "notes.txt"]), "{applied}");
+    assert_eq!(applied["conflicts"], json!(["theirs.txt"]));
+    assert_eq!(dir.read("kept.txt"), "the user's uncommitted, then the agent's text\n");
+    assert_eq!(dir.read("new.txt"), "made in the worktree\n");
+    assert!(!dir.join("notes.txt").exists());
+    assert_eq!(dir.read("theirs.txt"), "the user's since\n");
+    // The applied files are a run of the folder's own session: reviewed and rewound like the agent's edits.
+    let changes = ed.execute("stepwise.changes", json!({"workspace": ws, "runId": applied["runId"]})).await.unwrap();
+    let paths: Vec<&str> = changes["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["kept.txt", "new.txt", "notes.txt"], "{changes}");
+    // Applying again carries nothing new; the conflict stays one.
+    let again = ed.execute("stepwise.applySession", json!({"session": sid})).await.unwrap();
+    assert_eq!((again["applied"].clone(), again["conflicts"].clone()), (json!([]), json!(["theirs.txt"])));
+
+    // Closed without discarding, the worktree stays; discarded, it goes with its branch.
+    ed.execute("stepwise.closeSession", json!({"session": sid})).await.unwrap();
+    assert!(tree.exists());
+    ed.execute("stepwise.closeSession", json!({"session": sid, "discard": true})).await.unwrap();
+    assert!(!tree.exists());
+    assert!(git(dir.path(), &["branch", "--list", "stepwise/*"]).is_empty());
+    ed.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_that_is_no_repository_gets_a_copy_and_bad_requests_say_why() {
+    let (dir, state) = folder_and_state("sessions-copy");
+    dir.write("a.txt", "one\n");
+    let mock = MockModel::start(vec![]).await;
+    mock.route("in the copy", vec![Step::tool("write_file", json!({"path": "a.txt", "content": "two\n"})), Step::Hang]);
+    let ed = auto_editor(ClientPreset::Bare, &dir, &state, &mock)
+        .ignore(&["stepwise/review", "stepwise/checkpoint", "stepwise/sessions"])
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let made = ed.execute("stepwise.newSession", json!({"workspace": ws, "worktree": true})).await.unwrap();
+    assert!(made.get("branch").is_none(), "{made}");
+    let sid = made["session"].as_str().unwrap().to_string();
+    let run = ed.start_run_in(&ws, &sid, "in the copy").await;
+    mock.wait_for_requests(2, T).await;
+    // Refused while it runs; and a session without a worktree has nothing to apply.
+    let refused = ed.execute("stepwise.applySession", json!({"session": sid})).await.unwrap_err();
+    assert!(refused.message.contains("is running"), "{}", refused.message);
+    let refused = ed.execute("stepwise.applySession", json!({"session": "main"})).await.unwrap_err();
+    assert!(refused.message.contains("has no worktree"), "{}", refused.message);
+    ed.execute("stepwise.cancel", json!({"session": sid})).await.unwrap();
+    ed.await_run(&ws, &run, T).await;
+    assert_eq!(dir.read("a.txt"), "one\n");
+    let applied = ed.execute("stepwise.applySession", json!({"session": sid})).await.unwrap();
+    assert_eq!(applied["applied"], json!(["a.txt"]));
+    assert_eq!(dir.read("a.txt"), "two\n");
+    let unknown = ed.execute("stepwise.applySession", json!({"session": "nope"})).await.unwrap_err();
+    assert!(unknown.message.contains("unknown session: nope"), "{}", unknown.message);
     ed.finish().await;
 }
