@@ -23,6 +23,10 @@ enum Command {
         /// Plan first: the model plans read-only, the plan is shown and waits for your yes
         #[arg(long)]
         plan_first: bool,
+        /// Work in a worktree of its own (a git worktree on the branch stepwise/<session>, or a copy): the
+        /// folder is left as it is; its path and branch are printed last
+        #[arg(long)]
+        worktree: bool,
         /// The task (several words are joined)
         #[arg(required = true, num_args = 1.., value_name = "TASK")]
         task: Vec<String>,
@@ -76,7 +80,8 @@ struct Common {
 
 impl From<Common> for cli::Options {
     fn from(c: Common) -> cli::Options {
-        cli::Options { workspace: c.workspace, yes: c.yes, record: c.record, replay: c.replay, plan_first: false }
+        let (workspace, yes, record, replay) = (c.workspace, c.yes, c.record, c.replay);
+        cli::Options { workspace, yes, record, replay, plan_first: false, worktree: false }
     }
 }
 
@@ -89,11 +94,11 @@ fn main() {
     // Usage errors exit 2, `--help` and `--version` exit 0 (clap's own codes).
     let command = Stepwise::parse_from(args).command;
     let code = match command {
-        Command::Run { opts, plan_first, task } => {
+        Command::Run { opts, plan_first, worktree, task } => {
             init_logging("warn");
             // One run, one task at a time: on one thread, a round's steps (the answer read, the tool, the
             // next request written) never wait for another thread to wake up.
-            let opts = cli::Options { plan_first, ..opts.into() };
+            let opts = cli::Options { plan_first, worktree, ..opts.into() };
             one_thread_runtime().block_on(cli::run_once(opts, task.join(" ")))
         }
         Command::Chat { opts } => {

@@ -11,6 +11,7 @@ mod plan_first;
 mod render;
 mod review;
 mod slash;
+mod worktree;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -41,6 +42,8 @@ pub struct Options {
     pub replay: Option<PathBuf>,
     /// `run --plan-first`: plan, show the plan, ask before acting.
     pub plan_first: bool,
+    /// `run --worktree`: the task in a worktree of its own (`worktree.rs`).
+    pub worktree: bool,
 }
 
 /// `stepwise demo`.
@@ -58,6 +61,17 @@ pub(crate) struct Setup {
 /// The workspace (checkpoints kept for this process when asked for: chat has `/rewind`), and what its
 /// runs need, prepared once.
 async fn setup(opts: &Options, input: &Input, checkpoints: bool) -> Result<(Arc<Workspace>, Setup), String> {
+    setup_in(opts, input, checkpoints, None).await
+}
+
+/// `setup` in a worktree of its own: the session saved where an editor finds it, and what git writes for
+/// a commit in the worktree writable in its sandbox.
+async fn setup_in(
+    opts: &Options,
+    input: &Input,
+    checkpoints: bool,
+    made: Option<&worktree::Made>,
+) -> Result<(Arc<Workspace>, Setup), String> {
     let dir = &opts.workspace;
     if !dir.is_dir() {
         return Err(format!("workspace {} is not a folder", dir.display()));
@@ -65,7 +79,11 @@ async fn setup(opts: &Options, input: &Input, checkpoints: bool) -> Result<(Arc<
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let approver = if opts.yes { None } else { Some(terminal_approver(interactive, input.clone())) };
     let host = DiskHost::new(dir, approver).map_err(|e| format!("workspace {}: {e}", dir.display()))?;
-    let (ws, _) = Workspace::open(host.root().to_path_buf(), None, checkpoints);
+    let state_file = made.and_then(|m| m.state_file.clone());
+    let (ws, _) = Workspace::open(host.root().to_path_buf(), state_file, checkpoints);
+    if let Some(m) = made {
+        ws.allow_writes(m.tree.git_dirs.clone());
+    }
     let asker = asker::TerminalAsker { interactive, input: input.clone() };
     let req = RunRequest { replay: opts.replay.as_deref(), record: opts.record.as_deref(), ..Default::default() };
     let Prepared { cfg, llm } = ws.prepare_run(req, &asker).await?;
@@ -176,7 +194,21 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
         return 2;
     }
     let input = Input::stdin();
-    let (ws, s) = match setup(&opts, &input, false).await {
+    let mut opts = opts;
+    let made = match opts.worktree {
+        false => None,
+        true => match worktree::make(&opts.workspace, &task).await {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("stepwise: {e}");
+                return 1;
+            }
+        },
+    };
+    if let Some(m) = &made {
+        opts.workspace = m.tree.path.clone();
+    }
+    let (ws, s) = match setup_in(&opts, &input, false, made.as_ref()).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("stepwise: {e}");
@@ -191,6 +223,10 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
     };
     watcher.abort();
     jobs::end_all(&ws);
+    ws.flush();
+    if let Some(m) = &made {
+        println!("{}", worktree::said(&m.tree));
+    }
     exit_code(reason)
 }
 

@@ -50,6 +50,9 @@ pub async fn new(shared: &Arc<Shared>, folder: Arc<Folder>, args: &NewSessionArg
         i.put(entry).map_err(invalid_request)?;
     }
     let (ws, _) = Workspace::open_idle(root, dir.as_deref().map(|d| index::state_file(d, &id)));
+    if let Some(t) = &tree {
+        ws.allow_writes(t.git_dirs.clone());
+    }
     shared.open_session(&folder, Arc::new(Session::new(&folder, id.clone(), title, ws, tree.clone())));
     announce(shared, &folder);
     Ok(SessionMade {

@@ -137,6 +137,9 @@ impl Shared {
                 }
             }
         }
+        if let Some(t) = &entry.worktree {
+            ws.allow_writes(t.git_dirs.clone());
+        }
         let session = Arc::new(Session::new(folder, entry.id, entry.title, ws, entry.worktree));
         self.open_session(folder, session.clone());
         session

@@ -40,6 +40,11 @@ pub struct Worktree {
     pub path: PathBuf,
     pub branch: Option<String>,
     pub base: Base,
+    /// What git writes outside the worktree for a commit in it (the repository's objects, refs and logs,
+    /// and the worktree's own folder in `.git/worktrees/`): writable in its sandbox, as the folder's own
+    /// `.git` is for a session in the folder (never its hooks or config).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub git_dirs: Vec<PathBuf>,
 }
 
 /// A file the session changed in its worktree: what it held at the start (its hash; `None`: absent), and
@@ -179,7 +184,14 @@ fn make_git(folder: &Path, top: &Path, head: &str, at: &Path, id: &str) -> Resul
     let commit = git(at, &["rev-parse", "HEAD"], None).map(text).map_err(undo)?;
     let sub = folder.strip_prefix(top).unwrap_or(Path::new("")).to_string_lossy().into_owned();
     let path = if sub.is_empty() { at.to_path_buf() } else { at.join(&sub) };
-    Ok(Worktree { top: at.to_path_buf(), path, branch: Some(branch), base: Base::Git { commit, sub } })
+    let dirs =
+        git(at, &["rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir"], None).map_err(undo)?;
+    let dirs: Vec<PathBuf> = String::from_utf8_lossy(&dirs).lines().map(PathBuf::from).collect();
+    let git_dirs = match dirs.as_slice() {
+        [common, own] => ["objects", "refs", "logs"].iter().map(|d| common.join(d)).chain([own.clone()]).collect(),
+        _ => Vec::new(),
+    };
+    Ok(Worktree { top: at.to_path_buf(), path, branch: Some(branch), base: Base::Git { commit, sub }, git_dirs })
 }
 
 /// Copies the repository's uncommitted changes and its submodules' files from `top` into the worktree
@@ -264,7 +276,7 @@ fn make_copy(folder: &Path, at: &Path, manifest_file: &Path) -> Result<Worktree,
         }
     }
     write_manifest(manifest_file, &manifest)?;
-    Ok(Worktree { top: at.to_path_buf(), path: at.to_path_buf(), branch: None, base: Base::Copy })
+    Ok(Worktree { top: at.to_path_buf(), path: at.to_path_buf(), branch: None, base: Base::Copy, git_dirs: Vec::new() })
 }
 
 pub fn read_manifest(file: &Path) -> Manifest {

@@ -75,6 +75,8 @@ pub struct Workspace {
     seen: crate::sessions::Seen,
     /// Its place among the folder's sessions in this process (`sessions/siblings.rs`).
     siblings: crate::sessions::Membership,
+    /// Folders outside the workspace its sandboxed commands may write too (a worktree session's git dirs).
+    also_writable: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 /// What became of a line the user steered with.
@@ -96,6 +98,7 @@ impl Workspace {
         Arc::new_cyclic(|me: &std::sync::Weak<Workspace>| Workspace {
             siblings: crate::sessions::siblings::join(&root, crate::host::folder_name(&root), me.clone()),
             seen: Default::default(),
+            also_writable: Default::default(),
             conversation: tokio::sync::Mutex::new(saved.messages),
             plan: PlanBoard::new(saved.plan, saved.revision),
             inbox: Inbox::default(),
@@ -155,6 +158,11 @@ impl Workspace {
     /// How the folder's other sessions (their reviews) name this one.
     pub fn set_label(&self, label: String) {
         self.siblings.set_label(label);
+    }
+
+    /// Lets its sandboxed commands write `dirs` too (a worktree session: what git writes for a commit in it).
+    pub fn allow_writes(&self, dirs: Vec<PathBuf>) {
+        let _ = self.also_writable.set(dirs);
     }
 
     /// Its place among the folder's sessions in this process.

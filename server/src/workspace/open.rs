@@ -191,6 +191,10 @@ impl Workspace {
         if let Some(mode) = req.mode {
             cfg.mode = mode;
         }
+        if let Some(extra) = self.also_writable.get().filter(|d| !d.is_empty()) {
+            let all: Vec<PathBuf> = cfg.sandbox.writable.0.iter().chain(extra).cloned().collect();
+            cfg.sandbox.writable = crate::host::sandbox::Writable::new(all);
+        }
         if !req.compaction {
             let _trial = self.sandbox.unavailable_later(cfg.sandbox, asker.reporter());
             let editor = o.mcp_servers.as_ref().map(|s| &s.0);
