@@ -187,6 +187,33 @@ fn add_missing() -> Step {
     Step::tool("edit_file", json!({"path": "a.ts", "old_text": "const total", "new_text": "missing;\nconst total"}))
 }
 
+/// What a test editor that answers only for the documents it is asked about says (`asked` sees each question):
+/// for the first question, its servers' check of the file as it was before the write (`before`, settled or
+/// not); for every later one, that of the text the agent wrote (`after`, settled).
+fn first_then(before: (bool, Value), after: Value, asked: Arc<Mutex<Vec<Value>>>) -> Answer {
+    Arc::new(move |params: &Value| {
+        let first = {
+            let mut asked = asked.lock().unwrap();
+            asked.push(params.clone());
+            asked.len() == 1
+        };
+        let (settled, diagnostics) = if first { before.clone() } else { (true, after.clone()) };
+        let docs = params["documents"].as_array().cloned().unwrap_or_default();
+        let items: Vec<Value> = docs
+            .iter()
+            .map(|d| json!({"uri": d["uri"], "settled": settled, "diagnostics": diagnostics.clone()}))
+            .collect();
+        Ok(json!({"items": items}))
+    })
+}
+
+/// The model was told the edit's new error in a.ts with its place, and nothing else of a.ts's.
+fn assert_told_only_the_new_error(told: &str) {
+    assert!(told.contains(&format!("a.ts:1:1: error: {NEW} (ts)")), "{told}");
+    assert!(!told.contains(OLD), "the error from before is not new: {told}");
+    assert!(!told.contains("not compared"), "{told}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lsp_a_file_the_editor_has_not_open_is_asked_before_the_write_and_only_its_new_error_reaches_the_model() {
     let (dir, state) = folder_and_state("query-closed");
@@ -222,10 +249,7 @@ async fn lsp_a_file_the_editor_has_not_open_is_asked_before_the_write_and_only_i
     // Named at the version it opened with, or none while its didOpen had not reached the sidecar yet.
     let version = &edits[0].params["edit"]["documentChanges"][0]["textDocument"]["version"];
     assert!(version.is_null() || *version == 1, "{:?}", edits[0].params);
-    let told = last_user_text(&mock.requests().last().expect("a request").body);
-    assert!(told.contains(&format!("a.ts:1:1: error: {NEW} (ts)")), "{told}");
-    assert!(!told.contains(OLD), "the error from before is not new: {told}");
-    assert!(!told.contains("not compared"), "{told}");
+    assert_told_only_the_new_error(&last_user_text(&mock.requests().last().expect("a request").body));
     ed.finish().await;
 }
 
@@ -236,24 +260,10 @@ async fn lsp_an_editor_answering_only_for_the_documents_asked_about_is_told_the_
     std::fs::write(dir.path().join("b.ts"), "export const b: number = 'b';\n").unwrap();
     let mock = MockModel::start(vec![add_missing(), Step::text("done")]).await;
     let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let seen = asked.clone();
-    // Any client that answers `stepwise/query`: only for the documents listed, each as the file is when asked
-    // (read from the disk or the editor's document: the agent's line is there after the edit), never others (b.ts
-    // has an error it is never asked about).
-    let answer: Answer = Arc::new(move |params: &Value| {
-        seen.lock().unwrap().push(params.clone());
-        let docs = params["documents"].as_array().cloned().unwrap_or_default();
-        let after = seen.lock().unwrap().len() > 1;
-        let items: Vec<Value> = docs
-            .iter()
-            .map(|d| {
-                let diagnostics =
-                    if after { json!([error(0, 0, NEW), error(1, 6, OLD)]) } else { json!([error(0, 6, OLD)]) };
-                json!({"uri": d["uri"], "settled": true, "diagnostics": diagnostics})
-            })
-            .collect();
-        Ok(json!({"items": items}))
-    });
+    // Any client that answers `stepwise/query`: only for the documents listed, never others (b.ts has an error
+    // it is never asked about); first the file as it was, then with the agent's line.
+    let after = json!([error(0, 0, NEW), error(1, 6, OLD)]);
+    let answer = first_then((true, json!([error(0, 6, OLD)])), after, asked.clone());
     let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
     let log = ed.run("add a line").await;
     assert_eq!(log.reason(), "end_turn");
@@ -262,9 +272,8 @@ async fn lsp_an_editor_answering_only_for_the_documents_asked_about_is_told_the_
     assert!(asked.iter().all(|q| q["documents"].as_array().is_some_and(|d| d.len() == 1)), "{asked:?}");
     assert_eq!(asked[0]["documents"][0]["version"], Value::Null, "{asked:?}");
     let told = last_user_text(&mock.requests().last().expect("a request").body);
-    assert!(told.contains(&format!("a.ts:1:1: error: {NEW} (ts)")), "{told}");
-    assert!(!told.contains(OLD) && !told.contains("b.ts"), "{told}");
-    assert!(!told.contains("not compared"), "{told}");
+    assert_told_only_the_new_error(&told);
+    assert!(!told.contains("b.ts"), "{told}");
     ed.finish().await;
 }
 
@@ -274,23 +283,7 @@ async fn lsp_errors_whose_past_the_editor_did_not_say_are_listed_under_a_line_sa
     std::fs::write(dir.path().join("a.ts"), CLOSED).unwrap();
     let mock = MockModel::start(vec![add_missing(), Step::text("done")]).await;
     // The question before the write is never settled (the editor's servers did not check it in time); the round's is.
-    let asked = Arc::new(Mutex::new(0));
-    let answer: Answer = Arc::new(move |params: &Value| {
-        let docs = params["documents"].as_array().cloned().unwrap_or_default();
-        let after = {
-            let mut n = asked.lock().unwrap();
-            *n += 1;
-            *n > 1
-        };
-        let items: Vec<Value> = docs
-            .iter()
-            .map(|d| {
-                let diagnostics = if after { json!([error(0, 0, NEW), error(1, 6, OLD)]) } else { json!([]) };
-                json!({"uri": d["uri"], "settled": after, "diagnostics": diagnostics})
-            })
-            .collect();
-        Ok(json!({"items": items}))
-    });
+    let answer = first_then((false, json!([])), json!([error(0, 0, NEW), error(1, 6, OLD)]), Arc::default());
     let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
     let log = ed.run("add a line").await;
     assert_eq!(log.reason(), "end_turn");

@@ -23,20 +23,12 @@ local function median(list)
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
-local function pylsp_bin()
-  local r = vim.system({ 'bash', H.root .. '/tests/intel/setup.sh' }, { text = true }):wait(300000)
-  if r.code ~= 0 then
-    H.fail('tests/intel/setup.sh could not install pylsp: ' .. (r.stderr or ''))
-  end
-  return vim.trim(r.stdout or '')
-end
-
 return H.spec({
   {
     name = 'bench: the first edit of a closed file against the second, pylsp warm',
     timeout = 600000,
     fn = function()
-      local bin = pylsp_bin()
+      local bin = H.pylsp_bin()
       local files = { ['calc.py'] = 'x = 1\nprint(x)\n' }
       local turns = {}
       for i = 1, FILES do
@@ -50,15 +42,7 @@ return H.spec({
       local m = H.mock(turns)
       H.setup(m)
       local cap = H.capture()
-      vim.lsp.config('pylsp_bench', { cmd = { bin .. '/pylsp' }, filetypes = { 'python' }, root_markers = { 'calc.py' } })
-      vim.lsp.enable('pylsp_bench')
-      vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
-      local calc = api.nvim_get_current_buf()
-      H.wait_attached(calc)
-      -- pylsp warm: up, and its first diagnostics published
-      H.wait(function()
-        return #vim.lsp.get_clients({ name = 'pylsp_bench', bufnr = calc }) > 0 and require('stepwise.query').settled(calc, nil)
-      end, 30000, "pylsp's first diagnostics")
+      H.pylsp_warm(bin, 'pylsp_bench', dir)
       local started = {}
       local took = {} ---@type number[]
       api.nvim_create_autocmd('User', {
@@ -101,10 +85,7 @@ return H.spec({
           #asked
         )
       )
-      vim.lsp.enable('pylsp_bench', false)
-      for _, c in ipairs(vim.lsp.get_clients({ name = 'pylsp_bench' })) do
-        c:stop(true)
-      end
+      H.pylsp_stop('pylsp_bench')
     end,
   },
 })

@@ -5,17 +5,6 @@
 local H = require('helpers')
 local api = vim.api
 
---- The venv's bin folder of tests/intel/setup.sh (installed on first use); a failure fails the test.
-local function pylsp_bin()
-  local r = vim.system({ 'bash', H.root .. '/tests/intel/setup.sh' }, { text = true }):wait(300000)
-  if r.code ~= 0 then
-    H.fail('tests/intel/setup.sh could not install pylsp: ' .. (r.stderr or ''))
-  end
-  local bin = vim.trim(r.stdout or '')
-  H.truthy(vim.fn.executable(bin .. '/pylsp') == 1, 'pylsp in ' .. bin)
-  return bin
-end
-
 --- The text blocks of the last user message of a recorded request.
 local function last_user_text(request)
   local messages = request and request.body and request.body.messages or request and request.messages or {}
@@ -34,7 +23,7 @@ return H.spec({
     name = "query pylsp: the error of the agent's edit reaches the model with file and line, and the chat lists it",
     timeout = 200000,
     fn = function()
-      local bin = pylsp_bin()
+      local bin = H.pylsp_bin()
       local dir = H.workspace({ ['calc.py'] = 'x = 1\nprint(x)\n' })
       local m = H.mock({
         H.turn({ calls = { { 'edit_file', { path = 'calc.py', old_text = 'print(x)', new_text = 'print(y)' } } } }),
@@ -86,7 +75,7 @@ return H.spec({
     name = 'query pylsp: a file open in a buffer that the agent read, then a shell command broke, is reloaded, checked, and its error reaches the model; one no buffer holds is loaded, checked, and its error listed as not compared',
     timeout = 200000,
     fn = function()
-      local bin = pylsp_bin()
+      local bin = H.pylsp_bin()
       local dir = H.workspace({
         ['calc.py'] = 'x = 1\nprint(x)\n',
         ['other.py'] = 'y = 2\nprint(y)\n',
@@ -106,17 +95,8 @@ return H.spec({
       })
       H.setup(m)
       local cap = H.capture()
-      -- pylsp as the user's configuration starts it: for every Python buffer
-      vim.lsp.config('pylsp_test', { cmd = { bin .. '/pylsp' }, filetypes = { 'python' }, root_markers = { 'calc.py' } })
-      vim.lsp.enable('pylsp_test')
-      vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
-      local calc = api.nvim_get_current_buf()
-      H.wait_attached(calc)
-      -- pylsp is up (its first diagnostics of calc.py were published), as the user would have it
-      H.wait(function()
-        return #vim.lsp.get_clients({ name = 'pylsp_test', bufnr = calc }) > 0
-          and require('stepwise.query').settled(calc, nil)
-      end, 30000, "pylsp's first diagnostics")
+      -- pylsp as the user's configuration starts it, for every Python buffer, up as the user would have it
+      local calc = H.pylsp_warm(bin, 'pylsp_test', dir)
       -- other.py open in a buffer too (then hidden behind calc.py), checked by pylsp
       local other = dir .. '/other.py'
       vim.cmd.edit(vim.fn.fnameescape(other))
@@ -145,17 +125,14 @@ return H.spec({
       H.truthy(buf > 0 and api.nvim_buf_is_loaded(buf), 'loaded')
       H.eq(false, vim.bo[buf].buflisted, 'unlisted')
       H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
-      vim.lsp.enable('pylsp_test', false)
-      for _, c in ipairs(vim.lsp.get_clients({ name = 'pylsp_test' })) do
-        c:stop(true)
-      end
+      H.pylsp_stop('pylsp_test')
     end,
   },
   {
     name = "query pylsp: a file in no buffer that the agent reads and edits is loaded unshown for its errors from before; only the edit's error reaches the model and the chat, the disk holds the change, no buffer is listed or shown",
     timeout = 200000,
     fn = function()
-      local bin = pylsp_bin()
+      local bin = H.pylsp_bin()
       local dir = H.workspace({
         ['calc.py'] = 'x = 1\nprint(x)\n',
         -- an error already there (line 2), which is not the edit's
@@ -168,15 +145,7 @@ return H.spec({
       })
       H.setup(m)
       local cap = H.capture()
-      vim.lsp.config('pylsp_test', { cmd = { bin .. '/pylsp' }, filetypes = { 'python' }, root_markers = { 'calc.py' } })
-      vim.lsp.enable('pylsp_test')
-      vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
-      local calc = api.nvim_get_current_buf()
-      H.wait_attached(calc)
-      H.wait(function()
-        return #vim.lsp.get_clients({ name = 'pylsp_test', bufnr = calc }) > 0
-          and require('stepwise.query').settled(calc, nil)
-      end, 30000, "pylsp's first diagnostics")
+      H.pylsp_warm(bin, 'pylsp_test', dir)
       local app = dir .. '/app.py'
       H.eq(-1, vim.fn.bufnr(app), 'app.py is in no buffer')
       vim.cmd('Stepwise chat')
@@ -214,10 +183,7 @@ return H.spec({
         H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
       end
       H.eq(listed_before, listed(), "the user's buffers did not change")
-      vim.lsp.enable('pylsp_test', false)
-      for _, c in ipairs(vim.lsp.get_clients({ name = 'pylsp_test' })) do
-        c:stop(true)
-      end
+      H.pylsp_stop('pylsp_test')
     end,
   },
 })
