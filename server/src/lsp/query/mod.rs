@@ -309,8 +309,8 @@ impl Intelligence for EditorIntel {
             let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: wait };
             let files = self.diagnostics_of(req, true).await;
             let found = files.into_iter().find(|f| f.path == path && f.checked == Checked::Yes).map(|f| f.diagnostics);
-            if !open && found.is_some() {
-                lock(&self.opening).took(started.elapsed());
+            if !open {
+                lock(&self.opening).asked(started.elapsed(), wait, found.is_some());
             }
             found
         })
@@ -321,23 +321,33 @@ impl Intelligence for EditorIntel {
 const OPEN_BEFORE: Duration = Duration::from_secs(2);
 
 /// How long the editor takes to open a document it did not have open and have its servers check it: the
-/// first question may wait as long as the caller allows, later ones four times the longest answer so far
-/// (at least 2 s, at most 10 s), as the round's waits on the servers stepwise starts learn.
+/// first question may wait as long as the caller allows (at most 10 s), later ones four times the longest
+/// answer so far (at least 2 s, at most 10 s), as the round's waits on the servers stepwise starts learn. An
+/// editor that let a question run out unanswered is given 2 s from then on, until one answer comes: the first
+/// edit of every closed file does not wait 10 s for an editor whose servers never say.
 #[derive(Default)]
 struct Opening {
     longest: Option<Duration>,
+    ran_out: bool,
 }
 
 impl Opening {
     fn wait(&self, cap: Duration) -> Duration {
+        let (floor, most) = (Duration::from_secs(2), Duration::from_secs(10));
         match self.longest {
-            None => cap.min(Duration::from_secs(10)),
-            Some(t) => (t * 4).clamp(Duration::from_secs(2), Duration::from_secs(10)).min(cap),
+            Some(t) => (t * 4).clamp(floor, most).min(cap),
+            None if self.ran_out => floor.min(cap),
+            None => most.min(cap),
         }
     }
 
-    fn took(&mut self, t: Duration) {
-        self.longest = Some(self.longest.map_or(t, |l| l.max(t)));
+    /// A question took `t` of the `wait` it was allowed; `settled`: its answer told the errors.
+    fn asked(&mut self, t: Duration, wait: Duration, settled: bool) {
+        if settled || t < wait {
+            self.longest = Some(self.longest.map_or(t, |l| l.max(t)));
+        } else {
+            self.ran_out = true;
+        }
     }
 }
 
