@@ -104,7 +104,7 @@ function diagnosticsBox(lines: DiagnosticLine[], open: boolean): HTMLElement {
   const list = el('ul', { class: 'diagnostic-lines' });
   for (const l of lines) {
     const href = diagnosticHref(l);
-    list.append(el('li', {}, href ? el('a', { href, title: 'Open' }, l.text) : l.text));
+    list.append(el('li', l.path ? {} : { class: 'note' }, href ? el('a', { href, title: 'Open' }, l.text) : l.text));
   }
   const details = el('details', { class: 'diagnostics' }, el('summary', {}, `⚠ told the model: ${parts.join(', ')}`), list);
   details.open = open;

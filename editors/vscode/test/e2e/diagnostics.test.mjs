@@ -21,6 +21,7 @@ import {
   recordPath,
   runCommand,
   screenshot,
+  serverLog,
   statusBarText,
   step,
   useCodeServer,
@@ -122,9 +123,24 @@ async function tabs() {
   return (await page.locator('.part.editor .tab').evaluateAll((all) => all.map((t) => t.getAttribute('aria-label') ?? ''))).map((l) => l.split(',')[0]);
 }
 
+/** The dirty tabs' labels. */
+async function dirtyTabs() {
+  return (await page.locator('.part.editor .tab.dirty').evaluateAll((all) => all.map((t) => t.getAttribute('aria-label') ?? ''))).map((l) => l.split(',')[0]);
+}
+
+/** The Explorer's label in the activity bar, which counts every unsaved document (`1 unsaved file`), shown or not. */
+async function explorerLabel() {
+  return (await page.locator('.part.activitybar [aria-label^="Explorer"]').first().getAttribute('aria-label')) ?? '';
+}
+
 step("the error of the agent's edit of a file in no tab reaches the model compared with before; the file is saved, the tabs stay", async () => {
   const before = await tabs();
   assert.ok(!before.some((t) => t.startsWith('app.ts')), `app.ts is in no tab: ${before}`);
+  // total.ts keeps the agent's edit of the first step unsaved in its tab, as the user's own edits are.
+  const dirtyBefore = await dirtyTabs();
+  assert.deepEqual(dirtyBefore, ['total.ts'], 'the first step left its tab unsaved');
+  const unsavedBefore = await explorerLabel();
+  assert.match(unsavedBefore, /1 unsaved file/, unsavedBefore);
   const box = frame.locator('textarea[aria-label="Message for the agent"]');
   await box.click();
   await box.fill('Make count a string');
@@ -150,10 +166,11 @@ step("the error of the agent's edit of a file in no tab reaches the model compar
   await screenshot('closed-file.png');
   await page.locator('.part.sidebar').screenshot({ path: path.join(artifacts, 'closed-file-card.png') });
 
-  // On disk the file holds the change; VS Code saved the document it opened (its didSave), no tab is dirty and
-  // the tabs are those the user had.
+  // On disk the file holds the change; VS Code saved the document it opened (its didSave), no document is left
+  // unsaved and the tabs are those the user had.
   await waitFor('app.ts on disk', async () => fs.readFileSync(path.join(workspaceDir, 'app.ts'), 'utf8'), (t) => t.includes("count: number = 'one';"), SHORT);
   await waitFor('the didSave of app.ts', async () => serverLog(), (l) => /textDocument\/didSave[\s\S]{0,400}app\.ts/.test(l), SHORT);
-  assert.equal(await page.locator('.part.editor .tab.dirty').count(), 0, 'no tab is dirty');
+  assert.deepEqual(await dirtyTabs(), dirtyBefore, 'no other tab is dirty');
+  assert.equal(await explorerLabel(), unsavedBefore, 'no unsaved document more, shown or hidden');
   assert.deepEqual(await tabs(), before, 'the tabs did not change');
 });
