@@ -302,3 +302,68 @@ async fn lsp_errors_whose_past_the_editor_did_not_say_are_listed_under_a_line_sa
     );
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_rename_into_files_the_editor_has_not_open_asks_each_ones_errors_before_its_write() {
+    let (dir, state) = folder_and_state("query-closed-rename");
+    std::fs::write(dir.path().join("a.ts"), "export const total = 1;\n").unwrap();
+    let b_text = "import { total } from './a';\nconst x: string = total;\nconst y: number = 'y';\n";
+    std::fs::write(dir.path().join("b.ts"), b_text).unwrap();
+    let steps = vec![
+        Step::tool("rename_symbol", json!({"path": "a.ts", "symbol": "total", "new_name": "sum"})),
+        Step::text("done"),
+    ];
+    let mock = MockModel::start(steps).await;
+    let (a, b) = (dir.path().join("a.ts"), dir.path().join("b.ts"));
+    let range = |line: u32, from: u32| json!({"start": {"line": line, "character": from}, "end": {"line": line, "character": from + 5}});
+    let (a_uri, b_uri) = (file_uri(&a), file_uri(&b));
+    let edit = json!({"changes": {
+        a_uri.clone(): [{"range": range(0, 13), "newText": "sum"}],
+        b_uri.clone(): [{"range": range(0, 9), "newText": "sum"}, {"range": range(1, 18), "newText": "sum"}],
+    }});
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = asked.clone();
+    // b.ts has an error before the rename (OLD, on a line it does not touch) and one more after it (NEW); a.ts none.
+    // Each document's first
+    // question is about the text before the write; later ones about the text after.
+    let b_doc = b_uri.clone();
+    let answer: Answer = Arc::new(move |params: &Value| {
+        let mut seen = seen.lock().unwrap();
+        seen.push(params.clone());
+        if params["kind"] == "rename" {
+            return Ok(edit.clone());
+        }
+        let docs = params["documents"].as_array().cloned().unwrap_or_default();
+        let items: Vec<Value> = docs
+            .iter()
+            .map(|d| {
+                let earlier = seen[..seen.len() - 1]
+                    .iter()
+                    .any(|q| q["documents"].as_array().is_some_and(|l| l.iter().any(|e| e["uri"] == d["uri"])));
+                let diagnostics = match (d["uri"] == b_doc, earlier) {
+                    (false, _) => json!([]),
+                    (true, false) => json!([error(2, 6, OLD)]),
+                    (true, true) => json!([error(2, 6, OLD), error(0, 9, NEW)]),
+                };
+                json!({"uri": d["uri"], "settled": true, "diagnostics": diagnostics})
+            })
+            .collect();
+        Ok(json!({"items": items}))
+    });
+    let ed = querying_editor(ClientPreset::VsCode, &dir, &state, &mock, Policy::With(answer)).timeout(T).start().await;
+    let log = ed.run("rename total").await;
+    assert_eq!(log.reason(), "end_turn");
+    let asked = asked.lock().unwrap().clone();
+    // Each file asked about without a version before its write, then both in the round's question.
+    let befores: Vec<&Value> = asked
+        .iter()
+        .filter(|q| q["kind"] == "diagnostics")
+        .filter(|q| q["documents"].as_array().is_some_and(|d| d.len() == 1 && d[0].get("version").is_none()))
+        .collect();
+    let named: Vec<&Value> = befores.iter().map(|q| &q["documents"][0]["uri"]).collect();
+    assert!(named.contains(&&json!(a_uri)) && named.contains(&&json!(b_uri)), "{asked:?}");
+    let told = last_user_text(&mock.requests().last().expect("a request").body);
+    assert!(told.contains(&format!("b.ts:1:10: error: {NEW} (ts)")), "{told}");
+    assert!(!told.contains(OLD) && !told.contains("not compared"), "{told}");
+    ed.finish().await;
+}
