@@ -9,6 +9,7 @@
 -- the diagnostics from before a change ... in N ms"). Asserts nothing about timing; fails only if a run does not
 -- happen as scripted.
 local H = require('helpers')
+local pylsp = require('pylsp')
 local api = vim.api
 
 local FILES = tonumber(vim.env.STEPWISE_BENCH_FILES or '') or 15
@@ -28,7 +29,7 @@ return H.spec({
     name = 'bench: the first edit of a closed file against the second, pylsp warm',
     timeout = 600000,
     fn = function()
-      local bin = H.pylsp_bin()
+      local bin = pylsp.bin()
       local files = { ['calc.py'] = 'x = 1\nprint(x)\n' }
       local turns = {}
       for i = 1, FILES do
@@ -42,7 +43,7 @@ return H.spec({
       local m = H.mock(turns)
       H.setup(m)
       local cap = H.capture()
-      H.pylsp_warm(bin, 'pylsp_bench', dir)
+      pylsp.warm(bin, 'pylsp_bench', dir)
       local started = {}
       local took = {} ---@type number[]
       api.nvim_create_autocmd('User', {
@@ -85,7 +86,7 @@ return H.spec({
           #asked
         )
       )
-      H.pylsp_stop('pylsp_bench')
+      pylsp.stop('pylsp_bench')
     end,
   },
 })

@@ -3,6 +3,7 @@
 -- agent's edit adds an error; the server asks Neovim (`stepwise/query`) for the diagnostics of the version it
 -- wrote; pylsp's error reaches the model with file and line, and the chat lists it under the call.
 local H = require('helpers')
+local pylsp = require('pylsp')
 local api = vim.api
 
 --- The text blocks of the last user message of a recorded request.
@@ -23,7 +24,7 @@ return H.spec({
     name = "query pylsp: the error of the agent's edit reaches the model with file and line, and the chat lists it",
     timeout = 200000,
     fn = function()
-      local bin = H.pylsp_bin()
+      local bin = pylsp.bin()
       local dir = H.workspace({ ['calc.py'] = 'x = 1\nprint(x)\n' })
       local m = H.mock({
         H.turn({ calls = { { 'edit_file', { path = 'calc.py', old_text = 'print(x)', new_text = 'print(y)' } } } }),
@@ -75,7 +76,7 @@ return H.spec({
     name = 'query pylsp: a file open in a buffer that the agent read, then a shell command broke, is reloaded, checked, and its error reaches the model; one no buffer holds is loaded, checked, and its error listed as not compared',
     timeout = 200000,
     fn = function()
-      local bin = H.pylsp_bin()
+      local bin = pylsp.bin()
       local dir = H.workspace({
         ['calc.py'] = 'x = 1\nprint(x)\n',
         ['other.py'] = 'y = 2\nprint(y)\n',
@@ -96,7 +97,7 @@ return H.spec({
       H.setup(m)
       local cap = H.capture()
       -- pylsp as the user's configuration starts it, for every Python buffer, up as the user would have it
-      local calc = H.pylsp_warm(bin, 'pylsp_test', dir)
+      local calc = pylsp.warm(bin, 'pylsp_test', dir)
       -- other.py open in a buffer too (then hidden behind calc.py), checked by pylsp
       local other = dir .. '/other.py'
       vim.cmd.edit(vim.fn.fnameescape(other))
@@ -125,14 +126,14 @@ return H.spec({
       H.truthy(buf > 0 and api.nvim_buf_is_loaded(buf), 'loaded')
       H.eq(false, vim.bo[buf].buflisted, 'unlisted')
       H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
-      H.pylsp_stop('pylsp_test')
+      pylsp.stop('pylsp_test')
     end,
   },
   {
     name = "query pylsp: a file in no buffer that the agent reads and edits is loaded unshown for its errors from before; only the edit's error reaches the model and the chat, the disk holds the change, no buffer is listed or shown",
     timeout = 200000,
     fn = function()
-      local bin = H.pylsp_bin()
+      local bin = pylsp.bin()
       local dir = H.workspace({
         ['calc.py'] = 'x = 1\nprint(x)\n',
         -- an error already there (line 2), which is not the edit's
@@ -145,7 +146,7 @@ return H.spec({
       })
       H.setup(m)
       local cap = H.capture()
-      H.pylsp_warm(bin, 'pylsp_test', dir)
+      pylsp.warm(bin, 'pylsp_test', dir)
       local app = dir .. '/app.py'
       H.eq(-1, vim.fn.bufnr(app), 'app.py is in no buffer')
       vim.cmd('Stepwise chat')
@@ -183,7 +184,7 @@ return H.spec({
         H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
       end
       H.eq(listed_before, listed(), "the user's buffers did not change")
-      H.pylsp_stop('pylsp_test')
+      pylsp.stop('pylsp_test')
     end,
   },
 })
