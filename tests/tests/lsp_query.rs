@@ -198,12 +198,7 @@ fn first_then(before: (bool, Value), after: Value, asked: Arc<Mutex<Vec<Value>>>
             asked.len() == 1
         };
         let (settled, diagnostics) = if first { before.clone() } else { (true, after.clone()) };
-        let docs = params["documents"].as_array().cloned().unwrap_or_default();
-        let items: Vec<Value> = docs
-            .iter()
-            .map(|d| json!({"uri": d["uri"], "settled": settled, "diagnostics": diagnostics.clone()}))
-            .collect();
-        Ok(json!({"items": items}))
+        Ok(diagnostics_answer(params, settled, &diagnostics))
     })
 }
 
