@@ -83,7 +83,8 @@ async fn errors_of_a_file_first_reported_after_the_change_are_not_claimed_as_new
         block_lines(&block),
         [
             "m.py:2:1: error: bad line (fake)",
-            "(errors in files the round did not change, first reported after it, not compared with before: other.py (1))",
+            "(not compared with before: the errors below are in files the round did not change, first reported after it)",
+            "other.py:1:1: error: old error in other (fake)",
         ],
         "{block}"
     );
@@ -125,10 +126,14 @@ async fn a_file_whose_text_from_before_the_server_does_not_check_in_time_is_not_
     let o = e.chat_with(&mock, &ws, &[("STEPWISE_DIAGNOSTICS_WAIT_MS", "4000")], b"work\n").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let block = diagnostics_block(&mock, 1).unwrap_or_else(|| panic!("a block after the command\n{}", show(&o)));
-    // Neither error claimed as new: said, with the count, as not compared.
+    // Neither error claimed as new: each listed under the line that says they were not compared.
     assert_eq!(
         block_lines(&block),
-        ["(errors in files the round changed whose errors before it are not known, not compared with before: m.py (2))"],
+        [
+            "(not compared with before: the errors below are in files the round changed whose errors before it are not known)",
+            "m.py:1:1: error: bad line (fake)",
+            "m.py:2:1: error: bad line (fake)",
+        ],
         "{block}"
     );
 }

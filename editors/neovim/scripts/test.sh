@@ -5,7 +5,8 @@
 # builds the server and the mock model, runs every tests/*_spec.lua in its own Neovim, and ends
 # with "N passed, N failed". FILTER runs only the tests whose name contains it.
 # Environment: STEPWISE_NVIM (use this nvim), STEPWISE_SKIP_BUILD=1, STEPWISE_TEST_VERBOSE=1
-# (tracebacks and the LSP log of failing tests), STEPWISE_TEST_TIMEOUT (seconds per spec file, 240).
+# (tracebacks and the LSP log of failing tests), STEPWISE_TEST_TIMEOUT (seconds per spec file, 240),
+# STEPWISE_SPECS (the spec files, relative to the plugin: tests/*_spec.lua; bench/*_bench.lua: the benchmarks).
 set -euo pipefail
 
 plugin_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -78,7 +79,7 @@ unset NVIM NVIM_APPNAME STEPWISE_PROVIDER MODEL_ID ANTHROPIC_BASE_URL OPENAI_BAS
 passed=0
 failed=0
 start=$(date +%s)
-for spec in "$plugin_dir"/tests/*_spec.lua; do
+for spec in "$plugin_dir"/${STEPWISE_SPECS:-tests/*_spec.lua}; do
   name="$(basename "$spec" .lua)"
   result="$work/$name.result"
   export STEPWISE_TEST_TMP="$work/tmp-$name"

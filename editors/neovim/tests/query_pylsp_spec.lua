@@ -3,18 +3,8 @@
 -- agent's edit adds an error; the server asks Neovim (`stepwise/query`) for the diagnostics of the version it
 -- wrote; pylsp's error reaches the model with file and line, and the chat lists it under the call.
 local H = require('helpers')
+local pylsp = require('pylsp')
 local api = vim.api
-
---- The venv's bin folder of tests/intel/setup.sh (installed on first use); a failure fails the test.
-local function pylsp_bin()
-  local r = vim.system({ 'bash', H.root .. '/tests/intel/setup.sh' }, { text = true }):wait(300000)
-  if r.code ~= 0 then
-    H.fail('tests/intel/setup.sh could not install pylsp: ' .. (r.stderr or ''))
-  end
-  local bin = vim.trim(r.stdout or '')
-  H.truthy(vim.fn.executable(bin .. '/pylsp') == 1, 'pylsp in ' .. bin)
-  return bin
-end
 
 --- The text blocks of the last user message of a recorded request.
 local function last_user_text(request)
@@ -34,7 +24,7 @@ return H.spec({
     name = "query pylsp: the error of the agent's edit reaches the model with file and line, and the chat lists it",
     timeout = 200000,
     fn = function()
-      local bin = pylsp_bin()
+      local bin = pylsp.bin()
       local dir = H.workspace({ ['calc.py'] = 'x = 1\nprint(x)\n' })
       local m = H.mock({
         H.turn({ calls = { { 'edit_file', { path = 'calc.py', old_text = 'print(x)', new_text = 'print(y)' } } } }),
@@ -83,18 +73,18 @@ return H.spec({
     end,
   },
   {
-    name = 'query pylsp: a file open in a buffer that the agent read, then a shell command broke, is reloaded, checked, and its error reaches the model; one no buffer holds is loaded, checked, and not compared',
+    name = 'query pylsp: a file open in a buffer that the agent read, then a shell command broke, is reloaded, checked, and its error reaches the model; one no buffer holds is loaded, checked, and its error listed as not compared',
     timeout = 200000,
     fn = function()
-      local bin = pylsp_bin()
+      local bin = pylsp.bin()
       local dir = H.workspace({
         ['calc.py'] = 'x = 1\nprint(x)\n',
         ['other.py'] = 'y = 2\nprint(y)\n',
         ['third.py'] = 'y = 3\nprint(y)\n',
       })
       -- other.py, open in a buffer, is read first: Neovim is asked for its errors from before (none); third.py is
-      -- in no buffer (it is not asked: answering would load it), and Neovim cannot check its text from before the
-      -- command, so its errors are not compared, never claimed as new.
+      -- in no buffer (a read does not load it), and Neovim cannot check its text from before the command, so its
+      -- errors are listed as not compared, never claimed as new.
       local m = H.mock({
         H.turn({
           calls = {
@@ -106,17 +96,8 @@ return H.spec({
       })
       H.setup(m)
       local cap = H.capture()
-      -- pylsp as the user's configuration starts it: for every Python buffer
-      vim.lsp.config('pylsp_test', { cmd = { bin .. '/pylsp' }, filetypes = { 'python' }, root_markers = { 'calc.py' } })
-      vim.lsp.enable('pylsp_test')
-      vim.cmd.edit(vim.fn.fnameescape(dir .. '/calc.py'))
-      local calc = api.nvim_get_current_buf()
-      H.wait_attached(calc)
-      -- pylsp is up (its first diagnostics of calc.py were published), as the user would have it
-      H.wait(function()
-        return #vim.lsp.get_clients({ name = 'pylsp_test', bufnr = calc }) > 0
-          and require('stepwise.query').settled(calc, nil)
-      end, 30000, "pylsp's first diagnostics")
+      -- pylsp as the user's configuration starts it, for every Python buffer, up as the user would have it
+      local calc = pylsp.warm(bin, 'pylsp_test', dir)
       -- other.py open in a buffer too (then hidden behind calc.py), checked by pylsp
       local other = dir .. '/other.py'
       vim.cmd.edit(vim.fn.fnameescape(other))
@@ -136,18 +117,74 @@ return H.spec({
       H.eq(2, #requests, 'two requests to the model')
       local told = last_user_text(requests[2])
       H.contains(told, "other.py:2:7: error: undefined name 'w' (pyflakes)", 'the error of the file the command changed')
-      H.contains(told, 'not compared with before: third.py (1)', 'the file no buffer held')
-      H.eq(nil, told:find('third.py:2', 1, true), 'never claimed as new')
+      -- never claimed as new: listed under the line saying it was not compared with before
+      local head = '(not compared with before: the errors below are in files the round changed whose errors before it are not known)'
+      H.contains(told, head .. "\nthird.py:2:7: error: undefined name 'w' (pyflakes)", 'the file no buffer held')
       H.eq('y = 2\nprint(w)', H.buf_text(other_buf), "other.py's buffer holds the command's text")
       -- loaded for its servers, not shown to the user
       local buf = vim.fn.bufnr(third)
       H.truthy(buf > 0 and api.nvim_buf_is_loaded(buf), 'loaded')
       H.eq(false, vim.bo[buf].buflisted, 'unlisted')
       H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
-      vim.lsp.enable('pylsp_test', false)
-      for _, c in ipairs(vim.lsp.get_clients({ name = 'pylsp_test' })) do
-        c:stop(true)
+      pylsp.stop('pylsp_test')
+    end,
+  },
+  {
+    name = "query pylsp: a file in no buffer that the agent reads and edits is loaded unshown for its errors from before; only the edit's error reaches the model and the chat, the disk holds the change, no buffer is listed or shown",
+    timeout = 200000,
+    fn = function()
+      local bin = pylsp.bin()
+      local dir = H.workspace({
+        ['calc.py'] = 'x = 1\nprint(x)\n',
+        -- an error already there (line 2), which is not the edit's
+        ['app.py'] = 'y = 2\nprint(undefined_a)\nprint(y)\n',
+      })
+      local m = H.mock({
+        H.turn({ calls = { { 'read_file', { path = 'app.py' } } } }),
+        H.turn({ calls = { { 'edit_file', { path = 'app.py', old_text = 'print(y)', new_text = 'print(w)' } } } }),
+        H.turn({ text = 'Changed it.' }),
+      })
+      H.setup(m)
+      local cap = H.capture()
+      pylsp.warm(bin, 'pylsp_test', dir)
+      local app = dir .. '/app.py'
+      H.eq(-1, vim.fn.bufnr(app), 'app.py is in no buffer')
+      vim.cmd('Stepwise chat')
+      local chat = api.nvim_get_current_buf()
+      local function listed()
+        local out = {}
+        for _, b in ipairs(api.nvim_list_bufs()) do
+          if vim.bo[b].buflisted then
+            out[#out + 1] = api.nvim_buf_get_name(b)
+          end
+        end
+        return out
       end
+      local listed_before = listed()
+
+      vim.cmd('Stepwise run Print w instead')
+      H.wait_idle(cap, 60000)
+      local requests = H.recorded(m)
+      H.eq(3, #requests, 'three requests to the model')
+      local told = last_user_text(requests[3])
+      H.contains(told, "app.py:3:7: error: undefined name 'w' (pyflakes)", "the edit's error with file and line")
+      H.eq(nil, told:find('undefined_a', 1, true), 'the error from before is not new')
+      H.eq(nil, told:find('not compared', 1, true), 'compared with before')
+      H.wait(function()
+        return H.buf_text(chat):find("⚠ app.py:3:7: error: undefined name 'w'", 1, true)
+      end, 5000, 'the line in the chat', function()
+        return H.buf_text(chat)
+      end)
+      -- the disk holds the change; the buffer Neovim loaded for the question is unmodified, unlisted, in no window
+      H.eq({ 'y = 2', 'print(undefined_a)', 'print(w)' }, vim.fn.readfile(app), 'app.py on disk')
+      local buf = vim.fn.bufnr(app)
+      if buf > 0 then
+        H.eq(false, vim.bo[buf].modified, 'not left modified')
+        H.eq(false, vim.bo[buf].buflisted, 'unlisted')
+        H.eq(-1, vim.fn.bufwinid(buf), 'in no window')
+      end
+      H.eq(listed_before, listed(), "the user's buffers did not change")
+      pylsp.stop('pylsp_test')
     end,
   },
 })

@@ -136,9 +136,11 @@ pub trait Intelligence: Send + Sync {
     /// The file's diagnostics now, settled for the text the source has for it, within `wait`: asked of a
     /// source that does not learn a file's errors from before by itself (`knows_before` false: an editor),
     /// before the agent first changes the file, so the errors already there are not claimed as new.
-    /// `None`: not known in time, or nothing to ask (the servers stepwise starts learn it from
-    /// `Written::before`).
-    fn learn_before(&self, _path: &Path, _wait: Duration) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
+    /// `may_open`: the agent is about to write the file, so an editor may open a document it does not have
+    /// open to answer (unshown); after a read only a document already open is asked about (the agent may
+    /// read many files it never changes). `None`: not known in time, or nothing to ask (the servers
+    /// stepwise starts learn it from `Written::before`).
+    fn learn_before(&self, _path: &Path, _wait: Duration, _may_open: bool) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
         Box::pin(async { None })
     }
 

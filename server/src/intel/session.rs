@@ -65,7 +65,7 @@ pub struct Session {
 
 /// How long the editor may take, in the background, for the diagnostics of a file the agent read.
 const AFTER_READ: Duration = Duration::from_secs(2);
-/// How long the agent's first write of a file whose errors from before are not known waits for them.
+/// How long the agent's first write of a file waits for the answer its read asked in the background.
 const BEFORE_WRITE: Duration = Duration::from_secs(2);
 
 impl Session {
@@ -117,7 +117,7 @@ impl Session {
         let (epoch, at) = (self.epoch.clone(), self.epoch.load(Ordering::SeqCst));
         let (path, wait) = (path.to_path_buf(), AFTER_READ.min(self.max_wait));
         runtime.spawn(async move {
-            if let Some(diagnostics) = source.learn_before(&path, wait).await {
+            if let Some(diagnostics) = source.learn_before(&path, wait, false).await {
                 // The text the answer is of, as the disk has it (the read's own text may be a part).
                 let text = disk_text(&path);
                 // The order of the locks is `new_lines`'s: the view, then the texts from before.
@@ -132,18 +132,19 @@ impl Session {
     }
 
     /// Before a file tool or a rename first changes a file whose errors from before are not known, from
-    /// `text` (what the change is made from): an editor is asked for them, at most 2 s (or the wait cap).
-    /// Not known in time: the file's errors after the round are said as not compared, none as new.
+    /// `text` (what the change is made from): the source is asked for them, and may open a document the
+    /// editor does not have open to answer (the source bounds that wait: an open document's at 2 s, a
+    /// closed one's as it learns, all within the wait cap). Not known in time: the file's errors after
+    /// the round are listed as not compared, none as new.
     pub async fn before_write(&self, path: &Path, text: &str) {
-        let wait = BEFORE_WRITE.min(self.max_wait);
-        let deadline = tokio::time::Instant::now() + wait;
+        let started = tokio::time::Instant::now();
         // Asked in the background since the agent read it: that answer, rather than a second question.
-        self.answers_for(|asking| asking.contains(path), deadline).await;
+        self.answers_for(|asking| asking.contains(path), started + BEFORE_WRITE.min(self.max_wait)).await;
         if self.wants_before(path) {
-            let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let wait = self.max_wait.saturating_sub(started.elapsed());
             if wait.is_zero() {
-                // Not in time: the file's errors after the round are said as not compared.
-            } else if let Some(diagnostics) = self.source.learn_before(path, wait).await {
+                // Not in time: the file's errors after the round are listed as not compared.
+            } else if let Some(diagnostics) = self.source.learn_before(path, wait, true).await {
                 lock(&self.seen).entry(path.to_path_buf()).or_insert_with(|| keys(Some(text), &diagnostics));
             }
         }
@@ -277,7 +278,8 @@ impl Session {
         let mut unchecked = Vec::new();
         let mut unread = Vec::new();
         let mut outside = 0;
-        let mut uncompared = Vec::new();
+        // Errors whose file's errors from before are not known: of files the round changed, and of others.
+        let (mut changed_unknown, mut affected_unknown) = (Vec::new(), Vec::new());
         for f in files {
             let Some(rel) = text::rel(&self.root, &f.path) else {
                 outside += f.diagnostics.iter().filter(|d| text::is_error(d)).count();
@@ -299,38 +301,29 @@ impl Session {
                 None => read(host, &self.root, &rel).await,
             };
             // Errors from before the round not known: its errors may be older than the round, so they are
-            // not claimed as new. A file the round did not change, first reported after it (a server's
-            // first check of an unopened file); or one it changed whose errors before the source could
-            // not learn (a server that did not check the text from before in time, or never had it).
+            // not claimed as new, but listed under a line that says so. A file the round did not change,
+            // first reported after it (a server's first check of an unopened file); or one it changed whose
+            // errors before the source could not learn (a server that did not check the text from before in
+            // time or never had it; an editor that did not answer in time, or a command's change).
             let changed = texts.contains_key(&f.path);
             let known =
                 f.before.is_some() || lock(&self.seen).contains_key(&f.path) || lock(&self.created).contains(&f.path);
-            // An editor's errors from before a shell command's change are never known (it cannot check the
-            // text from before): not compared either, unless learned before the change (`learn_before`).
-            let unknown = !known;
+            // With nothing known from before, every error of the file is in `new`.
             let new = self.new_lines(&rel, &f, now_text.as_deref());
-            if unknown {
-                let n = f.diagnostics.iter().filter(|d| text::is_error(d)).count();
-                if n > 0 {
-                    uncompared.push((changed, format!("{rel} ({n})")));
-                }
-            } else {
-                lines.extend(new);
+            match (known, changed) {
+                (true, _) => lines.extend(new),
+                (false, true) => changed_unknown.extend(new),
+                (false, false) => affected_unknown.extend(new),
             }
             if f.dropped > 0 {
                 unread.push(text::unread_line(&rel, &f));
             }
         }
+        let sections = [(None, lines), (Some(CHANGED), changed_unknown), (Some(AFFECTED), affected_unknown)];
+        let mut all = text::capped_sections(sections, "errors");
         if outside > 0 {
-            lines.push(format!("({outside} errors in files outside the workspace not shown)"));
+            all.push(format!("({outside} errors in files outside the workspace not shown)"));
         }
-        let (changed, affected): (Vec<_>, Vec<_>) = uncompared.into_iter().partition(|(changed, _)| *changed);
-        for (files, which) in [(changed, CHANGED), (affected, AFFECTED)] {
-            if !files.is_empty() {
-                lines.push(uncompared_line(files.into_iter().map(|(_, f)| f).collect(), which));
-            }
-        }
-        let mut all = text::capped(lines, "errors");
         all.extend(unread);
         // Capped too: a command that rewrote a tree (a checkout) could leave hundreds of files unchecked.
         all.extend(text::capped(unchecked, "unchecked files"));
@@ -361,20 +354,14 @@ impl Session {
     }
 }
 
-/// The files an uncompared line is about.
-const CHANGED: &str = "files the round changed whose errors before it are not known";
-const AFFECTED: &str = "files the round did not change, first reported after it";
-
-/// Files whose errors are not compared with before (`which`: `CHANGED` or `AFFECTED`), named (at most 5)
-/// with their error counts.
-fn uncompared_line(files: Vec<String>, which: &str) -> String {
-    let more = files.len().saturating_sub(5);
-    let mut named = files.into_iter().take(5).collect::<Vec<_>>().join(", ");
-    if more > 0 {
-        named.push_str(&format!(" and {more} more"));
-    }
-    format!("(errors in {which}, not compared with before: {named})")
-}
+/// The line above errors not compared with before, of files the round changed whose errors before it are
+/// not known (a command's change no server had seen, a wait that ran out).
+pub const CHANGED: &str =
+    "(not compared with before: the errors below are in files the round changed whose errors before it are not known)";
+/// The line above errors not compared with before, of files the round did not change that the servers
+/// reported for the first time after it (compared from the next round on).
+pub const AFFECTED: &str =
+    "(not compared with before: the errors below are in files the round did not change, first reported after it)";
 
 /// A file's diagnostics from before the agent's change, keyed as the engine's view of it.
 fn keys(text: Option<&str>, diagnostics: &[Diagnostic]) -> Vec<Key> {

@@ -174,6 +174,27 @@ pub fn capped(mut lines: Vec<String>, what: &str) -> Vec<String> {
     lines
 }
 
+/// Sections of lines, each under its own first line when it has one (the errors not compared with before,
+/// under the line that says so), at most `CAP` lines in all: the first sections first, a section's first
+/// line only above lines of it that are shown, and the rest counted in one last line.
+pub fn capped_sections<const N: usize>(sections: [(Option<&str>, Vec<String>); N], what: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut left, mut more) = (CAP, 0);
+    for (head, lines) in sections {
+        let shown = lines.len().min(left);
+        more += lines.len() - shown;
+        left -= shown;
+        if shown > 0 {
+            out.extend(head.map(str::to_string));
+            out.extend(lines.into_iter().take(shown));
+        }
+    }
+    if more > 0 {
+        out.push(format!("({more} more {what} not shown; at most {CAP} are shown)"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +242,19 @@ mod tests {
         assert_eq!(find_symbol(text, "foo", None), Ok(Position { line: 0, character: 4 }));
         assert!(find_symbol(text, "bar", Some(1)).is_err());
         assert!(find_symbol(text, "foo", Some(9)).unwrap_err().contains("past the end"));
+    }
+
+    #[test]
+    fn sections_share_the_cap_and_a_first_line_stands_only_above_its_lines() {
+        let many = |p: &str, n: usize| (0..n).map(|i| format!("{p}:{i}")).collect::<Vec<_>>();
+        let out = capped_sections([(None, many("a", 3)), (Some("(head)"), many("b", 2))], "errors");
+        assert_eq!(out, ["a:0", "a:1", "a:2", "(head)", "b:0", "b:1"]);
+        let out = capped_sections([(None, many("a", CAP - 1)), (Some("(head)"), many("b", 3))], "errors");
+        assert_eq!(out.len(), CAP + 2, "{out:?}");
+        assert_eq!(out[CAP - 1..], ["(head)", "b:0", "(2 more errors not shown; at most 50 are shown)"]);
+        let out = capped_sections([(None, many("a", CAP)), (Some("(head)"), many("b", 3))], "errors");
+        assert!(!out.contains(&"(head)".to_string()), "no first line above nothing: {out:?}");
+        assert_eq!(out.last().map(String::as_str), Some("(3 more errors not shown; at most 50 are shown)"));
     }
 
     #[test]

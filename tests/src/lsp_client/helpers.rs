@@ -57,13 +57,17 @@ pub fn answer_all(settled: bool, diagnostics: Value, asked: impl Fn(&Value) + Se
             return Ok(Value::Null);
         }
         asked(params);
-        let docs = params["documents"].as_array().cloned().unwrap_or_default();
-        let items: Vec<Value> = docs
-            .iter()
-            .map(|d| json!({"uri": d["uri"], "settled": settled, "diagnostics": diagnostics.clone()}))
-            .collect();
-        Ok(json!({"items": items}))
+        Ok(diagnostics_answer(params, settled, &diagnostics))
     })
+}
+
+/// The answer to a diagnostics `stepwise/query` that gives every document it lists (and no other) `settled`
+/// and `diagnostics`.
+pub fn diagnostics_answer(params: &Value, settled: bool, diagnostics: &Value) -> Value {
+    let docs = params["documents"].as_array().cloned().unwrap_or_default();
+    let items: Vec<Value> =
+        docs.iter().map(|d| json!({"uri": d["uri"], "settled": settled, "diagnostics": diagnostics.clone()})).collect();
+    json!({"items": items})
 }
 
 /// [`editor`] for a test of what a run leaves behind: every call approved (`approval: auto`), the

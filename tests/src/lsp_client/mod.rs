@@ -28,8 +28,8 @@ pub use binary::stepwise_binary;
 pub use builder::EditorBuilder;
 pub use editor::{RunLog, TestEditor};
 pub use helpers::{
-    answer_all, answers_query, assert_valid_conversation, auto_editor, editor, editor_without_model, eventually,
-    folder_and_state, querying_editor, tool_results, TRANSCRIPT,
+    answer_all, answers_query, assert_valid_conversation, auto_editor, diagnostics_answer, editor,
+    editor_without_model, eventually, folder_and_state, querying_editor, tool_results, TRANSCRIPT,
 };
 pub use policy::{Answer, ClientPreset, Policy};
 pub use positions::{file_uri, offset_at, position_at, range, uri_path, PosEncoding};

@@ -80,6 +80,8 @@ function M.on_apply_edit(_, params, ctx)
     t.fname = vim.uri_to_fname(t.uri)
     t.buf = util.find_buf(t.fname)
     t.was_loaded = t.buf ~= nil and api.nvim_buf_is_loaded(t.buf)
+    -- whether the buffer was listed: the built-in application lists every buffer it edits
+    t.was_listed = t.buf ~= nil and vim.bo[t.buf].buflisted
     if t.was_loaded then
       -- a buffer this handler loaded, unchanged since and shown nowhere, is still written like a file not open
       t.agent_owned = vim.b[t.buf].stepwise_loaded == true and not vim.bo[t.buf].modified and vim.fn.bufwinid(t.buf) == -1
@@ -118,7 +120,14 @@ function M.on_apply_edit(_, params, ctx)
   for _, t in ipairs(targets) do
     local f = by_name[t.fname]
     if not f then
-      f = { fname = t.fname, was_loaded = t.was_loaded, agent_owned = t.agent_owned, was_empty = t.was_empty, edits = {} }
+      f = {
+        fname = t.fname,
+        was_loaded = t.was_loaded,
+        was_listed = t.was_listed,
+        agent_owned = t.agent_owned,
+        was_empty = t.was_empty,
+        edits = {},
+      }
       by_name[t.fname] = f
       files[#files + 1] = f
     end
@@ -142,6 +151,11 @@ function M.on_apply_edit(_, params, ctx)
           vim.cmd('silent keepalt lockmarks write')
         end)
         vim.b[buf].stepwise_loaded = true
+      end
+      -- a buffer loaded for the agent (by this edit, or to answer stepwise/query) and shown nowhere stays out of
+      -- the buffer list, as it was: the user's buffers do not change
+      if (not t.was_loaded or t.agent_owned) and not t.was_listed and vim.fn.bufwinid(buf) == -1 then
+        vim.bo[buf].buflisted = false
       end
       local line = first_line(t.edits)
       if line and not marked then

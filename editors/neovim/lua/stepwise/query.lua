@@ -220,13 +220,17 @@ local function diagnostics(params, enc, reply)
       published[buf] = nil
     end
   end
-  -- A file a command changed that no buffer holds (named without a version) is loaded, unlisted and in no
-  -- window, so the servers that attach to its filetype check it as if the user had opened it.
+  -- A file no buffer holds (named without a version: a command changed it, or the agent is about to edit it and
+  -- its errors from before are asked) is loaded, unlisted and in no window, so the servers that attach to its
+  -- filetype check it as if the user had opened it. It is the agent's (edits.lua): the agent's edit of it is
+  -- written at once, so the disk has the change and the buffer is left unmodified.
   for _, d in ipairs(documents) do
     local buf = (d.version == nil or d.version == vim.NIL) and vim.uri_to_bufnr(d.uri)
     if buf and not api.nvim_buf_is_loaded(buf) then
       vim.bo[buf].buflisted = false
-      pcall(vim.fn.bufload, buf)
+      if pcall(vim.fn.bufload, buf) then
+        vim.b[buf].stepwise_loaded = true
+      end
     end
   end
   local function all_settled()

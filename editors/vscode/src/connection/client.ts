@@ -2,6 +2,7 @@
 // restarted when its settings or key change; settings middleware, code lenses, saving documents on request.
 import * as vscode from 'vscode';
 import {
+  ApplyWorkspaceEditRequest,
   CodeLensRequest,
   DidChangeConfigurationNotification,
   LanguageClient,
@@ -21,6 +22,7 @@ import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from '../model/co
 import { Core, errorText, folderName, folderRefs, readSettings } from '../setup/core';
 import { Events } from './events';
 import { QueryAnswerer } from './query';
+import { applyEdit } from './applyEdit';
 import type { PlanParams } from '../model/plan';
 import { effectiveProvider, initializationOptions, secretKeyName, serverEnv, serverSettings } from '../setup/settings';
 import { foldersWithSession, type Setup } from '../setup/setup';
@@ -176,6 +178,8 @@ export class Connection {
     });
     client.onRequest('stepwise/saveDocuments', (params: SaveDocuments['params']) => this.saveDocuments(params));
     client.onRequest('stepwise/query', (params: Query['params']) => this.query.answer(params));
+    // The agent's edits as the client applies them, then saved where no tab shows the document (applyEdit.ts).
+    client.onRequest(ApplyWorkspaceEditRequest.type, (params) => applyEdit(client, params, (line) => core.log(line)));
     this.events.listen(client);
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped && core.client === client) core.folders.serverStopped();

@@ -141,15 +141,22 @@ export class ConversationLog {
   /**
    * What the model was told after a round goes on that round's cards: each line on the card whose summary is its
    * path (the call that changed the file), the rest (files the servers found affected) on the round's last card.
+   * A line about no one file (the one above errors not compared with before) goes with the line after it.
    * The index of the last card changed (the others are redrawn through `changedCards`).
    */
   private diagnostics(calls: string[], lines: DiagnosticLine[]): number | undefined {
     const cards = calls.map((id) => this.findTool(id)).filter((i) => i >= 0);
     if (cards.length === 0 || lines.length === 0) return undefined;
     const byPath = (path: string | undefined) => (path ? cards.find((i) => this.entries[i].tool?.summary === path) : undefined);
+    const last = cards[cards.length - 1];
+    const targets: number[] = [];
+    for (let k = lines.length - 1; k >= 0; k--) {
+      const l = lines[k];
+      targets[k] = l.path ? (byPath(l.path) ?? last) : k + 1 < lines.length && lines[k + 1].path ? targets[k + 1] : last;
+    }
     this.changedCards = [];
-    for (const l of lines) {
-      const i = byPath(l.path) ?? cards[cards.length - 1];
+    for (const [k, l] of lines.entries()) {
+      const i = targets[k];
       const t = this.entries[i].tool as ToolInfo;
       (t.diagnostics ??= []).push(l);
       if (!this.changedCards.includes(i)) this.changedCards.push(i);
@@ -301,6 +308,11 @@ export function parseInput(text: string): { slash: string; arg: string } | { tex
 /** The number of errors among a card's diagnostic lines (a `not checked` line is not one). */
 export function errorCount(lines: readonly DiagnosticLine[] | undefined): number {
   return (lines ?? []).filter((l) => l.line !== undefined).length;
+}
+
+/** The number of files a card's diagnostic lines say were not checked (a note about no one file is not one). */
+export function uncheckedCount(lines: readonly DiagnosticLine[] | undefined): number {
+  return (lines ?? []).filter((l) => l.path !== undefined && l.line === undefined).length;
 }
 
 /** The lines of a `<diagnostics>` block as the conversation saved it (`path:line:col: ...` or `path: not checked ...`). */

@@ -3,7 +3,7 @@
 // the step it served, the output collapsed, an error state, the approval's buttons), or a small note.
 import { CHOICES, questionText, type Choice } from '../model/ask';
 import { savedEndLine, savedEnds } from '../model/background';
-import { diagnosticHref, diagnosticLines, errorCount, type DiagnosticLine, type Entry } from '../model/conversation';
+import { diagnosticHref, diagnosticLines, errorCount, uncheckedCount, type DiagnosticLine, type Entry } from '../model/conversation';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
 
@@ -99,12 +99,12 @@ function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
 /** What the model was told of errors after the round: a count in the summary, the lines (links to their places) when opened. */
 function diagnosticsBox(lines: DiagnosticLine[], open: boolean): HTMLElement {
   const errors = errorCount(lines);
-  const unchecked = lines.length - errors;
+  const unchecked = uncheckedCount(lines);
   const parts = [errors > 0 ? `${errors} ${errors === 1 ? 'error' : 'errors'}` : '', unchecked > 0 ? `${unchecked} not checked` : ''].filter((p) => p);
   const list = el('ul', { class: 'diagnostic-lines' });
   for (const l of lines) {
     const href = diagnosticHref(l);
-    list.append(el('li', {}, href ? el('a', { href, title: 'Open' }, l.text) : l.text));
+    list.append(el('li', l.path ? {} : { class: 'note' }, href ? el('a', { href, title: 'Open' }, l.text) : l.text));
   }
   const details = el('details', { class: 'diagnostics' }, el('summary', {}, `⚠ told the model: ${parts.join(', ')}`), list);
   details.open = open;

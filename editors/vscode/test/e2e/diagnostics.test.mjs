@@ -3,7 +3,10 @@
 // Code (`stepwise/query`) for the file's diagnostics before the edit and for those of the version it wrote; the
 // model's next request carries a `<diagnostics>` block with the file and line of the new error only (the one from
 // before is not new); the edit's card in the Conversation view counts the error and lists its line, which opens its
-// place; after a reload the block shows as a diagnostics entry, not as the user's words.
+// place; after a reload the block shows as a diagnostics entry, not as the user's words. Then (issue 46) the agent
+// reads and edits app.ts, which is in no tab: VS Code is asked for its errors from before the edit (it opens the
+// document unshown), so the model is told only the edit's new error, with file and line; the card lists it; the
+// file on disk holds the change, the document VS Code opened is saved (not left dirty) and the tabs are as they were.
 // Screenshots: diagnostics/*.png.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,6 +21,7 @@ import {
   recordPath,
   runCommand,
   screenshot,
+  serverLog,
   statusBarText,
   step,
   useCodeServer,
@@ -31,9 +35,13 @@ const TASK = 'Make total a string';
 const BEFORE = 'const total: number = 1;\nconst old: number = missing;\nexport { total, old };\n';
 const OLD = "Cannot find name 'missing'.";
 const ERROR = "Type 'string' is not assignable to type 'number'.";
+const APP = 'export const count: number = 1;\nexport const gone: number = missing;\n';
 const SCRIPT = [
   { type: 'turn', tool_calls: [{ name: 'edit_file', input: { path: 'total.ts', old_text: '= 1;', new_text: "= 'one';" } }] },
   { type: 'turn', text: 'Changed it.' },
+  { type: 'turn', tool_calls: [{ name: 'read_file', input: { path: 'app.ts' } }] },
+  { type: 'turn', tool_calls: [{ name: 'edit_file', input: { path: 'app.ts', old_text: 'count: number = 1;', new_text: "count: number = 'one';" } }] },
+  { type: 'turn', text: 'Changed app.ts.' },
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'diagnostics', keyViaEnv: true });
@@ -56,6 +64,7 @@ let frame;
 
 step("the TypeScript error of the agent's edit reaches the model and shows on its card", async () => {
   fs.writeFileSync(path.join(workspaceDir, 'total.ts'), BEFORE);
+  fs.writeFileSync(path.join(workspaceDir, 'app.ts'), APP);
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
   // The file is open in an editor, as the user would have it: VS Code's TypeScript checks it.
   await openFile('total.ts');
@@ -107,4 +116,61 @@ step('after a reload the block is a diagnostics entry, not the user\'s words', a
   await entry.locator('ul.diagnostic-lines a', { hasText: ERROR }).waitFor({ timeout: LONG });
   assert.equal(await frame.locator('.turn.user').count(), 1, 'only the task is the user\'s');
   await waitFor('the screenshot', () => screenshot('reloaded.png'), (f) => !!f, SHORT);
+});
+
+/** The labels of the editor tabs, in order. */
+async function tabs() {
+  return (await page.locator('.part.editor .tab').evaluateAll((all) => all.map((t) => t.getAttribute('aria-label') ?? ''))).map((l) => l.split(',')[0]);
+}
+
+/** The dirty tabs' labels. */
+async function dirtyTabs() {
+  return (await page.locator('.part.editor .tab.dirty').evaluateAll((all) => all.map((t) => t.getAttribute('aria-label') ?? ''))).map((l) => l.split(',')[0]);
+}
+
+/** The Explorer's label in the activity bar, which counts every unsaved document (`1 unsaved file`), shown or not. */
+async function explorerLabel() {
+  return (await page.locator('.part.activitybar [aria-label^="Explorer"]').first().getAttribute('aria-label')) ?? '';
+}
+
+step("the error of the agent's edit of a file in no tab reaches the model compared with before; the file is saved, the tabs stay", async () => {
+  const before = await tabs();
+  assert.ok(!before.some((t) => t.startsWith('app.ts')), `app.ts is in no tab: ${before}`);
+  // total.ts keeps the agent's edit of the first step unsaved in its tab, as the user's own edits are.
+  const dirtyBefore = await dirtyTabs();
+  assert.deepEqual(dirtyBefore, ['total.ts'], 'the first step left its tab unsaved');
+  const unsavedBefore = await explorerLabel();
+  assert.match(unsavedBefore, /1 unsaved file/, unsavedBefore);
+  const box = frame.locator('textarea[aria-label="Message for the agent"]');
+  await box.click();
+  await box.fill('Make count a string');
+  await box.press('Enter');
+  await waitStatus(/stepwise: idle/, LONG);
+
+  // The request after the edit carries its error with file and line; the one app.ts had before is not new.
+  const sent = await waitFor('the fifth request to the model', async () => requests(), (r) => r.length >= 5, SHORT);
+  const told = lastUserText(sent[4]);
+  assert.match(told, new RegExp(`app\\.ts:1:\\d+: error: ${ERROR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), told);
+  assert.ok(!told.includes(OLD), `the error from before is not new: ${told}`);
+  assert.doesNotMatch(told, /not compared/, told);
+  // VS Code answered, settled, for app.ts's errors before the edit (it opened the document unshown), as it did
+  // for total.ts's in the first step.
+  const befores = serverLog().match(/the editor answered the diagnostics from before a change for 1 document\(s\) in \d+ ms of the \d+ ms it was allowed \(1 settled\)/g) ?? [];
+  assert.equal(befores.length, 2, `asked before each edit:\n${serverLog().slice(-3000)}`);
+
+  // The card of the edit counts the error and lists it.
+  const card = frame.locator('.card.tool[data-tool="edit_file"]', { has: frame.locator('code.summary', { hasText: 'app.ts' }) });
+  await card.locator('.diag-count', { hasText: '⚠ 1' }).waitFor({ timeout: SHORT });
+  await card.locator('details.diagnostics summary').click();
+  await card.locator('ul.diagnostic-lines a', { hasText: ERROR }).waitFor({ timeout: SHORT });
+  await screenshot('closed-file.png');
+  await page.locator('.part.sidebar').screenshot({ path: path.join(artifacts, 'closed-file-card.png') });
+
+  // On disk the file holds the change; VS Code saved the document it opened (its didSave), no document is left
+  // unsaved and the tabs are those the user had.
+  await waitFor('app.ts on disk', async () => fs.readFileSync(path.join(workspaceDir, 'app.ts'), 'utf8'), (t) => t.includes("count: number = 'one';"), SHORT);
+  await waitFor('the didSave of app.ts', async () => serverLog(), (l) => /textDocument\/didSave[\s\S]{0,400}app\.ts/.test(l), SHORT);
+  assert.deepEqual(await dirtyTabs(), dirtyBefore, 'no other tab is dirty');
+  assert.equal(await explorerLabel(), unsavedBefore, 'no unsaved document more, shown or hidden');
+  assert.deepEqual(await tabs(), before, 'the tabs did not change');
 });

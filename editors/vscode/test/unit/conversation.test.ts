@@ -111,3 +111,23 @@ test("a round's diagnostics go on the card of the call that changed the file, th
   assert.deepEqual(note, { text: '(2 errors in files outside the workspace not shown)' });
   assert.equal(diagnosticHref(note), undefined);
 });
+
+test('errors not compared with before go on the card of their file, under the line that says so, counted as errors', async () => {
+  const { ConversationLog: Log, errorCount, uncheckedCount } = await import('../../src/model/conversation');
+  const log = new Log();
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'e1', name: 'edit_file', phase: 'finished', summary: 'app.ts', output: 'ok', isError: false } });
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'e2', name: 'edit_file', phase: 'finished', summary: 'b.ts', output: 'ok', isError: false } });
+  const head = '(not compared with before: the errors below are in files the round changed whose errors before it are not known)';
+  const lines = [
+    { path: 'b.ts', line: 1, column: 1, text: "b.ts:1:1: error: Cannot find name 'x'. (ts)" },
+    { text: head },
+    { path: 'app.ts', line: 2, column: 7, text: "app.ts:2:7: error: Type 'string' is not assignable to type 'number'. (ts)" },
+    { text: '(3 more errors not shown; at most 50 are shown)' },
+  ];
+  log.apply({ type: 'diagnostics', runId: 'r', calls: ['e1', 'e2'], lines });
+  assert.deepEqual(log.entries[0].tool?.diagnostics, [lines[1], lines[2]], 'the line above goes with the error after it');
+  assert.deepEqual(log.entries[1].tool?.diagnostics, [lines[0], lines[3]], 'a last note goes on the last card');
+  assert.equal(errorCount(log.entries[0].tool?.diagnostics), 1);
+  assert.equal(uncheckedCount(log.entries[0].tool?.diagnostics), 0, 'a note is no file not checked');
+  assert.equal(uncheckedCount([{ path: 'c.ts', text: 'c.ts: not checked (the editor did not answer in 900 ms)' }]), 1);
+});

@@ -37,6 +37,8 @@ pub struct EditorIntel {
     /// yet: the editor reloads a file a command changed on disk a moment later, and its diagnostics until then
     /// are the old text's.
     written: Mutex<HashMap<PathBuf, (u64, Option<i32>)>>,
+    /// How long opening a document to learn its errors from before has taken.
+    opening: Mutex<Opening>,
 }
 
 /// Why an answer did not come.
@@ -47,7 +49,7 @@ enum Unanswered {
 
 impl EditorIntel {
     pub fn new(shared: Arc<Shared>) -> EditorIntel {
-        EditorIntel { shared, written: Mutex::default() }
+        EditorIntel { shared, written: Mutex::default(), opening: Mutex::default() }
     }
 
     fn uri(&self, path: &Path) -> Option<Uri> {
@@ -290,16 +292,62 @@ impl Intelligence for EditorIntel {
     }
 
     /// The document's diagnostics at its current version, when the editor says they are settled in time.
-    /// Asked only of a document the editor has open: one it has not would be opened to answer, and the
-    /// agent's write would then go to that hidden document instead of the disk.
-    fn learn_before(&self, path: &Path, wait: Duration) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
+    /// A document the editor has open is answered at once or soon (at most 2 s). One it has not is asked
+    /// about only before a write (`may_open`): the editor opens it unshown and waits for its servers, the
+    /// first time at most the whole wait (their start may be in it), later four times the longest such
+    /// answer so far (2 to 10 s). The agent's write then reaches that document, and the editor saves a
+    /// document it shows nowhere once the agent's edit is applied (docs/protocol.md, `stepwise/query`).
+    fn learn_before(&self, path: &Path, wait: Duration, may_open: bool) -> BoxFuture<'_, Option<Vec<Diagnostic>>> {
         let path = path.to_path_buf();
         Box::pin(async move {
-            self.shared.texts.read(&path).and_then(|t| t.open?.version)?;
+            let open = self.shared.texts.read(&path).and_then(|t| t.open?.version).is_some();
+            if !open && !may_open {
+                return None;
+            }
+            let wait = if open { wait.min(OPEN_BEFORE) } else { lock(&self.opening).wait(wait) };
+            let started = Instant::now();
             let req = DiagnosticsRequest { paths: vec![path.clone()], settle: true, max_wait: wait };
             let files = self.diagnostics_of(req, true).await;
-            files.into_iter().find(|f| f.path == path && f.checked == Checked::Yes).map(|f| f.diagnostics)
+            let found = files.into_iter().find(|f| f.path == path && f.checked == Checked::Yes).map(|f| f.diagnostics);
+            if !open {
+                lock(&self.opening).asked(started.elapsed(), wait, found.is_some());
+            }
+            found
         })
+    }
+}
+
+/// How long the errors from before of a document the editor has open may take.
+const OPEN_BEFORE: Duration = Duration::from_secs(2);
+
+/// How long the editor takes to open a document it did not have open and have its servers check it: the
+/// first question may wait as long as the caller allows (at most 10 s), later ones four times the longest
+/// answer so far (at least 2 s, at most 10 s), as the round's waits on the servers stepwise starts learn. An
+/// editor that let a question run out unanswered is given 2 s from then on, until one answer comes: the first
+/// edit of every closed file does not wait 10 s for an editor whose servers never say.
+#[derive(Default)]
+struct Opening {
+    longest: Option<Duration>,
+    ran_out: bool,
+}
+
+impl Opening {
+    fn wait(&self, cap: Duration) -> Duration {
+        let (floor, most) = (Duration::from_secs(2), Duration::from_secs(10));
+        match self.longest {
+            Some(t) => (t * 4).clamp(floor, most).min(cap),
+            None if self.ran_out => floor.min(cap),
+            None => most.min(cap),
+        }
+    }
+
+    /// A question took `t` of the `wait` it was allowed; `settled`: its answer told the errors.
+    fn asked(&mut self, t: Duration, wait: Duration, settled: bool) {
+        if settled || t < wait {
+            self.longest = Some(self.longest.map_or(t, |l| l.max(t)));
+        } else {
+            self.ran_out = true;
+        }
     }
 }
 

@@ -250,3 +250,20 @@ async fn a_command_change_the_editor_has_not_reloaded_yet_is_asked_at_the_next_v
     peer.send(json!({"jsonrpc": "2.0", "id": q["id"], "result": {"items": []}})).await;
     asking.await.unwrap();
 }
+
+#[test]
+fn a_closed_documents_wait_is_the_whole_cap_first_then_learned_and_short_after_one_ran_out() {
+    let s = Duration::from_secs;
+    let mut o = Opening::default();
+    assert_eq!(o.wait(s(10)), s(10), "the first: the whole wait, its servers' start may be in it");
+    assert_eq!(o.wait(s(4)), s(4), "never past the caller's");
+    o.asked(Duration::from_millis(700), s(10), true);
+    assert_eq!(o.wait(s(10)), Duration::from_millis(2800), "four times the longest answer");
+    o.asked(s(5), s(10), true);
+    assert_eq!(o.wait(s(10)), s(10), "at most 10 s");
+    let mut never = Opening::default();
+    never.asked(s(10), s(10), false);
+    assert_eq!(never.wait(s(10)), s(2), "an editor that let one run out: 2 s until it answers");
+    never.asked(Duration::from_millis(300), s(2), false);
+    assert_eq!(never.wait(s(10)), s(2), "an answer, even unsettled, is learned (at least 2 s)");
+}
