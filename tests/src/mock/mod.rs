@@ -19,5 +19,5 @@ mod server;
 mod wire;
 
 pub use script::{HttpError, Raw, Script, Step, StreamError, ToolCall, Turn, Usage};
-pub use server::{MockModel, MockOptions, Recorded};
+pub use server::{first_user_text, MockModel, MockOptions, Recorded};
 pub use wire::word_pieces;
