@@ -6,6 +6,7 @@
 //! (`said.rs`).
 
 mod answer;
+pub mod check;
 mod down;
 mod look;
 mod rights;
