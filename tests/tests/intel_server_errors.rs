@@ -93,6 +93,33 @@ async fn a_server_that_cannot_start_is_told_once_in_its_words_then_in_one_short_
     assert!(stdout.contains(&told), "{}", show(&o));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_stay_while_another_server_the_workspace_uses_may_answer() {
+    let bin = TempDir::new("intel-proxy-other-bin");
+    let e = Env::new(Some(&rustup_proxy_bin(&bin)));
+    // The workspace's Python files have a server that starts (a fake that publishes nothing).
+    e.fake_server("fake", "crash_server.py", &["--nul"]);
+    let ws = TempDir::new("intel-proxy-other");
+    ws.write("src/main.rs", "fn main() {}\n");
+    ws.write("m.py", "x = 1\n");
+    let mock = MockModel::start(vec![
+        call("write_file", json!({"path": "src/main.rs", "content": "fn main() { }\n"})),
+        Step::text("done"),
+        Step::text("done again"),
+    ])
+    .await;
+    let o = e.chat_with(&mock, &ws, &[("RUST_BACKTRACE", "1")], b"work\nmore\n").await;
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(mock.requests().len(), 3, "{}", show(&o));
+    let told = lines(diagnostics_block(&mock, 1));
+    assert!(
+        told.len() == 1 && told[0].starts_with("src/main.rs: not checked (rust-analyzer could not start: "),
+        "{told:?}"
+    );
+    let later = tool_names_in(&mock, 2);
+    assert!(INTEL_TOOLS.iter().all(|t| later.iter().any(|n| n == t)), "{later:?}");
+}
+
 /// `stepwise doctor ARGS` in `ws` with `e`'s PATH, state and config folders, and `vars`.
 fn doctor(e: &Env, ws: &TempDir, vars: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(stepwise_binary(false));
