@@ -59,6 +59,9 @@ enum Command {
         /// One JSON object, for editors
         #[arg(long)]
         json: bool,
+        /// Do not start the language servers to see whether they start (an editor whose own servers answer)
+        #[arg(long)]
+        no_language_servers: bool,
     },
 }
 
@@ -109,7 +112,9 @@ fn main() {
             init_logging("warn");
             runtime().block_on(cli::demo())
         }
-        Command::Doctor { workspace, settings, json } => cli::doctor::run(&workspace, settings.as_deref(), json),
+        Command::Doctor { workspace, settings, json, no_language_servers } => {
+            cli::doctor::run(&workspace, settings.as_deref(), json, no_language_servers)
+        }
         Command::Lsp { .. } => {
             init_logging("info");
             runtime().block_on(stepwise::lsp::serve_stdio());

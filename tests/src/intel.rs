@@ -43,6 +43,21 @@ pub fn marker_server(marker: &Path) -> Vec<String> {
     vec!["sh".into(), "-c".into(), start]
 }
 
+/// A folder under `dir` holding `rust-analyzer`: the fake of rustup's proxy without the component
+/// (tests/intel/rustup_proxy.sh), to put first on `PATH`.
+pub fn rustup_proxy_bin(dir: &TempDir) -> PathBuf {
+    let script = scripts().join("rustup_proxy.sh");
+    dir.write("bin/rust-analyzer", &format!("#!/bin/sh\nexec sh '{}' \"$@\"\n", script.display()));
+    let bin = dir.join("bin");
+    make_executable(&bin.join("rust-analyzer"));
+    bin
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
 /// A run's state and config folders, and its PATH.
 pub struct Env {
     pub state: TempDir,
@@ -184,7 +199,12 @@ pub fn tool_result(mock: &MockModel, n: usize) -> String {
 
 /// The tools offered in the first request.
 pub fn tool_names(mock: &MockModel) -> Vec<String> {
-    mock.requests()[0].body["tools"]
+    tool_names_in(mock, 0)
+}
+
+/// The tools offered in request `n` (0-based).
+pub fn tool_names_in(mock: &MockModel, n: usize) -> Vec<String> {
+    mock.requests()[n].body["tools"]
         .as_array()
         .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
         .unwrap_or_default()

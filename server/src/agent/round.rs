@@ -49,7 +49,13 @@ impl Turn {
             // Instruction files are read once per run: the prompt's prefix stays byte-stable.
             system: tools::system_prompt(r.host.root(), r.cfg.planning, r.cfg.mode)
                 + &instructions::load(r.host.root()).prompt,
-            specs: tools::specs(r.cfg.planning, r.cfg.mode, mcp.as_deref(), r.intel.is_some()),
+            // Not where every language server the workspace uses is known not to start: they could only fail.
+            specs: tools::specs(
+                r.cfg.planning,
+                r.cfg.mode,
+                mcp.as_deref(),
+                r.intel.is_some_and(|i| i.source.can_answer()),
+            ),
             mcp,
             round: 0,
             usage: Usage::default(),

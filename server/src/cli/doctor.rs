@@ -1,13 +1,16 @@
-//! `stepwise doctor [--workspace DIR] [--settings JSON] [--json]`: the configuration stepwise sees, read
-//! by the same code as `run` and the sidecar (environment, `.env`, editor settings), and what is missing.
-//! Editors show this report instead of reading `.env` files themselves. The API key is never printed:
-//! only whether it is set and where it came from.
+//! `stepwise doctor [--workspace DIR] [--settings JSON] [--json] [--no-language-servers]`: the configuration
+//! stepwise sees, read by the same code as `run` and the sidecar (environment, `.env`, editor settings), and
+//! what is missing. Editors show this report instead of reading `.env` files themselves. The API key is never
+//! printed: only whether it is set and where it came from. The language servers a session would start in
+//! the workspace are started, as a session would start them, to say whether they start, and if not why
+//! (`intel/servers/check.rs`), unless `--no-language-servers` (an editor whose own servers answer).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use crate::config::{self, Env, Overrides, ProviderVars};
+use crate::intel::servers::check::{self, Start};
 use crate::llm::ProviderKind;
 
 /// Where a value came from.
@@ -84,6 +87,8 @@ pub struct Report {
     /// The language servers stepwise would start where no editor answers `stepwise/query`, and what is
     /// wrong in the user's `language-servers.json`.
     language_servers: (Vec<std::sync::Arc<crate::intel::servers::spec::Spec>>, Vec<String>),
+    /// How the start of each server the workspace uses went (by name); `None`: none was started.
+    started: Option<Vec<(String, Start)>>,
 }
 
 fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {
@@ -93,8 +98,9 @@ fn pick(setting: &Option<String>, env: &Env, var: &str) -> Item {
     Item { value: env.get(var).map(str::to_string), var: var.to_string(), source: Source::of(env, var) }
 }
 
-/// What stepwise would use in `workspace`, with `.env` files from `dirs` (as `run` and the sidecar read them).
-pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
+/// What stepwise would use in `workspace`, with `.env` files from `dirs` (as `run` and the sidecar read them);
+/// with `start_servers`, the language servers it would start there are started.
+pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides, start_servers: bool) -> Report {
     let env = Env::load(dirs);
     let mut env_files: Vec<PathBuf> = Vec::new();
     for dir in dirs {
@@ -143,9 +149,13 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
             problems.push(e);
         }
     }
-    if let Err(e) = config::agent(&env, o) {
-        problems.push(e);
-    }
+    let diagnostics = match config::agent(&env, o) {
+        Ok(cfg) => cfg.intel.mode,
+        Err(e) => {
+            problems.push(e);
+            crate::intel::DiagnosticsMode::default()
+        }
+    };
     // An invalid setting is among the problems above; the report shows the default then.
     let sandbox = config::sandbox(&env, o)
         .unwrap_or(crate::host::SandboxSettings::of(crate::host::SandboxMode::WorkspaceWrite, false));
@@ -154,6 +164,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
     let instructions = crate::instructions::load(&root);
     let mcp = crate::mcp::report::report(&root, o.mcp_servers.as_ref().map(|s| &s.0));
+    let started = start_servers.then(|| started(&root, sandbox, diagnostics));
     Report {
         workspace: root,
         env_files,
@@ -167,9 +178,36 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides) -> Report {
         session,
         instructions,
         mcp,
+        started,
         sandbox,
         language_servers: crate::intel::servers::spec::discover(),
     }
+}
+
+/// The start of each language server a session would start in `root`, with the rights its servers would
+/// have (`sandbox`, else the trust given before), at once, within `check::WAIT`.
+fn started(
+    root: &Path,
+    sandbox: crate::host::SandboxSettings,
+    mode: crate::intel::DiagnosticsMode,
+) -> Vec<(String, Start)> {
+    let (used, _) = crate::intel::servers::used(root);
+    let names = used.iter().map(|s| s.name.clone());
+    if used.is_empty() {
+        return Vec::new();
+    }
+    if mode == crate::intel::DiagnosticsMode::Off {
+        return names.map(|n| (n, Start::NotTried("not started: the diagnostics setting is off".into()))).collect();
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let starts = match runtime {
+        Ok(rt) => {
+            let rights = crate::workspace::intel::unasked_rights(root, sandbox, Default::default());
+            rt.block_on(check::starts(root, &used, &rights, check::WAIT))
+        }
+        Err(e) => used.iter().map(|_| Start::NotTried(format!("not started: no runtime: {e}"))).collect(),
+    };
+    names.zip(starts).collect()
 }
 
 impl Report {
@@ -202,12 +240,50 @@ impl Report {
             "mcpServers": self.mcp.servers,
             "mcpProblems": self.mcp.problems,
             "sandbox": self.sandbox_json(),
-            "languageServers": self.language_servers.0.iter().map(|s| json!({
-                "name": s.name, "command": s.command, "extensions": s.extensions, "from": s.origin.describe(),
-            })).collect::<Vec<_>>(),
+            "languageServers": self.language_servers.0.iter().map(|s| self.server_json(s)).collect::<Vec<_>>(),
             "languageServerProblems": self.language_servers.1,
             "ok": self.ok(),
         })
+    }
+
+    /// `{"name", "command", "extensions", "from"}`; where the servers were started, `"used"` (a file of the
+    /// workspace is its) and for one used `"starts"` (`true`, `false`, or `null` when it was not started),
+    /// `"reason"` (why not: how it ended and its own words) and `"fix"` (what usually fixes it, where known).
+    fn server_json(&self, s: &crate::intel::servers::spec::Spec) -> Value {
+        let mut v =
+            json!({"name": s.name, "command": s.command, "extensions": s.extensions, "from": s.origin.describe()});
+        let Some(started) = &self.started else { return v };
+        let start = started.iter().find(|(n, _)| *n == s.name).map(|(_, start)| start);
+        v["used"] = json!(start.is_some());
+        match start {
+            Some(Start::Starts) => v["starts"] = json!(true),
+            Some(Start::Fails(not)) => {
+                v["starts"] = json!(false);
+                v["reason"] = json!(not.said());
+                v["fix"] = json!(not.fix);
+            }
+            Some(Start::NotTried(why)) => {
+                v["starts"] = Value::Null;
+                v["reason"] = json!(why);
+            }
+            None => {}
+        }
+        v
+    }
+
+    /// The lines under a server's in the text: how its start went.
+    fn server_lines(&self, name: &str) -> Vec<String> {
+        let Some(started) = &self.started else { return Vec::new() };
+        match started.iter().find(|(n, _)| n == name).map(|(_, start)| start) {
+            None => vec!["  not used: no file of this workspace is its".into()],
+            Some(Start::Starts) => vec!["  starts (it answered initialize)".into()],
+            Some(Start::Fails(not)) => {
+                let mut lines = vec![format!("  does not start: {}", not.said())];
+                lines.extend(not.fix.as_ref().map(|f| format!("  usually fixed by: {f}")));
+                lines
+            }
+            Some(Start::NotTried(why)) => vec![format!("  {why}")],
+        }
     }
 
     /// `{"mode", "network", "available", "by"}`, or with `"reason"` in place of `"by"` where it cannot start;
@@ -298,6 +374,9 @@ impl Report {
                 s.origin.describe()
             );
             line(if i == 0 { "language servers" } else { "" }, value);
+            for l in self.server_lines(&s.name) {
+                line("", l);
+            }
         }
         for p in problems {
             line("language server problem", p.clone());
@@ -324,9 +403,10 @@ impl Report {
 }
 
 /// `stepwise doctor`: the report on `workspace` (text, or JSON for editors) with the editor's `settings`
-/// (the JSON of initializationOptions). Exit 0 when a run could start, 1 when something is missing, 2 on
-/// bad input.
-pub fn run(workspace: &Path, settings: Option<&str>, as_json: bool) -> i32 {
+/// (the JSON of initializationOptions), its language servers started unless `no_servers`. Exit 0 when a run
+/// could start (a language server that does not start does not keep a run from starting), 1 when something is
+/// missing, 2 on bad input.
+pub fn run(workspace: &Path, settings: Option<&str>, as_json: bool, no_servers: bool) -> i32 {
     let overrides: Overrides = match settings.map(serde_json::from_str).transpose() {
         Ok(o) => o.unwrap_or_default(),
         Err(e) => {
@@ -339,7 +419,7 @@ pub fn run(workspace: &Path, settings: Option<&str>, as_json: bool) -> i32 {
         return 2;
     }
     let [ws, cwd] = config::dotenv_dirs(workspace);
-    let r = report(workspace, &[&ws, &cwd], &overrides);
+    let r = report(workspace, &[&ws, &cwd], &overrides, !no_servers);
     if as_json {
         println!("{}", r.json());
     } else {

@@ -149,6 +149,13 @@ pub trait Intelligence: Send + Sync {
     fn notices(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether it may still answer: `false` once every language server it would use for the workspace is
+    /// known not to start (the code-intelligence tools, which could only fail, are not offered in the runs
+    /// after; the `<diagnostics>` block still says which files are not checked).
+    fn can_answer(&self) -> bool {
+        true
+    }
 }
 
 /// A session's source, shared by the host, the tools and the round.

@@ -275,7 +275,7 @@ impl Session {
             files.iter().map(|f| (&f.path, f.diagnostics.len(), &f.checked)).collect::<Vec<_>>()
         );
         let mut lines = Vec::new();
-        let mut unchecked = Vec::new();
+        let mut unchecked = text::Unchecked::default();
         let mut unread = Vec::new();
         let mut outside = 0;
         // Errors whose file's errors from before are not known: of files the round changed, and of others.
@@ -285,16 +285,9 @@ impl Session {
                 outside += f.diagnostics.iter().filter(|d| text::is_error(d)).count();
                 continue;
             };
-            match &f.checked {
-                Checked::Yes => {}
-                Checked::No { who, waited } => {
-                    unchecked.push(format!("{rel}: not checked ({who} did not answer in {} ms)", waited.as_millis()));
-                    continue;
-                }
-                Checked::Failed(why) => {
-                    unchecked.push(format!("{rel}: not checked ({why})"));
-                    continue;
-                }
+            if f.checked != Checked::Yes {
+                unchecked.add(&rel, &f.checked);
+                continue;
             }
             let now_text = match texts.get(&f.path) {
                 Some(t) => Some(t.to_string()),
@@ -326,7 +319,7 @@ impl Session {
         }
         all.extend(unread);
         // Capped too: a command that rewrote a tree (a checkout) could leave hundreds of files unchecked.
-        all.extend(text::capped(unchecked, "unchecked files"));
+        all.extend(text::capped(unchecked.lines(), "unchecked files"));
         // After the wait: a server that crashed meanwhile was restarted during it.
         all.extend(self.source.notices());
         block(all)

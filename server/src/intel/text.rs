@@ -164,6 +164,48 @@ pub fn unread_line(rel: &str, f: &crate::intel::source::FileDiagnostics) -> Stri
     format!("({rel}: {total} diagnostics reported; only the first {} were read)", f.diagnostics.len())
 }
 
+/// The most files one `not checked` line names; the rest are counted.
+const NAMED: usize = 10;
+
+/// The files not checked, as lines: `path: not checked (<who> did not answer in <n> ms)` one a file, and the
+/// files not checked for the same other reason (a server that could not start) in one line,
+/// `a.rs, b.rs: not checked (<why>)` (issue 51: a line a file said the same each time).
+#[derive(Default)]
+pub struct Unchecked {
+    /// The files of each line, its reason, and whether more files may join it.
+    lines: Vec<(Vec<String>, String, bool)>,
+}
+
+impl Unchecked {
+    /// `rel`, if `checked` says it was not checked.
+    pub fn add(&mut self, rel: &str, checked: &crate::intel::source::Checked) {
+        use crate::intel::source::Checked;
+        let (why, joins) = match checked {
+            Checked::Yes => return,
+            Checked::No { who, waited } => (format!("{who} did not answer in {} ms", waited.as_millis()), false),
+            Checked::Failed(why) => (why.clone(), true),
+        };
+        match self.lines.iter_mut().find(|(_, w, j)| *j && joins && *w == why) {
+            Some((files, _, _)) => files.push(rel.to_string()),
+            None => self.lines.push((vec![rel.to_string()], why, joins)),
+        }
+    }
+
+    pub fn lines(self) -> Vec<String> {
+        self.lines
+            .into_iter()
+            .map(|(files, why, _)| {
+                let more = files.len().saturating_sub(NAMED);
+                let mut named = files.into_iter().take(NAMED).collect::<Vec<_>>().join(", ");
+                if more > 0 {
+                    named.push_str(&format!(" and {more} more"));
+                }
+                format!("{named}: not checked ({why})")
+            })
+            .collect()
+    }
+}
+
 /// Lines past `CAP` counted in one last line.
 pub fn capped(mut lines: Vec<String>, what: &str) -> Vec<String> {
     if lines.len() > CAP {
@@ -255,6 +297,33 @@ mod tests {
         let out = capped_sections([(None, many("a", CAP)), (Some("(head)"), many("b", 3))], "errors");
         assert!(!out.contains(&"(head)".to_string()), "no first line above nothing: {out:?}");
         assert_eq!(out.last().map(String::as_str), Some("(3 more errors not shown; at most 50 are shown)"));
+    }
+
+    #[test]
+    fn files_not_checked_for_one_reason_share_a_line_and_waits_do_not() {
+        use crate::intel::source::Checked;
+        let down = Checked::Failed("rust-analyzer could not start".into());
+        let late = Checked::No { who: "pylsp".into(), waited: std::time::Duration::from_millis(900) };
+        let mut u = Unchecked::default();
+        for (rel, checked) in
+            [("a.rs", &down), ("m.py", &late), ("b.rs", &down), ("ok.rs", &Checked::Yes), ("n.py", &late)]
+        {
+            u.add(rel, checked);
+        }
+        assert_eq!(
+            u.lines(),
+            [
+                "a.rs, b.rs: not checked (rust-analyzer could not start)",
+                "m.py: not checked (pylsp did not answer in 900 ms)",
+                "n.py: not checked (pylsp did not answer in 900 ms)",
+            ]
+        );
+        let mut u = Unchecked::default();
+        for i in 0..13 {
+            u.add(&format!("f{i}.rs"), &down);
+        }
+        let line = u.lines().join("\n");
+        assert!(line.starts_with("f0.rs, f1.rs, ") && line.contains("f9.rs and 3 more: not checked ("), "{line}");
     }
 
     #[test]

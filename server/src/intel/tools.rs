@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 use tower_lsp_server::ls_types::{DocumentSymbolResponse, HoverContents, MarkedString, OneOf, WorkspaceSymbolResponse};
 
-use super::source::{Answer, Checked, DiagnosticsRequest, Query};
+use super::source::{Answer, DiagnosticsRequest, Query};
 use super::text::{self, capped};
 use super::Session;
 use crate::host::{resolve, Host, ResolvedPath};
@@ -48,33 +48,29 @@ pub async fn diagnostics<H: Host + ?Sized>(s: &Session, host: &H, input: &Value)
     let settle = !paths.is_empty();
     let files = s.source.diagnostics(DiagnosticsRequest { paths, settle, max_wait: s.max_wait() }).await;
     let mut lines = Vec::new();
-    let mut unchecked = Vec::new();
+    let mut unchecked = text::Unchecked::default();
+    let mut unread = Vec::new();
     let mut outside = 0;
     for f in files {
         let Some(rel) = text::rel(host.root(), &f.path) else {
             outside += f.diagnostics.len();
             continue;
         };
-        match &f.checked {
-            Checked::Yes => {}
-            Checked::No { who, waited } => {
-                unchecked.push(format!("{rel}: not checked ({who} did not answer in {} ms)", waited.as_millis()))
-            }
-            Checked::Failed(why) => unchecked.push(format!("{rel}: not checked ({why})")),
-        }
+        unchecked.add(&rel, &f.checked);
         let body = read(host, &rel).await;
         let mut ds: Vec<_> = f.diagnostics.iter().collect();
         ds.sort_by_key(|d| (d.severity.map(|s| format!("{s:?}")), d.range.start.line, d.range.start.character));
         lines.extend(ds.into_iter().map(|d| text::diagnostic_line(&rel, body.as_deref(), d)));
         if f.dropped > 0 {
-            unchecked.push(text::unread_line(&rel, &f));
+            unread.push(text::unread_line(&rel, &f));
         }
     }
     if outside > 0 {
         lines.push(format!("({outside} diagnostics in files outside the workspace not shown)"));
     }
     let mut lines = capped(lines, "diagnostics");
-    lines.extend(unchecked);
+    lines.extend(unchecked.lines());
+    lines.extend(unread);
     lines.extend(s.source.notices());
     Ok(if lines.is_empty() { "No diagnostics.".into() } else { lines.join("\n") })
 }

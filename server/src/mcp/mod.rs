@@ -175,7 +175,7 @@ struct Live {
     service: RunningService<RoleClient, ()>,
     /// Kills a stdio server (and what it started) when the set goes.
     _reaper: Option<process::Reaper>,
-    stderr_tail: Option<Arc<Mutex<Vec<String>>>>,
+    stderr_tail: Option<Arc<Mutex<process::Stderr>>>,
 }
 
 /// How one server's start went, as editors show it (`stepwise/mcp`).
@@ -279,7 +279,7 @@ impl McpTools {
         match answer {
             Ok(Ok(r)) => result::output(&r),
             Ok(Err(e)) => {
-                let tail = live.stderr_tail.as_ref().map(|t| crate::locks::lock(t).join("\n")).unwrap_or_default();
+                let tail = live.stderr_tail.as_ref().map(|t| crate::locks::lock(t).tail()).unwrap_or_default();
                 let tail = if tail.is_empty() { String::new() } else { format!("\nits last output:\n{tail}") };
                 Answer::error(format!("MCP server {} failed: {e}{tail}", live.name))
             }
@@ -319,8 +319,8 @@ async fn connect(c: &Configured, root: &std::path::Path, timeout: Duration) -> R
         ServerSpec::Stdio { command, args, env } => {
             let mut child = process::spawn(root, command, args, env)?;
             match ().serve((child.stdout, child.stdin)).await {
-                Ok(service) => (service, Some(child.reaper), Some(child.stderr_tail)),
-                Err(e) => return Err(child.reaper.why_failed(e.to_string(), &child.stderr_tail).await),
+                Ok(service) => (service, Some(child.reaper), Some(child.stderr)),
+                Err(e) => return Err(child.reaper.why_failed(e.to_string(), &child.stderr).await),
             }
         }
         ServerSpec::Http { url, headers } => {

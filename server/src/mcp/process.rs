@@ -13,6 +13,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// What is kept of one line the server writes to stderr.
 const LINE_CAP: usize = 300;
+/// How many of its first and of its last lines are kept.
+const KEPT: usize = 5;
 use tokio::process::{ChildStdin, ChildStdout};
 
 /// Marks every process a server starts (inherited through `setsid` and double forks), so they can be
@@ -32,8 +34,43 @@ pub struct Child {
     pub stdout: ChildStdout,
     pub stdin: ChildStdin,
     pub reaper: Reaper,
-    /// The last lines the server wrote to stderr, for the message when it fails.
-    pub stderr_tail: Arc<Mutex<Vec<String>>>,
+    /// What the server wrote to stderr, for the message when it fails.
+    pub stderr: Arc<Mutex<Stderr>>,
+}
+
+/// What a server wrote to stderr, bounded: its first lines, its first line that says why it failed, and its
+/// last lines. A program that fails says why first (`error: ...`) and may follow it with a backtrace, whose
+/// last lines say nothing (rustup's proxy with `RUST_BACKTRACE=1`, issue 51).
+#[derive(Debug, Default)]
+pub struct Stderr {
+    /// The first `KEPT` lines.
+    pub head: Vec<String>,
+    /// The first line that says error (in any case) and is not indented: a backtrace's frames are, and
+    /// may name a function called `..._error`.
+    pub error: Option<String>,
+    /// The last `KEPT` lines.
+    pub tail: Vec<String>,
+}
+
+impl Stderr {
+    /// Takes one more line.
+    pub fn push(&mut self, line: String) {
+        if self.error.is_none() && !line.starts_with(char::is_whitespace) && line.to_lowercase().contains("error") {
+            self.error = Some(line.clone());
+        }
+        if self.head.len() < KEPT {
+            self.head.push(line.clone());
+        }
+        if self.tail.len() == KEPT {
+            self.tail.remove(0);
+        }
+        self.tail.push(line);
+    }
+
+    /// The last lines, one a line.
+    pub fn tail(&self) -> String {
+        self.tail.join("\n")
+    }
 }
 
 /// Kills the server's process group and every process carrying its marker when dropped.
@@ -48,19 +85,29 @@ pub struct Reaper {
 impl Reaper {
     /// Why the server failed, in the user's words: how it exited and its last lines on stderr (waited
     /// for briefly: they may still be in the pipe), else the protocol error.
-    pub async fn why_failed(&mut self, error: String, tail: &Mutex<Vec<String>>) -> String {
+    pub async fn why_failed(&mut self, error: String, stderr: &Mutex<Stderr>) -> String {
+        let ended = self.ended(error).await;
+        let said = crate::locks::lock(stderr).tail();
+        if said.is_empty() {
+            ended
+        } else {
+            format!("{ended}: {said}")
+        }
+    }
+
+    /// How the server ended (`it exited with code 1`, `it was killed`), waited for briefly, else `error`
+    /// (it still runs); its stderr read to the end (the lines may still be in the pipe).
+    pub async fn ended(&mut self, error: String) -> String {
         let exited = match self.child.as_mut() {
             Some(c) => tokio::time::timeout(Duration::from_secs(2), c.wait()).await.ok().and_then(Result::ok),
             None => None,
         };
         // The stderr reader finishes at the pipe's end, right after the exit.
         let _ = tokio::time::timeout(Duration::from_secs(1), self.stderr_done.notified()).await;
-        let said = crate::locks::lock(tail).join("\n");
-        let said = if said.is_empty() { String::new() } else { format!(": {said}") };
         match exited.map(|s| s.code()) {
-            Some(Some(code)) => format!("it exited with code {code}{said}"),
-            Some(None) => format!("it was killed{said}"),
-            None => format!("{error}{said}"),
+            Some(Some(code)) => format!("it exited with code {code}"),
+            Some(None) => "it was killed".into(),
+            None => error,
         }
     }
 }
@@ -152,10 +199,10 @@ pub fn spawn_confined(
     let (Some(stdout), Some(stdin), stderr) = (child.stdout.take(), child.stdin.take(), child.stderr.take()) else {
         return Err(format!("{command}: no pipes"));
     };
-    let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+    let said = Arc::new(Mutex::new(Stderr::default()));
     let stderr_done = Arc::new(tokio::sync::Notify::new());
     if let Some(stderr) = stderr {
-        let (tail, done) = (stderr_tail.clone(), stderr_done.clone());
+        let (said, done) = (said.clone(), stderr_done.clone());
         let name = command.to_string();
         tokio::spawn(async move {
             // Split by hand: a server that never ends a line must not grow one without bound.
@@ -179,11 +226,7 @@ pub fn spawn_confined(
                 if ended {
                     let text = String::from_utf8_lossy(&line).into_owned();
                     tracing::debug!("mcp {name}: {text}");
-                    let mut t = crate::locks::lock(&tail);
-                    if t.len() == 5 {
-                        t.remove(0);
-                    }
-                    t.push(text);
+                    crate::locks::lock(&said).push(text);
                     line.clear();
                 }
             }
@@ -194,7 +237,7 @@ pub fn spawn_confined(
         stdout,
         stdin,
         reaper: Reaper { pgid, marker: format!("{MARKER}={id}"), child: Some(child), stderr_done },
-        stderr_tail,
+        stderr: said,
     })
 }
 

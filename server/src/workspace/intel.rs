@@ -24,6 +24,22 @@ pub fn remember(root: &Path) -> std::io::Result<()> {
     crate::trust::record(TRUSTED, &root.display().to_string())
 }
 
+/// The rights a workspace's servers have without asking anyone (`stepwise doctor`), by a session's rules:
+/// inside the sandbox where it can hold them, else plainly where the user trusted the workspace before;
+/// otherwise none, and why (a session would ask).
+pub fn unasked_rights(root: &Path, settings: SandboxSettings, sandbox: Arc<crate::host::Sandbox>) -> Rights {
+    if settings.confines() {
+        return Rights::Sandbox(Confined { sandbox, root: root.to_path_buf(), settings });
+    }
+    if is_trusted(root) {
+        return Rights::Trusted;
+    }
+    Rights::Refused(format!(
+        "not started: no sandbox holds language servers here and {} is not trusted (a session asks whether to trust it)",
+        crate::host::folder_name(root)
+    ))
+}
+
 /// The rights of servers the user trusted (remembered, as a trusted `.mcp.json` is); `None`: not trusted.
 fn trusted(root: &Path, yes: bool, report: &crate::mcp::Report) -> Option<Rights> {
     if !yes {

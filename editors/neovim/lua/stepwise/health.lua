@@ -9,7 +9,8 @@ local health = vim.health
 ---@return table? report, string? error
 function M.doctor(exe, root, opts)
   local config = require('stepwise.config')
-  local args = { exe, 'doctor', '--json', '--workspace', root, '--settings', vim.json.encode(config.server_settings(opts)) }
+  -- Neovim's own language servers answer the agent (`stepwise/query`): doctor starts none of stepwise's.
+  local args = { exe, 'doctor', '--json', '--workspace', root, '--settings', vim.json.encode(config.server_settings(opts)), '--no-language-servers' }
   local ok, res = pcall(function()
     return vim.system(args, { text = true, cwd = root, env = opts.cmd_env }):wait(10000)
   end)

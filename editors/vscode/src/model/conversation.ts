@@ -324,7 +324,8 @@ export function diagnosticLines(block: string): DiagnosticLine[] {
     const m = /^(.+?):(\d+):(\d+): /.exec(text);
     const unchecked = /^(.+?): not checked /.exec(text);
     if (m) out.push({ path: m[1], line: Number(m[2]), column: Number(m[3]), text });
-    else if (unchecked) out.push({ path: unchecked[1], text });
+    // A line naming several files (`a.rs, b.rs: not checked (...)`) links to none of them.
+    else if (unchecked && !unchecked[1].includes(', ')) out.push({ path: unchecked[1], text });
     else out.push({ text });
   }
   return out;

@@ -144,7 +144,8 @@ export interface DoctorReport {
 
 /** The arguments of `stepwise doctor` for a folder, with the settings the server would get. */
 export function doctorArgs(folder: string, settings: Record<string, unknown>): string[] {
-  return ['doctor', '--json', '--workspace', folder, '--settings', JSON.stringify(serverSettings(settings))];
+  // VS Code's own language servers answer the agent (`stepwise/query`): doctor starts none of stepwise's.
+  return ['doctor', '--json', '--workspace', folder, '--settings', JSON.stringify(serverSettings(settings)), '--no-language-servers'];
 }
 
 /** Parses doctor's stdout; `undefined` when it is not a report. */

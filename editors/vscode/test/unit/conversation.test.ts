@@ -110,6 +110,10 @@ test("a round's diagnostics go on the card of the call that changed the file, th
   const [note] = diagnosticLines('<diagnostics>\n(2 errors in files outside the workspace not shown)\n</diagnostics>');
   assert.deepEqual(note, { text: '(2 errors in files outside the workspace not shown)' });
   assert.equal(diagnosticHref(note), undefined);
+  // Nor does a line naming several files (one a server that could not start would have checked).
+  const [several] = diagnosticLines('<diagnostics>\nsrc/a.rs, src/b.rs: not checked (rust-analyzer could not start)\n</diagnostics>');
+  assert.deepEqual(several, { text: 'src/a.rs, src/b.rs: not checked (rust-analyzer could not start)' });
+  assert.equal(diagnosticHref(several), undefined);
 });
 
 test('errors not compared with before go on the card of their file, under the line that says so, counted as errors', async () => {

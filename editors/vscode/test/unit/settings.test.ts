@@ -117,6 +117,8 @@ test('doctor: its arguments carry the settings the server gets; its report is re
   const args = doctorArgs('/ws', { model: 'm', serverPath: '/x', approval: 'nope' });
   assert.deepEqual(args.slice(0, 4), ['doctor', '--json', '--workspace', '/ws']);
   assert.deepEqual(JSON.parse(args[5]), { model: 'm' });
+  // The editor's own language servers answer the agent: doctor starts none of stepwise's.
+  assert.equal(args[6], '--no-language-servers');
   assert.equal(parseDoctorReport('not json'), undefined);
   assert.equal(parseDoctorReport('{"version":"1"}'), undefined);
   assert.deepEqual(parseDoctorReport(JSON.stringify(REPORT) + '\n'), REPORT);

@@ -45,3 +45,19 @@ pub fn look(root: PathBuf, serving: Serving) -> (Specs, Vec<String>, Vec<String>
     }
     (specs, problems, serving)
 }
+
+/// The servers a session would start in `root` (for each file of the look's walk, the one that would serve
+/// it: the user's before the well-known ones, in their order), and the problems with the user's file. The
+/// whole walk: for `stepwise doctor`, and once a server failed, to know whether any other is left.
+pub fn used(root: &std::path::Path) -> (Vec<std::sync::Arc<spec::Spec>>, Vec<String>) {
+    let (mut specs, problems) = spec::UserServers::read().split();
+    let mut used: Vec<std::sync::Arc<spec::Spec>> = Vec::new();
+    for path in walk::files(root, walk::LOOK) {
+        if let Some(s) = specs.for_file(&path) {
+            if !used.iter().any(|u| u.name == s.name) {
+                used.push(s);
+            }
+        }
+    }
+    (used, problems)
+}

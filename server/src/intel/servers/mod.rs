@@ -1,17 +1,23 @@
 //! The language servers stepwise starts itself (the CLI, ACP, an LSP client that does not answer
 //! `stepwise/query`): one per language per workspace, started on first need, fed the text the agent
 //! wrote, confined like the agent's commands, stopped with the session (their process groups die with it,
-//! even when stepwise is killed). A server that crashes is restarted once, and that is said.
+//! even when stepwise is killed). A server that crashes is restarted once, and that is said; one that
+//! cannot start, or stops again, is given up on for the session (`down.rs`), and why is said in its words
+//! (`said.rs`).
 
 mod answer;
+pub mod check;
+mod down;
 mod look;
 mod rights;
 pub mod rpc;
+pub mod said;
 pub mod server;
 pub mod spec;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +28,8 @@ use super::source::{Answer, Checked, DiagnosticsRequest, FileDiagnostics, Intell
 use crate::intel::session::MAX_TEXT;
 use crate::intel::walk;
 use crate::locks::lock;
-pub use look::{look, Serving};
+use down::{Down, Failure};
+pub use look::{look, used, Serving};
 pub use rights::{trust_question, Confined, Deferred, Rights};
 use server::Running;
 use spec::{Spec, Specs};
@@ -35,7 +42,8 @@ const MIN_WAIT: Duration = Duration::from_secs(2);
 struct Slot {
     running: Option<Arc<Running>>,
     restarted: bool,
-    failed: Option<String>,
+    /// Given up on: it could not start, or stopped again after its restart.
+    failed: Option<Failure>,
     /// The longest a settle took once warm.
     learned: Option<Duration>,
     /// Its event count when the agent first wrote since the last report.
@@ -61,6 +69,10 @@ struct Inner {
     /// from before, or its check of that text did not come in time): nothing to compare with.
     uncompared: Mutex<std::collections::HashSet<PathBuf>>,
     notices: Mutex<Vec<String>>,
+    /// Counts the questions asked (a round's diagnostics, a tool's): a failure is told in full to the first.
+    asks: AtomicU64,
+    /// The servers given up on.
+    down: Down,
 }
 
 /// The session's servers: the `Intelligence` of every host that has no editor answering for it.
@@ -80,55 +92,9 @@ impl Servers {
             written: Mutex::default(),
             uncompared: Mutex::default(),
             notices: Mutex::default(),
+            asks: AtomicU64::new(1),
+            down: Down::default(),
         }))
-    }
-
-    /// The rights from now on (the user answered the question about trusting the workspace).
-    pub fn set_rights(&self, rights: Rights) {
-        self.0.rights.send_replace(rights);
-    }
-
-    /// The rights, settled by `settle` when a server is first needed (they stay as they are until then).
-    pub fn settle_later(&self, settle: Deferred) {
-        *lock(&self.0.deferred) = Some(settle);
-    }
-
-    /// Whether the rights wait for the user's question after a failed trial: they are then `Asking`
-    /// (taken once, so the question is asked once).
-    pub fn take_unsettled(&self) -> bool {
-        self.0.rights.send_if_modified(|r| match r {
-            Rights::Unsettled(why) => {
-                *r = Rights::Asking(why.clone());
-                true
-            }
-            _ => false,
-        })
-    }
-
-    /// The rights, once the user answered (a question still open is waited for until `deadline`).
-    async fn rights(&self, deadline: Instant) -> Rights {
-        let mut rx = self.0.rights.subscribe();
-        let deferred = lock(&self.0.deferred).take();
-        if let Some(settle) = deferred {
-            // On a blocking thread: the sandbox's trial may still run. Settled even if this wait ends first.
-            let servers = self.clone();
-            let settling = tokio::task::spawn_blocking(settle);
-            tokio::spawn(async move {
-                if let Ok(rights) = settling.await {
-                    servers.set_rights(rights);
-                }
-            });
-        }
-        loop {
-            let now = rx.borrow_and_update().clone();
-            if !matches!(now, Rights::Asking(_)) {
-                return now;
-            }
-            match tokio::time::timeout_at(deadline.into(), rx.changed()).await {
-                Ok(Ok(())) => continue,
-                _ => return now,
-            }
-        }
     }
 
     /// How long a round waits on the server of `slot`: the first wait (its start included) the longest,
@@ -161,21 +127,21 @@ impl Servers {
     }
 
     /// The running server for `spec`: started on first need (its start bounded by `deadline`), restarted
-    /// once after a crash.
+    /// once after a crash. `Err`: why not, in full (`told` shortens it for the model).
     async fn running(&self, spec: &Arc<Spec>, slot: &mut Slot, deadline: Instant) -> Result<Arc<Running>, String> {
-        if let Some(why) = &slot.failed {
-            return Err(why.clone());
+        if let Some(f) = &slot.failed {
+            return Err(f.full().to_string());
         }
         if let Some(r) = &slot.running {
             if r.alive() {
                 return Ok(r.clone());
             }
-            let said = lock(&r.stderr).last().cloned().map(|l| format!(": {l}")).unwrap_or_default();
+            let said = said::words(&lock(&r.stderr)).map(|w| format!(": {w}")).unwrap_or_default();
             slot.running = None;
             if slot.restarted {
-                let why = format!("{} stopped again{said}; it is not restarted in this session", spec.name);
-                slot.failed = Some(why.clone());
-                return Err(why);
+                let full = format!("{} stopped again{said}; it is not restarted in this session", spec.name);
+                let short = format!("{} stopped again; it is not restarted in this session", spec.name);
+                return Err(self.give_up(spec, slot, full, short).await);
             }
             slot.restarted = true;
             lock(&self.0.notices).push(format!("{} stopped unexpectedly{said}; restarted", spec.name));
@@ -192,12 +158,23 @@ impl Servers {
                 slot.running = Some(r.clone());
                 Ok(r)
             }
-            Err(why) => {
-                tracing::debug!("{why}");
-                slot.failed = Some(why.clone());
-                Err(why)
+            Err(not) => {
+                tracing::debug!("{not}");
+                Err(self.give_up(spec, slot, not.to_string(), not.short()).await)
             }
         }
+    }
+
+    /// `spec`'s server is given up on for the session: `full` says why (returned), `short` once told.
+    async fn give_up(&self, spec: &Spec, slot: &mut Slot, full: String, short: String) -> String {
+        slot.failed = Some(Failure::new(full.clone(), short));
+        self.0.down.add(&spec.name, &self.0.root).await;
+        full
+    }
+
+    /// A new question (a round's diagnostics, a tool's call): the failures it meets first are told in full.
+    fn ask(&self) -> u64 {
+        self.0.asks.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Feeds `path` to `r`: the text the agent wrote (opened first with the text before, waited for, so
@@ -230,8 +207,8 @@ impl Servers {
         Ok(())
     }
 
-    /// One file: its server started and fed, settled if asked.
-    async fn file(&self, path: &Path, settle: bool) -> FileDiagnostics {
+    /// One file: its server started and fed, settled if asked (question `ask`).
+    async fn file(&self, path: &Path, settle: bool, ask: u64) -> FileDiagnostics {
         let report = |checked| FileDiagnostics {
             path: path.to_path_buf(),
             diagnostics: Vec::new(),
@@ -251,7 +228,7 @@ impl Servers {
         let deadline = started + self.wait(&slot);
         let r = match self.running(&spec, &mut slot, deadline).await {
             Ok(r) => r,
-            Err(why) => return report(Checked::Failed(why)),
+            Err(why) => return report(Checked::Failed(told(&mut slot, why, ask))),
         };
         // The wait may feed the server before the task `wrote` spawned does: files it reports from here on
         // are the ones the change affected.
@@ -270,13 +247,23 @@ impl Servers {
             }
             Checked::Yes
         } else if !r.alive() {
-            Checked::Failed(format!("{} stopped while checking it", spec.name))
+            let said = said::words(&lock(&r.stderr)).map(|w| format!(": {w}")).unwrap_or_default();
+            Checked::Failed(format!("{} stopped while checking it{said}", spec.name))
         } else {
             Checked::No { who: spec.name.clone(), waited: started.elapsed() }
         };
         let (diagnostics, before, dropped) = r.diagnostics(path);
         let before = before.filter(|_| !lock(&self.0.uncompared).contains(path));
         FileDiagnostics { path: path.to_path_buf(), diagnostics, before, checked, dropped }
+    }
+}
+
+/// Why a server is not there, for question `ask`: a failure told once in full, then shortly (`Failure::tell`);
+/// any other reason (its rights) as it is.
+fn told(slot: &mut Slot, why: String, ask: u64) -> String {
+    match slot.failed.as_mut() {
+        Some(f) => f.tell(ask),
+        None => why,
     }
 }
 
@@ -331,10 +318,12 @@ impl Intelligence for Servers {
     fn diagnostics(&self, req: DiagnosticsRequest) -> BoxFuture<'_, Vec<FileDiagnostics>> {
         async move {
             let mut out = Vec::new();
+            let ask = self.ask();
             if req.paths.is_empty() {
                 let slots: Vec<_> = lock(&self.0.slots).values().cloned().collect();
                 for slot in slots {
-                    if let Some(r) = slot.lock().await.running.clone() {
+                    let mut slot = slot.lock().await;
+                    if let Some(r) = slot.running.clone() {
                         out.extend(r.all().into_iter().map(|(path, diagnostics)| FileDiagnostics {
                             path,
                             diagnostics,
@@ -343,10 +332,14 @@ impl Intelligence for Servers {
                             dropped: 0,
                         }));
                     }
+                    // Not silence, which reads as no errors.
+                    if let Some(f) = slot.failed.as_mut() {
+                        lock(&self.0.notices).push(format!("{}; its files are not checked", f.tell(ask)));
+                    }
                 }
                 return out;
             }
-            let files = futures_util::future::join_all(req.paths.iter().map(|p| self.file(p, req.settle))).await;
+            let files = futures_util::future::join_all(req.paths.iter().map(|p| self.file(p, req.settle, ask))).await;
             out.extend(files);
             if req.settle {
                 // Files the servers found affected by the writes, besides those asked.
@@ -384,7 +377,8 @@ impl Intelligence for Servers {
             let r = {
                 let deadline = Instant::now() + self.0.max_wait;
                 let mut slot = slot.lock().await;
-                let r = self.running(&spec, &mut slot, deadline).await?;
+                let ask = self.ask();
+                let r = self.running(&spec, &mut slot, deadline).await.map_err(|why| told(&mut slot, why, ask))?;
                 self.feed(&r, &path, deadline).await?;
                 r
             };
@@ -399,6 +393,10 @@ impl Intelligence for Servers {
 
     fn notices(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.0.notices))
+    }
+
+    fn can_answer(&self) -> bool {
+        !self.0.down.all()
     }
 }
 

@@ -12,8 +12,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tower_lsp_server::ls_types::{Diagnostic, Uri};
 
 use super::rpc::{Conn, Incoming};
+use super::said::NotStarted;
 use super::spec::Spec;
 use crate::locks::lock;
+use crate::mcp::process::Stderr;
 
 pub use crate::intel::source::KEEP_PER_FILE;
 /// The most files whose diagnostics are kept (besides those open): a server publishing for a huge tree
@@ -64,7 +66,8 @@ pub struct Running {
     pull: bool,
     _reaper: crate::mcp::process::Reaper,
     exited: watch::Receiver<bool>,
-    pub stderr: Arc<Mutex<Vec<String>>>,
+    /// What it wrote to stderr, for the line when it stops.
+    pub stderr: Arc<Mutex<Stderr>>,
 }
 
 fn uri_of(path: &Path) -> Option<Uri> {
@@ -72,24 +75,25 @@ fn uri_of(path: &Path) -> Option<Uri> {
 }
 
 impl Running {
-    /// Starts the server in `root` and initializes it, within `budget`. `Err`: one line saying why
-    /// (it could not start, it exited, with its last words on stderr, or it did not answer).
+    /// Starts the server in `root` and initializes it, within `budget`. `Err`: why (it could not start,
+    /// it exited, or it did not answer), with what it said (`said.rs`).
     pub async fn start(
         spec: Arc<Spec>,
         root: &Path,
         policy: Option<&crate::host::Policy>,
         budget: Duration,
-    ) -> Result<Running, String> {
+    ) -> Result<Running, NotStarted> {
         let Some((prog, args)) = spec.command.split_first() else {
-            return Err(format!("{}: no command", spec.name));
+            return Err(NotStarted::new(&spec.name, "no command".into(), None));
         };
         // In the sandbox only the workspace and the session's temporary folder are writable: caches go there.
         let mut env = std::collections::BTreeMap::new();
         if let Some(p) = policy {
             env.insert("XDG_CACHE_HOME".to_string(), p.tmp.join("cache").to_string_lossy().into_owned());
         }
-        let child = crate::mcp::process::spawn_confined(root, prog, args, &env, policy)?;
-        let crate::mcp::process::Child { stdout, stdin, mut reaper, stderr_tail } = child;
+        let child = crate::mcp::process::spawn_confined(root, prog, args, &env, policy)
+            .map_err(|e| NotStarted::new(&spec.name, e, None))?;
+        let crate::mcp::process::Child { stdout, stdin, mut reaper, stderr } = child;
         let (inc_tx, inc_rx) = mpsc::unbounded_channel();
         let (closed_tx, closed_rx) = oneshot::channel();
         let conn = Conn::start(stdout, stdin, inc_tx, closed_tx);
@@ -131,17 +135,16 @@ impl Running {
             Ok(v) => v.get("capabilities").cloned().unwrap_or(Value::Null),
             // Still running and silent: said at once (asking why waits for an exit that is not coming).
             Err(e) if e.starts_with("no answer in") && !*exited.borrow() => {
-                let said = lock(&stderr_tail).last().cloned().map(|l| format!(": {l}")).unwrap_or_default();
-                return Err(format!("{} could not start: {e}{said}", spec.name));
+                return Err(NotStarted::new(&spec.name, e, Some(&lock(&stderr))));
             }
             Err(e) => {
-                let why = reaper.why_failed(e, &stderr_tail).await;
-                return Err(format!("{} could not start: {why}", spec.name));
+                let how = reaper.ended(e).await;
+                return Err(NotStarted::new(&spec.name, how, Some(&lock(&stderr))));
             }
         };
         conn.notify("initialized", json!({}));
         let pull = caps.get("diagnosticProvider").is_some_and(|d| !d.is_null());
-        Ok(Running { spec, conn, state, events, pull, _reaper: reaper, exited, stderr: stderr_tail })
+        Ok(Running { spec, conn, state, events, pull, _reaper: reaper, exited, stderr })
     }
 
     pub fn alive(&self) -> bool {

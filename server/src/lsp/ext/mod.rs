@@ -120,9 +120,9 @@ mod tests {
 
     #[test]
     fn a_diagnostics_block_is_read_into_lines_with_their_places() {
-        let block = "<diagnostics>\nsrc/a b:c.ts:3:7: error: Expected 1:2: got x (ts)\nsrc/b.ts: not checked (the editor did not answer in 900 ms)\n(2 errors in files outside the workspace not shown)\n</diagnostics>";
+        let block = "<diagnostics>\nsrc/a b:c.ts:3:7: error: Expected 1:2: got x (ts)\nsrc/b.ts: not checked (the editor did not answer in 900 ms)\n(2 errors in files outside the workspace not shown)\nsrc/c.rs, src/d.rs: not checked (rust-analyzer could not start)\n</diagnostics>";
         let lines = DiagnosticLine::of_block(block);
-        assert_eq!(lines.len(), 3);
+        assert_eq!(lines.len(), 4);
         assert_eq!(
             (lines[0].path.as_deref(), lines[0].line, lines[0].column),
             (Some("src/a b:c.ts"), Some(3), Some(7))
@@ -130,6 +130,9 @@ mod tests {
         assert_eq!(lines[0].text, "src/a b:c.ts:3:7: error: Expected 1:2: got x (ts)");
         assert_eq!((lines[1].path.as_deref(), lines[1].line), (Some("src/b.ts"), None));
         assert_eq!((lines[2].path.as_deref(), lines[2].line), (None, None));
+        // A line naming several files links to none of them.
+        assert_eq!((lines[3].path.as_deref(), lines[3].line), (None, None));
+        assert_eq!(lines[3].text, "src/c.rs, src/d.rs: not checked (rust-analyzer could not start)");
     }
 
     #[test]

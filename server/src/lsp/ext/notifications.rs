@@ -337,7 +337,8 @@ impl DiagnosticLine {
                 }
             }
             if rest[i..].starts_with(": not checked") {
-                return line(Some(head), None, None);
+                // Several files in one line (`a.rs, b.rs: not checked (...)`): about no one file.
+                return line(Some(head).filter(|h| !h.contains(", ")), None, None);
             }
             at += i + 2;
             rest = &text[at..];
