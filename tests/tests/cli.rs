@@ -653,7 +653,7 @@ async fn read_only_runs_commands_only_inside_the_sandbox() {
         with_mock(&mut cmd, &mock);
         cmd.env("STEPWISE_SANDBOX", "read-only");
         if !available {
-            cmd.env(stepwise::host::sandbox::UNAVAILABLE_ENV, "1");
+            cmd.env(stepwise::sandbox::UNAVAILABLE_ENV, "1");
         }
         cmd.args(["run", "--yes", "write"]);
         let o = output(&mut cmd).await;

@@ -84,7 +84,7 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
         &self,
         command: &str,
         timeout: Duration,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<ShellOutput, String> {
         if let Some(intel) = self.intel {
             intel.command_starting().await;
@@ -98,7 +98,7 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
     async fn start_background(
         &self,
         command: &str,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<crate::background::Started, String> {
         if let Some(intel) = self.intel {
             intel.command_starting().await;

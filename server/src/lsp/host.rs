@@ -299,7 +299,7 @@ impl Host for EditorHost {
         &self,
         command: &str,
         timeout: Duration,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<ShellOutput, String> {
         self.flush_unsaved().await?;
         crate::host::run_shell_in(&self.folder.root, command, timeout, sandbox).await
@@ -310,7 +310,7 @@ impl Host for EditorHost {
     async fn start_background(
         &self,
         command: &str,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<crate::background::Started, String> {
         self.flush_unsaved().await?;
         crate::background::spawn(&self.folder.root, command, sandbox).await

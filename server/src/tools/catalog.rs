@@ -4,10 +4,10 @@
 
 use std::borrow::Cow;
 
-use crate::host::{SandboxMode, SandboxSettings};
 use crate::llm::{Schema, ToolSpec};
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanningStyle};
+use crate::sandbox::{SandboxMode, SandboxSettings};
 
 /// What a tool does, as views group tools (ACP's `ToolKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,7 +324,7 @@ pub fn is_planning_in(name: &str, style: PlanningStyle) -> bool {
 /// Whether a read-only OS sandbox can run shell commands here: plan mode offers `bash` only then. The
 /// network stays off in it (`sandbox_for`), so the probe is the one without network.
 fn read_only_sandbox() -> bool {
-    crate::host::sandbox::availability(false).is_ok()
+    crate::sandbox::availability(false).is_ok()
 }
 
 /// The sandbox a shell command of a run in `mode` runs in: the user's settings, and in plan mode always

@@ -14,11 +14,12 @@ use futures_util::FutureExt;
 use super::Workspace;
 use crate::agent::AgentConfig;
 use crate::config::{self, Env, ForeignEndpoint, Overrides};
-use crate::host::{ApprovalMode, SandboxMode};
+use crate::host::ApprovalMode;
 use crate::llm::{Llm, Replay};
 use crate::mcp::config::{ConfigFile, Servers};
 use crate::mcp::{sources, trust, McpSet, Report};
 use crate::plan::Mode;
+use crate::sandbox::SandboxMode;
 use crate::session::Session;
 use crate::store::{self, Loaded};
 

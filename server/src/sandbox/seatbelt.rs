@@ -1,4 +1,4 @@
-//! The sandbox on macOS: `sandbox.rs`'s policy as a Seatbelt profile, run as `sandbox-exec -p PROFILE --
+//! The sandbox on macOS: the policy (`policy.rs`) as a Seatbelt profile, run as `sandbox-exec -p PROFILE --
 //! bash ...` (the guard and the command run inside it, stepwise does not). Generated as text on every
 //! platform, so its golden test runs on Linux too.
 //!
