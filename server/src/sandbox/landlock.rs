@@ -224,15 +224,7 @@ mod tests {
         let (root, tmp) = (dir.join("ws"), dir.join("tmp"));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&tmp).unwrap();
-        let p = Policy {
-            root: root.clone(),
-            tmp,
-            write: true,
-            network: false,
-            writable: Vec::new(),
-            keeper: None,
-            netns: None,
-        };
+        let p = Policy { root: root.clone(), tmp, writable: Vec::new(), ..crate::sandbox::policy::example() };
         let one = ruleset(&p).unwrap();
         assert!(Arc::ptr_eq(&one, &ruleset(&p).unwrap()), "made again for the same grants");
         let read_only = ruleset(&Policy { write: false, ..p.clone() }).unwrap();

@@ -85,6 +85,7 @@ pub fn wrap(policy: &Policy, rest: &[&str]) -> (String, Vec<String>) {
 mod tests {
     use super::*;
 
+    /// The unit tests' policy in macOS's paths, one of them in need of quoting.
     fn policy(write: bool, network: bool) -> Policy {
         Policy {
             root: "/Users/u/pro.j".into(),
@@ -92,8 +93,7 @@ mod tests {
             write,
             network,
             writable: vec!["/Users/u/we\"ird\\".into()],
-            keeper: None,
-            netns: None,
+            ..crate::sandbox::policy::example()
         }
     }
 
