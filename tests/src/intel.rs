@@ -184,8 +184,5 @@ pub fn tool_result(mock: &MockModel, n: usize) -> String {
 
 /// The tools offered in the first request.
 pub fn tool_names(mock: &MockModel) -> Vec<String> {
-    mock.requests()[0].body["tools"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    crate::sent::tool_names(&mock.requests()[0].body)
 }

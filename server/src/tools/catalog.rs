@@ -424,22 +424,23 @@ mod tests {
         }
     }
 
+    /// What a run offers by default (the `todo` style, no code intelligence), and the code-intelligence tools.
+    const DEFAULT: [&str; 8] = [
+        "bash",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "todo",
+        "background_run",
+        "check_background",
+        "kill_background",
+    ];
+    const INTEL: [&str; 3] = ["diagnostics", "code_nav", "rename_symbol"];
+
     #[test]
     fn each_style_and_mode_offers_its_tools() {
         for sandbox in [false, true] {
-            assert_eq!(
-                names(&specs_where(PlanningStyle::Todo, Mode::Default, None, false, sandbox)),
-                [
-                    "bash",
-                    "read_file",
-                    "write_file",
-                    "edit_file",
-                    "todo",
-                    "background_run",
-                    "check_background",
-                    "kill_background"
-                ]
-            );
+            assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Default, None, false, sandbox)), DEFAULT);
         }
         assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, false)), ["read_file", "todo"]);
         assert_eq!(
@@ -457,19 +458,7 @@ mod tests {
     fn code_intelligence_is_offered_only_with_a_source_and_read_only_in_plan_mode() {
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Default, None, true, false)),
-            [
-                "bash",
-                "read_file",
-                "write_file",
-                "edit_file",
-                "todo",
-                "background_run",
-                "check_background",
-                "kill_background",
-                "diagnostics",
-                "code_nav",
-                "rename_symbol"
-            ]
+            [&DEFAULT[..], &INTEL[..]].concat()
         );
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true, false)),
