@@ -38,7 +38,7 @@ pub struct AgentConfig {
     /// The session's MCP servers (their tools are offered from a run's first request) and time limits.
     pub mcp: crate::mcp::McpConfig,
     /// The `sandbox` and `sandboxNetwork` settings (off unless an adapter read them: `config::agent`).
-    pub sandbox: crate::host::SandboxSettings,
+    pub sandbox: crate::sandbox::SandboxSettings,
     /// Plan first (`planFirst`, `STEPWISE_PLAN_FIRST`, or one run's choice): only tools that change
     /// nothing are offered, and the run ends `plan_ready` when the model ends its turn.
     pub mode: Mode,
@@ -55,7 +55,7 @@ impl Default for AgentConfig {
             bash_timeout: Duration::from_secs(120),
             compact_at_percent: 85,
             mcp: crate::mcp::McpConfig::default(),
-            sandbox: crate::host::SandboxSettings::OFF,
+            sandbox: crate::sandbox::SandboxSettings::OFF,
             mode: Mode::Default,
             intel: crate::intel::Setup::default(),
         }
@@ -69,7 +69,7 @@ pub struct Shared<'a> {
     pub plan: &'a PlanBoard,
     pub inbox: &'a Inbox,
     pub approvals: &'a Approvals,
-    pub sandbox: &'a crate::host::Sandbox,
+    pub sandbox: &'a crate::sandbox::Sandbox,
     pub background: &'a crate::background::Background,
 }
 

@@ -136,8 +136,8 @@ pub struct Overrides {
     pub compact_threshold: Option<u32>,
     pub prompt_cache: Option<bool>,
     pub mcp_servers: Option<crate::mcp::config::Setting>,
-    pub sandbox: Option<crate::host::SandboxMode>,
-    pub sandbox_network: Option<crate::host::sandbox::NetworkSetting>,
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
+    pub sandbox_network: Option<crate::sandbox::NetworkSetting>,
     /// Folders sandboxed commands may write (`STEPWISE_SANDBOX_WRITABLE`, `:`-separated).
     pub sandbox_writable: Option<Vec<std::path::PathBuf>>,
     /// Every run plans first (`STEPWISE_PLAN_FIRST`).
@@ -375,8 +375,8 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
 
 /// The `sandbox`, `sandboxNetwork` and `sandboxWritable` settings (editor settings win over
 /// `STEPWISE_SANDBOX`, `STEPWISE_SANDBOX_NETWORK` and `STEPWISE_SANDBOX_WRITABLE`); an invalid one is reported by name.
-pub fn sandbox(env: &Env, o: &Overrides) -> Result<crate::host::SandboxSettings, String> {
-    use crate::host::sandbox::{NetworkSetting, SandboxMode, Writable};
+pub fn sandbox(env: &Env, o: &Overrides) -> Result<crate::sandbox::SandboxSettings, String> {
+    use crate::sandbox::{NetworkSetting, SandboxMode, Writable};
     let mode = match (o.sandbox, env.get("STEPWISE_SANDBOX")) {
         (Some(m), _) => m,
         (None, None) => SandboxMode::WorkspaceWrite,
@@ -394,7 +394,7 @@ pub fn sandbox(env: &Env, o: &Overrides) -> Result<crate::host::SandboxSettings,
         (None, None) => Writable::NONE,
         (None, Some(v)) => Writable::parse(v).map_err(|e| format!("STEPWISE_SANDBOX_WRITABLE: {e}"))?,
     };
-    Ok(crate::host::SandboxSettings { mode, network, writable })
+    Ok(crate::sandbox::SandboxSettings { mode, network, writable })
 }
 
 #[cfg(test)]
@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn sandbox_settings_default_on_and_bad_ones_are_named() {
-        use crate::host::SandboxMode;
+        use crate::sandbox::SandboxMode;
         let s = sandbox(&env(&[]), &Overrides::default()).unwrap();
         assert_eq!((s.mode, s.network), (SandboxMode::WorkspaceWrite, false));
         let s =

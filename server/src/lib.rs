@@ -23,6 +23,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod plan;
 pub mod prune;
+pub mod sandbox;
 pub mod session;
 pub mod sessions;
 pub mod snapshot;

@@ -11,10 +11,11 @@ mod files;
 mod gate;
 
 use crate::host::output::truncate_chars;
-use crate::host::{resolve, Approvals, FileChange, Host, ResolvedPath, Sandbox, SandboxSettings};
+use crate::host::{resolve, Approvals, FileChange, Host, ResolvedPath};
 use crate::llm::ToolSpec;
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanBoard, PlanningStyle};
+use crate::sandbox::{Sandbox, SandboxSettings};
 use catalog::{Handler, Tool};
 use gate::Gate;
 pub use gate::{prepare, will_ask, Prepared};

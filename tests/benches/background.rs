@@ -141,7 +141,7 @@ async fn main() {
     let bin = stepwise_binary(true);
     println!("binary: {}", bin.display());
     answer_times(&bin, "off").await;
-    match stepwise::host::sandbox::availability(false) {
+    match stepwise::sandbox::availability(false) {
         Ok(_) => answer_times(&bin, "workspace-write").await,
         Err(why) => println!("sandbox: cannot start here ({why}); its rounds are left out"),
     }

@@ -12,7 +12,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use stepwise::host::{run_shell, run_shell_in, Policy, Sandbox, SandboxMode, SandboxSettings};
+use stepwise::host::{run_shell, run_shell_in};
+use stepwise::sandbox::{Policy, Sandbox, SandboxMode, SandboxSettings};
 use tokio::io::AsyncReadExt;
 
 const PAIRS: usize = 300;
@@ -62,7 +63,7 @@ async fn main() {
     let processes = std::fs::read_dir("/proc")
         .map(|d| d.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok())).count())
         .unwrap_or(0);
-    // 10,000 files in 100 folders: the keeper's check after each sandboxed command (host/keep/) must
+    // 10,000 files in 100 folders: the keeper's check after each sandboxed command (sandbox/keep/) must
     // cost what the command changed, not this.
     for i in 0..100 {
         for j in 0..100 {

@@ -204,8 +204,5 @@ pub fn tool_names(mock: &MockModel) -> Vec<String> {
 
 /// The tools offered in request `n` (0-based).
 pub fn tool_names_in(mock: &MockModel, n: usize) -> Vec<String> {
-    mock.requests()[n].body["tools"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    crate::sent::tool_names(&mock.requests()[n].body)
 }

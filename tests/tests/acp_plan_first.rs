@@ -11,14 +11,10 @@ use serde_json::{json, Value};
 use stepwise_tests::acp_agent::{permissions, ScriptedAgent};
 use stepwise_tests::acp_client::of_kind;
 use stepwise_tests::mock::{MockModel, Step};
-use stepwise_tests::sent::last_user_texts;
+use stepwise_tests::sent::{last_user_texts, tool_names};
 
 fn todo(items: &[(&str, &str)]) -> Value {
     json!({"items": items.iter().map(|(id, text)| json!({"id": id, "text": text, "status": "pending"})).collect::<Vec<_>>()})
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
 }
 
 #[tokio::test]

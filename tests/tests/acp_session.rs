@@ -235,7 +235,7 @@ async fn without_a_sandbox_the_session_is_told_once_and_commands_ask() {
     .await;
     let agent = ScriptedAgent::new("acp-no-sandbox", mock)
         .env("STEPWISE_SANDBOX", "workspace-write")
-        .env(stepwise::host::sandbox::UNAVAILABLE_ENV, "1");
+        .env(stepwise::sandbox::UNAVAILABLE_ENV, "1");
     let ws = &agent.ws;
     let mut client = agent.initialized().await;
     let asked = permissions(&mut client, &["allow_once", "reject_once"]);

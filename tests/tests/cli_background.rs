@@ -177,7 +177,7 @@ async fn chat_says_when_a_task_ends_between_prompts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_end_of_a_task_the_sandbox_stopped_says_what_it_stopped() {
     use tokio::io::{AsyncBufReadExt, BufReader};
-    if let Err(why) = stepwise::host::sandbox::availability(false) {
+    if let Err(why) = stepwise::sandbox::availability(false) {
         eprintln!("CANNOT TRY: the sandbox cannot start here ({why})");
         return;
     }

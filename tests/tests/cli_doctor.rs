@@ -169,7 +169,7 @@ fn doctor_says_whether_the_sandbox_can_start_and_how_it_is_set() {
         "the default"
     );
     // As root (CI) or with user namespaces: a private namespace; else Landlock's rules, and why.
-    match stepwise::host::netns::availability() {
+    match stepwise::sandbox::netns_availability() {
         Ok(how) => assert!(fence.starts_with("a private network namespace") && fence.contains(how), "{fence}"),
         Err(why) => assert!(fence.starts_with("Landlock's TCP rules") && fence.contains(&why), "{fence}"),
     }
@@ -195,7 +195,7 @@ fn doctor_says_whether_the_sandbox_can_start_and_how_it_is_set() {
     );
 
     // Where it cannot start: said, with why, and that commands ask instead.
-    let vars = [(stepwise::host::sandbox::UNAVAILABLE_ENV, "1")];
+    let vars = [(stepwise::sandbox::UNAVAILABLE_ENV, "1")];
     let r = json_of(&doctor(ws.path(), &vars, &["--json"]));
     assert_eq!(r["sandbox"]["available"], false);
     assert!(r["sandbox"]["reason"].as_str().unwrap().contains("pretending"), "{}", r["sandbox"]);

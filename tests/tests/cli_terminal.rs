@@ -198,8 +198,7 @@ async fn without_a_sandbox_it_says_so_once_and_asks_per_command() {
     ])
     .await;
     let ws = TempDir::new("pty-no-sandbox");
-    let env =
-        [("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write"), (stepwise::host::sandbox::UNAVAILABLE_ENV, "1")];
+    let env = [("NO_COLOR", "1"), ("STEPWISE_SANDBOX", "workspace-write"), (stepwise::sandbox::UNAVAILABLE_ENV, "1")];
     let (mut pty, child) = chat_with(&ws, &mock, &env);
     pty.type_line("first");
     let before = pty.expect(PROMPT);

@@ -171,9 +171,9 @@ async fn a_task_outlives_the_thread_that_started_it_and_dies_with_its_room() {
 /// the session's own loopback, and not from the host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandboxed_background_server_answers_a_later_sandboxed_command() {
-    use stepwise::host::{SandboxMode, SandboxSettings};
+    use stepwise::sandbox::{SandboxMode, SandboxSettings};
     let settings = SandboxSettings { mode: SandboxMode::WorkspaceWrite, network: false, writable: Default::default() };
-    if let Err(why) = stepwise::host::sandbox::availability(false) {
+    if let Err(why) = stepwise::sandbox::availability(false) {
         eprintln!("CANNOT TRY: the sandbox cannot start here ({why})");
         return;
     }
@@ -193,7 +193,7 @@ async fn a_sandboxed_background_server_answers_a_later_sandboxed_command() {
     h.ws.write("hello.txt", "hello from the sandbox");
     let out = h.run("serve sandboxed").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
-    let isolation = stepwise::host::sandbox::network_isolation();
+    let isolation = stepwise::sandbox::network_isolation();
     let fetched = result_texts(&h.body(2));
     if fetched[0].is_empty() || !isolation.contains("namespace") {
         eprintln!("network isolation here: {isolation}; fetched: {fetched:?}");

@@ -90,8 +90,8 @@ async fn kill_background_ends_a_double_forked_setsid_grandchild_before_it_answer
 /// happen, and the end (check and report) says what the sandbox stopped and that it is not run outside.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_the_sandbox_stops_asks_nothing_and_its_end_says_what_was_stopped() {
-    use stepwise::host::{SandboxMode, SandboxSettings};
-    if let Err(why) = stepwise::host::sandbox::availability(false) {
+    use stepwise::sandbox::{SandboxMode, SandboxSettings};
+    if let Err(why) = stepwise::sandbox::availability(false) {
         eprintln!("CANNOT TRY: the sandbox cannot start here ({why})");
         return;
     }

@@ -11,6 +11,7 @@ use stepwise::agent::AgentConfig;
 use stepwise::llm::Usage;
 use stepwise::plan::PlanningStyle;
 use stepwise_tests::mock::{Step, Turn};
+use stepwise_tests::sent::{offered, tool_names};
 use tokio_util::sync::CancellationToken;
 
 fn bash(cmd: &str) -> Step {
@@ -362,21 +363,8 @@ async fn tasks_planning_style_through_the_loop() {
     let out = h.run("tasks").await;
     assert_eq!(out.reason, FinishReason::EndTurn);
     let b0 = h.body(0);
-    let names: Vec<&str> = b0["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        vec![
-            "bash",
-            "read_file",
-            "write_file",
-            "edit_file",
-            "create_todos",
-            "update_todo",
-            "background_run",
-            "check_background",
-            "kill_background"
-        ]
-    );
+    assert_eq!(tool_names(&b0), offered(PlanningStyle::Tasks, false));
+    assert!(tool_names(&b0).iter().any(|n| n == "create_todos"));
     assert!(system_text(&b0).contains("create_todos"));
     let got = results(&h.body(1));
     let texts: Vec<&str> = got.iter().map(|r| r.1.as_str()).collect();
@@ -406,20 +394,8 @@ async fn todo_style_offers_todo_only() {
     let mut h = Harness::new(vec![call("create_todos", json!({"items": ["x"]})), Step::text("ok")]).await;
     h.run("x").await;
     let b0 = h.body(0);
-    let names: Vec<&str> = b0["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        vec![
-            "bash",
-            "read_file",
-            "write_file",
-            "edit_file",
-            "todo",
-            "background_run",
-            "check_background",
-            "kill_background"
-        ]
-    );
+    assert_eq!(tool_names(&b0), offered(PlanningStyle::Todo, false));
+    assert_eq!(tool_names(&b0)[4], "todo");
     let todo = &b0["tools"][4]["input_schema"]["properties"]["items"]["items"]["properties"]["status"]["enum"];
     assert_eq!(todo, &json!(["pending", "in_progress", "completed"]));
     assert_eq!(result_texts(&h.body(1)), vec!["Unknown tool: create_todos"]);

@@ -1,4 +1,4 @@
-//! The sandbox (server/src/host/sandbox.rs, landlock.rs): every escape attempt of issue 31 is refused
+//! The sandbox (server/src/sandbox/): every escape attempt of issue 31 is refused
 //! inside it and works outside it (the same command, `sandbox: off`), so each test proves both that the
 //! attempt is a real one and that the sandbox is what stopped it; the refusal is recognised from the
 //! command's own error (`sandbox::stopped`). Writes inside the workspace's folders and `TMPDIR` work.
@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use stepwise::host::sandbox::{availability, stopped};
-use stepwise::host::{run_shell_in, Policy, Sandbox, SandboxMode, SandboxSettings, ShellOutput};
+use stepwise::host::{run_shell_in, ShellOutput};
+use stepwise::sandbox::{availability, stopped, Policy, Sandbox, SandboxMode, SandboxSettings};
 
 struct Fixture {
     ws: TempDir,
@@ -196,8 +196,8 @@ async fn the_hosts_listener_cannot_be_reached_from_inside() {
     let command = format!("exec 3<>/dev/tcp/127.0.0.1/{}; echo hello >&3", host.port());
     let policy = f.policy(SandboxMode::WorkspaceWrite, false);
     match &policy.as_ref().unwrap().netns {
-        Some(_) => eprintln!("trying a private network namespace ({})", stepwise::host::sandbox::network_isolation()),
-        None => eprintln!("CANNOT TRY the namespace here: {}", stepwise::host::sandbox::network_isolation()),
+        Some(_) => eprintln!("trying a private network namespace ({})", stepwise::sandbox::network_isolation()),
+        None => eprintln!("CANNOT TRY the namespace here: {}", stepwise::sandbox::network_isolation()),
     }
     let out = f.run(&command, policy.as_ref()).await;
     assert!(out.is_error && !host.got_hello(), "reached the host from inside: {}", out.text);
@@ -248,10 +248,10 @@ async fn the_sessions_commands_share_a_private_loopback() {
     let f = Fixture::new("loopback");
     let policy = f.policy(SandboxMode::WorkspaceWrite, false).unwrap();
     if policy.netns.is_none() {
-        eprintln!("CANNOT TRY: {}", stepwise::host::sandbox::network_isolation());
+        eprintln!("CANNOT TRY: {}", stepwise::sandbox::network_isolation());
         return;
     }
-    eprintln!("trying: {}", stepwise::host::sandbox::network_isolation());
+    eprintln!("trying: {}", stepwise::sandbox::network_isolation());
     let server = "python3 -c \"
 import socket, os
 s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
@@ -436,7 +436,7 @@ async fn a_writable_folder_made_again_at_its_path_is_writable_again() {
     let shared = f.outside.join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     let mut settings = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
-    settings.writable = stepwise::host::sandbox::Writable::new(vec![shared.clone()]);
+    settings.writable = stepwise::sandbox::Writable::new(vec![shared.clone()]);
     let policy = f.sandbox.policy(f.ws.path(), settings).unwrap();
     let write = |name: &str| format!("echo x > {}", sh_quote(&shared.join(name)));
     let out = f.run(&write("a"), policy.as_ref()).await;

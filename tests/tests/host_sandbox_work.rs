@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use serde_json::json;
 use stepwise::agent::AgentConfig;
-use stepwise::host::sandbox::availability;
-use stepwise::host::{Approval, Ask, DiskHost, SandboxMode, SandboxSettings};
+use stepwise::host::{Approval, Ask, DiskHost};
+use stepwise::sandbox::{availability, SandboxMode, SandboxSettings};
 use stepwise_tests::mock::Step;
 
 /// What came of one sandboxed command: the result the model read, and the questions put.
@@ -290,9 +290,7 @@ async fn what_a_command_writes_to_a_protected_path_is_put_back_and_said() {
         assert_eq!(ran.asked.len(), 1, "`{command}`: {:?}", ran.asked);
         assert!(ran.text.contains("the user declined to run it outside the sandbox"), "{}", ran.text);
         let kept = |s: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
-            s.into_iter()
-                .filter(|(p, _)| stepwise::host::keep::kept(Path::new(p), &[PathBuf::from(".husky")]))
-                .collect()
+            s.into_iter().filter(|(p, _)| stepwise::sandbox::kept(Path::new(p), &[PathBuf::from(".husky")])).collect()
         };
         assert_eq!(
             kept(snapshot(ran.ws.path())),
@@ -319,11 +317,11 @@ async fn a_write_outside_is_still_stopped_and_asks() {
 /// and the test says it cannot be tried).
 #[tokio::test]
 async fn a_test_suite_with_a_local_http_server() {
-    if let Err(why) = stepwise::host::netns::availability() {
+    if let Err(why) = stepwise::sandbox::netns_availability() {
         eprintln!("CANNOT TRY: no network namespace can be made here ({why}), so loopback is closed too");
         return;
     }
-    eprintln!("trying: {}", stepwise::host::sandbox::network_isolation());
+    eprintln!("trying: {}", stepwise::sandbox::network_isolation());
     let setup = |d: &Path| {
         write(d, "tests/__init__.py", "");
         write(

@@ -13,6 +13,7 @@ use stepwise_tests::intel::{
     block_lines, diagnostics_block, pylsp_bin, show, tool_names, tool_result, user_texts, Env,
 };
 use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::sent::intel_tools;
 use stepwise_tests::TempDir;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +163,7 @@ async fn without_a_server_no_tool_is_offered_and_a_broken_one_is_a_clear_line() 
     let o = e.run(&mock, &ws, &[], "work").await;
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let names = tool_names(&mock);
-    assert!(!names.iter().any(|n| ["diagnostics", "code_nav", "rename_symbol"].contains(&n.as_str())), "{names:?}");
+    assert!(!names.iter().any(|n| intel_tools().contains(&n.as_str())), "{names:?}");
 
     // A server that prints an error and exits (as rustup's rust-analyzer proxy without the component).
     let mock = MockModel::start(vec![

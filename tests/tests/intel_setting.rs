@@ -10,10 +10,10 @@ use stepwise_tests::acp_agent::ScriptedAgent;
 use stepwise_tests::intel::{diagnostics_block, scripts, show, tool_names, Env};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mock::{MockModel, Step};
+use stepwise_tests::sent::intel_tools;
 use stepwise_tests::TempDir;
 
 const T: Duration = Duration::from_secs(60);
-const TOOLS: [&str; 3] = ["diagnostics", "code_nav", "rename_symbol"];
 
 fn script() -> Vec<Step> {
     vec![Step::tool("write_file", json!({"path": "m.py", "content": "x = 2\n"})), Step::text("done")]
@@ -22,14 +22,15 @@ fn script() -> Vec<Step> {
 /// What the model saw: whether each code-intelligence tool was offered, and whether a block came.
 fn seen(mock: &MockModel) -> (Vec<bool>, bool) {
     let names = tool_names(mock);
-    (TOOLS.iter().map(|t| names.iter().any(|n| n == t)).collect(), diagnostics_block(mock, 1).is_some())
+    (intel_tools().iter().map(|t| names.iter().any(|n| n == t)).collect(), diagnostics_block(mock, 1).is_some())
 }
 
 fn expected(mode: &str) -> (Vec<bool>, bool) {
+    let n = intel_tools().len();
     match mode {
-        "auto" => (vec![true; 3], true),
-        "tool" => (vec![true; 3], false),
-        _ => (vec![false; 3], false),
+        "auto" => (vec![true; n], true),
+        "tool" => (vec![true; n], false),
+        _ => (vec![false; n], false),
     }
 }
 

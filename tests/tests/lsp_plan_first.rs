@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
 use stepwise_tests::mcp_servers::{fastmcp_stdio, tools};
 use stepwise_tests::mock::{MockModel, Step, Turn};
-use stepwise_tests::sent::last_user_texts;
+use stepwise_tests::sent::{last_user_texts, tool_names};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -35,10 +35,6 @@ fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
         }
     }
     out
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
 }
 
 fn system(body: &Value) -> String {

@@ -14,6 +14,7 @@ use stepwise_tests::lsp_client::stepwise_binary;
 use stepwise_tests::mcp_servers::{alive, fastmcp_stdio, gone, tools};
 use stepwise_tests::mock::{MockModel, Step, Turn};
 use stepwise_tests::pty::Pty;
+use stepwise_tests::sent::tool_names;
 use stepwise_tests::TempDir;
 
 /// A `stepwise` with a clean environment, its own config and state folders, and the mock model.
@@ -37,10 +38,6 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
     let o = cmd.stdin(Stdio::null()).output().unwrap();
     let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (o.status.code().unwrap_or(-1), s(&o.stdout), s(&o.stderr))
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
 }
 
 /// A `.mcp.json` whose server leaves a marker file when started (and then speaks MCP: FastMCP).

@@ -14,8 +14,10 @@ use stepwise::agent::AgentConfig;
 use stepwise::host::{Approval, Ask, DiskHost};
 use stepwise::mcp::config::{merge, parse};
 use stepwise::mcp::{McpSet, Origin, Timeouts};
+use stepwise::plan::PlanningStyle;
 use stepwise_tests::mcp_servers::{everything_stdio, fastmcp_stdio, gone, tools, HttpServer};
 use stepwise_tests::mock::Step;
+use stepwise_tests::sent::{offered, tool_names};
 
 /// Starts `servers` (an `mcpServers` map) for `root`, collecting what is reported.
 fn start(servers: Value, root: &std::path::Path, timeout: Timeouts) -> (Arc<McpSet>, Arc<Mutex<Vec<String>>>) {
@@ -26,10 +28,6 @@ fn start(servers: Value, root: &std::path::Path, timeout: Timeouts) -> (Arc<McpS
     let report: stepwise::mcp::Report = Arc::new(move |line: &str| r.lock().unwrap().push(line.to_string()));
     let set = McpSet::start(merge([(Origin::User, parsed)]), root.to_path_buf(), timeout, None, report);
     (set, reported)
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
 }
 
 fn tool<'a>(body: &'a Value, name: &str) -> &'a Value {
@@ -57,7 +55,8 @@ async fn tools_of_real_servers_are_offered_in_order_and_called() {
     // From the first request on: the built-in tools, then the servers' sorted by server and tool.
     let first = h.body(0);
     let names = tool_names(&first);
-    assert_eq!(&names[..5], ["bash", "read_file", "write_file", "edit_file", "todo"]);
+    let built_in = offered(PlanningStyle::Todo, false);
+    assert_eq!(names[..built_in.len()], built_in);
     let mcp: Vec<&String> = names.iter().filter(|n| n.starts_with("mcp__")).collect();
     let mut sorted = mcp.clone();
     sorted.sort();

@@ -112,7 +112,7 @@ impl Host for AcpHost {
         &self,
         command: &str,
         timeout: Duration,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<ShellOutput, String> {
         if self.fs.terminal && sandbox.is_none() {
             return super::terminal::run(&self.conn, &self.session, &self.state, command, timeout).await;
@@ -126,7 +126,7 @@ impl Host for AcpHost {
     async fn start_background(
         &self,
         command: &str,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<crate::background::Started, String> {
         crate::background::spawn(self.session.root(), command, sandbox).await
     }

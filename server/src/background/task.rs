@@ -12,8 +12,8 @@ use tokio::sync::watch;
 use crate::host::detached::Started;
 use crate::host::guard::{self, Exit, Reaper};
 use crate::host::output::Bounded;
-use crate::host::{sandbox, Policy};
 use crate::locks::lock;
+use crate::sandbox::{self, Policy};
 
 /// What a check shows of the output since the previous one at most (head and tail).
 pub const CHECK_CHARS: usize = 10_000;
@@ -63,7 +63,7 @@ struct Inner {
     told: bool,
     killing: Option<(Killer, i32)>,
     ended_at: Option<Instant>,
-    /// What the sandbox stopped, when its end shows it did (`host/stops.rs`): said with the end.
+    /// What the sandbox stopped, when its end shows it did (`sandbox/stops.rs`): said with the end.
     stop_note: Option<String>,
 }
 

@@ -113,7 +113,7 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
         &self,
         command: &str,
         timeout: Duration,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<ShellOutput, String> {
         if let Some(intel) = self.intel {
             intel.command_starting().await;
@@ -128,7 +128,7 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
     async fn start_background(
         &self,
         command: &str,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<crate::background::Started, String> {
         if let Some(intel) = self.intel {
             intel.command_starting().await;

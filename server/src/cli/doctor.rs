@@ -83,7 +83,7 @@ pub struct Report {
     session: Option<PathBuf>,
     instructions: crate::instructions::Instructions,
     mcp: crate::mcp::report::McpReport,
-    sandbox: crate::host::SandboxSettings,
+    sandbox: crate::sandbox::SandboxSettings,
     /// The language servers stepwise would start where no editor answers `stepwise/query`, and what is
     /// wrong in the user's `language-servers.json`.
     language_servers: (Vec<std::sync::Arc<crate::intel::servers::spec::Spec>>, Vec<String>),
@@ -158,7 +158,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides, start_servers: bo
     };
     // An invalid setting is among the problems above; the report shows the default then.
     let sandbox = config::sandbox(&env, o)
-        .unwrap_or(crate::host::SandboxSettings::of(crate::host::SandboxMode::WorkspaceWrite, false));
+        .unwrap_or(crate::sandbox::SandboxSettings::of(crate::sandbox::SandboxMode::WorkspaceWrite, false));
     let state_dir = crate::trust::state_dir();
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let session = state_dir.as_ref().map(|d| crate::store::file_for(d, &root)).filter(|f| f.is_file());
@@ -188,7 +188,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides, start_servers: bo
 /// have (`sandbox`, else the trust given before), at once, within `check::WAIT`.
 fn started(
     root: &Path,
-    sandbox: crate::host::SandboxSettings,
+    sandbox: crate::sandbox::SandboxSettings,
     mode: crate::intel::DiagnosticsMode,
 ) -> Vec<(String, Start)> {
     let (used, _) = crate::intel::servers::used(root);
@@ -295,13 +295,13 @@ impl Report {
         if !s.writable.0.is_empty() {
             v["writable"] = json!(s.writable.0);
         }
-        if s.mode != crate::host::SandboxMode::Off {
-            match crate::host::sandbox::availability(s.network) {
+        if s.mode != crate::sandbox::SandboxMode::Off {
+            match crate::sandbox::availability(s.network) {
                 Ok(by) => {
                     v["available"] = json!(true);
                     v["by"] = json!(by);
                     if !s.network {
-                        v["networkFence"] = json!(crate::host::sandbox::network_isolation());
+                        v["networkFence"] = json!(crate::sandbox::network_isolation());
                     }
                 }
                 Err(why) => {
@@ -383,8 +383,8 @@ impl Report {
         }
         line("sandbox", self.sandbox.describe());
         let s = &self.sandbox;
-        if s.mode != crate::host::SandboxMode::Off && !s.network && crate::host::sandbox::availability(false).is_ok() {
-            line("network", crate::host::sandbox::network_isolation());
+        if s.mode != crate::sandbox::SandboxMode::Off && !s.network && crate::sandbox::availability(false).is_ok() {
+            line("network", crate::sandbox::network_isolation());
         }
         if !s.writable.0.is_empty() {
             let dirs: Vec<String> = s.writable.0.iter().map(|p| p.display().to_string()).collect();

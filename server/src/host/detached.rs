@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 
 use super::guard;
-use super::Policy;
+use crate::sandbox::Policy;
 
 /// A started command, as a host hands it to the session's tasks (`crate::background`).
 pub struct Started {

@@ -71,7 +71,7 @@ fn is_executable(path: &OsStr) -> bool {
 /// The guard's life, in the forked child (std has set up its stdio, working folder and process group).
 /// Never returns. `parent` is stepwise's pid; `status` and `hold` are the status pipe's write end and the read end of the pipe only
 /// stepwise holds open; `sandbox` a Landlock ruleset to impose on the guard (so on the command), or -1;
-/// `netns` the (user or -1, net or -1) namespaces to join first (`netns.rs`).
+/// `netns` the (user or -1, net or -1) namespaces to join first (`sandbox/netns.rs`).
 ///
 /// # Safety
 /// Only in a freshly forked child, as a `pre_exec` hook.
@@ -94,13 +94,13 @@ pub unsafe fn run(image: &Image, parent: u32, status: RawFd, hold: RawFd, sandbo
         // stepwise died before the signal was asked for: nothing may start.
         libc::_exit(1);
     }
-    if netns.1 >= 0 && !super::netns::join(netns.0, netns.1) {
+    if netns.1 >= 0 && !crate::sandbox::join_netns(netns.0, netns.1) {
         let msg = b"stepwise: the sandbox's network namespace could not be joined, so the command did not run\n";
         libc::write(2, msg.as_ptr().cast(), msg.len());
         libc::write(status, b"126\n".as_ptr().cast(), 4);
         libc::_exit(1);
     }
-    if sandbox >= 0 && !super::landlock::restrict(sandbox) {
+    if sandbox >= 0 && !crate::sandbox::landlock_restrict(sandbox) {
         // Never run unconfined what was meant to be confined: say so and report a failure.
         let msg = b"stepwise: the sandbox could not be applied, so the command did not run\n";
         libc::write(2, msg.as_ptr().cast(), msg.len());

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::io::AsyncReadExt;
 use tokio::process::Child;
 
-use super::policy::Policy;
 use super::{platform, procs};
+use crate::sandbox::Policy;
 
 /// Marks every process a command starts (the environment is inherited through `setsid` and double
 /// forks, process groups are not), so stragglers can be found where the process tree cannot tell.
@@ -107,7 +107,7 @@ struct Confine {
     ruleset: Option<std::sync::Arc<OwnedFd>>,
     /// The session's network namespace, joined before the ruleset is imposed (kept alive by this).
     #[cfg(target_os = "linux")]
-    netns: Option<super::netns::NetRef>,
+    netns: Option<crate::sandbox::NetRef>,
     #[cfg(target_os = "macos")]
     policy: Option<Policy>,
 }
@@ -117,7 +117,7 @@ impl Confine {
         Ok(Confine {
             env: policy.map(Policy::env).unwrap_or_default(),
             #[cfg(target_os = "linux")]
-            ruleset: policy.map(super::landlock::ruleset).transpose()?,
+            ruleset: policy.map(crate::sandbox::landlock_ruleset).transpose()?,
             #[cfg(target_os = "linux")]
             netns: policy.and_then(|p| p.netns.clone()),
             #[cfg(target_os = "macos")]
@@ -151,7 +151,7 @@ fn bash_guard(
         Some(policy) => {
             let mut rest = vec!["bash"];
             rest.extend(args);
-            let (program, args) = super::seatbelt::wrap(policy, &rest);
+            let (program, args) = crate::sandbox::seatbelt_wrap(policy, &rest);
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args);
             cmd
@@ -177,11 +177,11 @@ fn bash_guard(
         cmd.pre_exec(move || {
             let _keep = &confine;
             #[cfg(target_os = "linux")]
-            if netns.1 >= 0 && !super::netns::join(netns.0, netns.1) {
+            if netns.1 >= 0 && !crate::sandbox::join_netns(netns.0, netns.1) {
                 return Err(std::io::Error::last_os_error());
             }
             #[cfg(target_os = "linux")]
-            if ruleset >= 0 && !super::landlock::restrict(ruleset) {
+            if ruleset >= 0 && !crate::sandbox::landlock_restrict(ruleset) {
                 return Err(std::io::Error::last_os_error());
             }
             inherit_as(status_fd, 4)

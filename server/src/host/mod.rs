@@ -13,37 +13,25 @@ mod dyn_host;
 mod fork_guard;
 pub(crate) mod guard;
 pub mod intelligence;
-pub mod keep;
-#[cfg(target_os = "linux")]
-mod landlock;
-#[cfg(target_os = "linux")]
-pub mod netns;
 pub mod output;
 mod path;
 mod platform;
-mod policy;
 pub mod preview;
 mod procs;
-pub mod sandbox;
-#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-mod seatbelt;
 pub(crate) mod shell;
-mod stops;
-mod trial;
 
 use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::sandbox::Policy;
+
 pub use approval::{protected, Approval, ApprovalMode, Approvals, Ask, Scope};
 pub use change::FileChange;
 pub use disk::DiskHost;
 pub use dyn_host::DynHost;
-#[cfg(target_os = "linux")]
-pub(crate) use landlock::{restrict as landlock_restrict, ruleset as landlock_ruleset};
 pub use path::{resolve, ResolvedPath};
 pub use platform::PORTABLE_ENV;
-pub use sandbox::{Policy, Sandbox, SandboxMode, SandboxSettings};
 pub use shell::{is_dangerous, run_shell, run_shell_in, ShellOutput};
 
 /// Context of a change, so the editor can label it ("edit_file src/a.rs — Fix the parser") and the

@@ -6,10 +6,9 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::guard::{self, Exit, Reaper};
-use super::keep::{self, Keeper, PutBack};
 pub use super::output::truncate_chars;
 use super::output::Bounded;
-use super::policy::Policy;
+use crate::sandbox::{put_back_note, Keeper, Policy, PutBack};
 
 /// What the model reads of one command at most (the seed's cap).
 pub const OUTPUT_CAP: usize = 50_000;
@@ -55,7 +54,7 @@ pub struct ShellOutput {
     pub text: String,
     /// Exited non-zero, was killed, or was stopped for its output.
     pub is_error: bool,
-    /// The protected paths a sandboxed command wrote, put back after it (`keep/`); said in `text` too.
+    /// The protected paths a sandboxed command wrote, put back after it (`sandbox/keep/`); said in `text` too.
     pub put_back: Vec<PutBack>,
 }
 
@@ -64,7 +63,7 @@ pub async fn run_shell(root: &Path, command: &str, timeout: Duration) -> Result<
     run_shell_in(root, command, timeout, None).await
 }
 
-/// Runs `command` in `root`, confined by `sandbox` when given (`sandbox.rs`).
+/// Runs `command` in `root`, confined by `sandbox` when given (`crate::sandbox`).
 pub async fn run_shell_in(
     root: &Path,
     command: &str,
@@ -79,7 +78,7 @@ pub async fn run_shell_in(
     let mut after = AfterCheck(Some(&keeper.0));
     let result = run_guarded(root, command, timeout, sandbox).await;
     let put_back = after.0.take().map(|k| k.after()).unwrap_or_default();
-    let note = keep::note(&put_back);
+    let note = put_back_note(&put_back);
     match (result, note) {
         (r, None) => r,
         (Ok(mut out), Some(note)) => {

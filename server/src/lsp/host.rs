@@ -305,7 +305,7 @@ impl Host for EditorHost {
         &self,
         command: &str,
         timeout: Duration,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<ShellOutput, String> {
         self.flush_unsaved().await?;
         crate::host::run_shell_in(&self.session.root, command, timeout, sandbox).await
@@ -316,7 +316,7 @@ impl Host for EditorHost {
     async fn start_background(
         &self,
         command: &str,
-        sandbox: Option<&crate::host::Policy>,
+        sandbox: Option<&crate::sandbox::Policy>,
     ) -> Result<crate::background::Started, String> {
         self.flush_unsaved().await?;
         crate::background::spawn(&self.session.root, command, sandbox).await

@@ -154,11 +154,11 @@ pub fn spawn_confined(
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
-    policy: Option<&crate::host::Policy>,
+    policy: Option<&crate::sandbox::Policy>,
 ) -> Result<Child, String> {
     #[cfg(target_os = "linux")]
     let ruleset = match policy {
-        Some(p) => Some(crate::host::landlock_ruleset(p).map_err(|e| format!("cannot confine {command}: {e}"))?),
+        Some(p) => Some(crate::sandbox::landlock_ruleset(p).map_err(|e| format!("cannot confine {command}: {e}"))?),
         None => None,
     };
     #[cfg(not(target_os = "linux"))]
@@ -172,7 +172,7 @@ pub fn spawn_confined(
         .current_dir(root)
         .envs(env)
         .env(MARKER, &id)
-        .envs(policy.map(crate::host::Policy::env).unwrap_or_default())
+        .envs(policy.map(crate::sandbox::Policy::env).unwrap_or_default())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -188,7 +188,7 @@ pub fn spawn_confined(
         let fd = ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-            if fd >= 0 && !crate::host::landlock_restrict(fd) {
+            if fd >= 0 && !crate::sandbox::landlock_restrict(fd) {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

@@ -1,11 +1,9 @@
-//! The `bash` tool: in the sandbox without a question where it can start (`host/sandbox.rs`), else
+//! The `bash` tool: in the sandbox without a question where it can start (`crate::sandbox`), else
 //! asked for as before (`gate.rs` decides which); a command the sandbox stopped runs again outside it
 //! only with the user's leave.
 
-use crate::host::keep::PutBack;
-use crate::host::sandbox::Stop;
-use crate::host::sandbox::{self, Escalation};
 use crate::host::{Ask, Host};
+use crate::sandbox::{self, Escalation, PutBack, Stop};
 
 use super::gate::{self, Gate};
 use super::{ToolContext, ToolOutput};
@@ -66,7 +64,7 @@ fn what_stopped(stop: Option<&Stop>, put_back: &[PutBack]) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use crate::host::sandbox::Stop;
+    use crate::sandbox::Stop;
 
     #[test]
     fn the_question_names_what_was_stopped() {

@@ -4,10 +4,10 @@
 
 use std::borrow::Cow;
 
-use crate::host::{SandboxMode, SandboxSettings};
 use crate::llm::{Schema, ToolSpec};
 use crate::mcp::McpTools;
 use crate::plan::{Mode, PlanningStyle};
+use crate::sandbox::{SandboxMode, SandboxSettings};
 
 /// What a tool does, as views group tools (ACP's `ToolKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,7 +324,7 @@ pub fn is_planning_in(name: &str, style: PlanningStyle) -> bool {
 /// Whether a read-only OS sandbox can run shell commands here: plan mode offers `bash` only then. The
 /// network stays off in it (`sandbox_for`), so the probe is the one without network.
 fn read_only_sandbox() -> bool {
-    crate::host::sandbox::availability(false).is_ok()
+    crate::sandbox::availability(false).is_ok()
 }
 
 /// The sandbox a shell command of a run in `mode` runs in: the user's settings, and in plan mode always
@@ -424,22 +424,23 @@ mod tests {
         }
     }
 
+    /// What a run offers by default (the `todo` style, no code intelligence), and the code-intelligence tools.
+    const DEFAULT: [&str; 8] = [
+        "bash",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "todo",
+        "background_run",
+        "check_background",
+        "kill_background",
+    ];
+    const INTEL: [&str; 3] = ["diagnostics", "code_nav", "rename_symbol"];
+
     #[test]
     fn each_style_and_mode_offers_its_tools() {
         for sandbox in [false, true] {
-            assert_eq!(
-                names(&specs_where(PlanningStyle::Todo, Mode::Default, None, false, sandbox)),
-                [
-                    "bash",
-                    "read_file",
-                    "write_file",
-                    "edit_file",
-                    "todo",
-                    "background_run",
-                    "check_background",
-                    "kill_background"
-                ]
-            );
+            assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Default, None, false, sandbox)), DEFAULT);
         }
         assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, false)), ["read_file", "todo"]);
         assert_eq!(
@@ -457,19 +458,7 @@ mod tests {
     fn code_intelligence_is_offered_only_with_a_source_and_read_only_in_plan_mode() {
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Default, None, true, false)),
-            [
-                "bash",
-                "read_file",
-                "write_file",
-                "edit_file",
-                "todo",
-                "background_run",
-                "check_background",
-                "kill_background",
-                "diagnostics",
-                "code_nav",
-                "rename_symbol"
-            ]
+            [&DEFAULT[..], &INTEL[..]].concat()
         );
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true, false)),

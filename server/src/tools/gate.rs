@@ -8,7 +8,8 @@ use serde_json::Value;
 use super::catalog::{self, Asks, Handler, Tool};
 use super::{str_arg, ToolContext, ToolOutput};
 use crate::host::output::truncate_chars;
-use crate::host::{is_dangerous, protected, resolve, Ask, Host, Policy, ResolvedPath, SandboxMode};
+use crate::host::{is_dangerous, protected, resolve, Ask, Host, ResolvedPath};
+use crate::sandbox::{Policy, SandboxMode};
 
 /// Before a call runs.
 #[derive(Debug)]
@@ -179,8 +180,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::host::{Approval, Approvals, DiskHost, Sandbox, SandboxSettings};
+    use crate::host::{Approval, Approvals, DiskHost};
     use crate::plan::{Mode, PlanBoard, PlanningStyle};
+    use crate::sandbox::{Sandbox, SandboxSettings};
 
     struct Fixture {
         host: DiskHost,
@@ -259,7 +261,7 @@ mod tests {
         cx.sandbox_settings = SandboxSettings::of(SandboxMode::WorkspaceWrite, false);
         let read_only = SandboxSettings::of(SandboxMode::ReadOnly, false);
         let input = json!({"command": "ls"});
-        match crate::host::sandbox::availability(false) {
+        match crate::sandbox::availability(false) {
             Ok(_) => {
                 assert!(matches!(gate(&catalog::BASH, "bash", &input, &cx), Gate::Confined(p) if p.write));
                 cx.sandbox_settings = read_only;

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use super::{Asker, Trust, Workspace};
 use crate::agent::AgentConfig;
-use crate::host::{Host, SandboxSettings};
+use crate::host::Host;
 use crate::intel::servers::{self, Confined, Rights, Servers, Serving};
 use crate::intel::{DiagnosticsMode, Session, Source};
 use crate::locks::lock;
+use crate::sandbox::SandboxSettings;
 
 /// The trust list (state directory) of workspaces whose language servers may run unconfined.
 const TRUSTED: &str = "trusted-language-servers";
@@ -27,7 +28,7 @@ pub fn remember(root: &Path) -> std::io::Result<()> {
 /// The rights a workspace's servers have without asking anyone (`stepwise doctor`), by a session's rules:
 /// inside the sandbox where it can hold them, else plainly where the user trusted the workspace before;
 /// otherwise none, and why (a session would ask).
-pub fn unasked_rights(root: &Path, settings: SandboxSettings, sandbox: Arc<crate::host::Sandbox>) -> Rights {
+pub fn unasked_rights(root: &Path, settings: SandboxSettings, sandbox: Arc<crate::sandbox::Sandbox>) -> Rights {
     if settings.confines() {
         return Rights::Sandbox(Confined { sandbox, root: root.to_path_buf(), settings });
     }
@@ -60,13 +61,13 @@ pub(super) struct Decided {
 
 /// Whether the sandbox confines the servers: `None` while its trial runs where the kernel offers it.
 fn sandbox_answer(s: SandboxSettings) -> Option<bool> {
-    if s.mode == crate::host::SandboxMode::Off {
+    if s.mode == crate::sandbox::SandboxMode::Off {
         return Some(false);
     }
-    if let Some(answer) = crate::host::sandbox::known(s.network) {
+    if let Some(answer) = crate::sandbox::known(s.network) {
         return Some(answer.is_ok());
     }
-    if crate::host::sandbox::expected(s.network) {
+    if crate::sandbox::expected(s.network) {
         return None;
     }
     Some(s.confines())
@@ -83,9 +84,9 @@ impl Settling {
     /// run asks (the question cannot be asked mid-run on a terminal).
     fn settle(self) -> Rights {
         let network = self.confined.settings.network;
-        let answer = crate::host::sandbox::availability(network);
+        let answer = crate::sandbox::availability(network);
         if answer.is_err() {
-            crate::host::sandbox::failed_where_expected(network);
+            crate::sandbox::failed_where_expected(network);
         }
         let root = self.confined.root.clone();
         match answer {

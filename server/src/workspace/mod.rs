@@ -52,7 +52,7 @@ pub struct Workspace {
     approvals: Approvals,
     /// Its private temporary folder for sandboxed commands, removed with the workspace.
     /// Shared with the language servers, whose policy is made at their first start.
-    sandbox: Arc<crate::host::Sandbox>,
+    sandbox: Arc<crate::sandbox::Sandbox>,
     run: watch::Sender<Option<Running>>,
     saver: Option<Saver>,
     /// Off until an adapter turns them on (`checkpoints.rs`).
@@ -146,7 +146,7 @@ impl Workspace {
     }
 
     /// The session's sandbox (its temporary folder; whether it was said that it cannot start).
-    pub fn sandbox(&self) -> &crate::host::Sandbox {
+    pub fn sandbox(&self) -> &crate::sandbox::Sandbox {
         &self.sandbox
     }
 

@@ -14,11 +14,12 @@ use futures_util::FutureExt;
 use super::Workspace;
 use crate::agent::AgentConfig;
 use crate::config::{self, Env, ForeignEndpoint, Overrides};
-use crate::host::{ApprovalMode, SandboxMode};
+use crate::host::ApprovalMode;
 use crate::llm::{Llm, Replay};
 use crate::mcp::config::{ConfigFile, Servers};
 use crate::mcp::{sources, trust, McpSet, Report};
 use crate::plan::Mode;
+use crate::sandbox::SandboxMode;
 use crate::session::Session;
 use crate::store::{self, Loaded};
 
@@ -193,7 +194,7 @@ impl Workspace {
         }
         if let Some(extra) = self.also_writable.get().filter(|d| !d.is_empty()) {
             let all: Vec<PathBuf> = cfg.sandbox.writable.0.iter().chain(extra).cloned().collect();
-            cfg.sandbox.writable = crate::host::sandbox::Writable::new(all);
+            cfg.sandbox.writable = crate::sandbox::Writable::new(all);
         }
         if !req.compaction {
             let _trial = self.sandbox.unavailable_later(cfg.sandbox, asker.reporter());

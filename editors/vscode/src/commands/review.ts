@@ -11,6 +11,7 @@ import type { Connection } from '../connection/client';
 import type * as wire from '../protocol/generated';
 import { onNotification } from '../protocol/notifications';
 import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from '../setup/core';
+import { changesTitle } from '../model/changes';
 import { hunks as diffHunks } from '../model/hunks';
 import { NodeTree } from '../views/tree';
 import type { TreeNode } from '../model/treeNode';
@@ -104,6 +105,7 @@ export class Review implements vscode.TextDocumentContentProvider {
     this.changes.set(workspace, changes);
     for (const f of files) this.changed.fire(beforeUri(workspace, f.path));
     this.tree.refresh();
+    this.view.title = changesTitle([...this.changes.values()].flatMap((c) => c.files));
     this.decorateSoon();
     return changes;
   }

@@ -141,6 +141,15 @@ export function runNodes(workspace: string, log: RoundLog | undefined): RoundNod
   return runs.map((r, i) => runNode(workspace, r, i === runs.length - 1));
 }
 
+/** The view's title over the window's folders, saying what it holds while collapsed: `Transcript 1 run, 4 rounds`;
+ * `Transcript` before any run. */
+export function transcriptTitle(logs: (RoundLog | undefined)[]): string {
+  const runs = logs.flatMap((l) => l?.runs ?? []);
+  if (runs.length === 0) return 'Transcript';
+  const rounds = runs.reduce((n, r) => n + r.rounds.length, 0);
+  return `Transcript ${runs.length} run${runs.length === 1 ? '' : 's'}, ${rounds} round${rounds === 1 ? '' : 's'}`;
+}
+
 /** Roots of the view. One folder: its runs. Several: one node per folder that has runs. */
 export function roundTree(folders: FolderRef[], logs: (uri: string) => RoundLog | undefined): RoundNode[] {
   if (folders.length === 1) return runNodes(folders[0].uri, logs(folders[0].uri));

@@ -8,7 +8,7 @@ import type { Checkpoint } from '../model/checkpoints';
 import type { Connection } from '../connection/client';
 import { SERVER_COMMANDS, workspaceArguments } from '../model/commands';
 import { Core, folderRefs } from '../setup/core';
-import { roundTree, type RoundNode } from '../model/roundNodes';
+import { roundTree, transcriptTitle, type RoundNode } from '../model/roundNodes';
 import { NodeTree } from './tree';
 
 export const ROUNDS_VIEW = 'stepwise.roundsView';
@@ -40,6 +40,7 @@ export class RoundsView {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.provider.refresh();
+      this.view.title = transcriptTitle(folderRefs().map((f) => this.core.folders.get(f.uri)?.rounds));
     }, 100);
   }
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { MAX_ITEMS, RoundLog } from '../../src/model/rounds';
-import { roundTree, runNodes } from '../../src/model/roundNodes';
+import { roundTree, runNodes, transcriptTitle } from '../../src/model/roundNodes';
 import { restoreFor } from '../../src/model/checkpoints';
 
 const WS = 'file:///w/demo';
@@ -143,6 +143,18 @@ test('children carry their round\'s checkpoint; several folders get a node each'
   );
   assert.deepEqual(tree.map((n) => [n.kind, n.label, n.children?.length]), [['folder', 'demo', 1]]);
   assert.equal(roundTree([{ uri: WS, name: 'demo' }], () => log)[0].kind, 'run');
+});
+
+test('the view\'s title counts the runs and rounds of every folder, so a collapsed view says what it holds', () => {
+  assert.equal(transcriptTitle([]), 'Transcript');
+  assert.equal(transcriptTitle([undefined, new RoundLog()]), 'Transcript');
+  const log = new RoundLog();
+  liveRun(log);
+  assert.equal(transcriptTitle([log]), 'Transcript 1 run, 2 rounds');
+  const other = new RoundLog();
+  other.status({ workspace: 'file:///w/other', state: 'running', runId: 'o1' }, 'Another');
+  other.checkpoint({ workspace: 'file:///w/other', id: 'o1c', runId: 'o1', round: 1 });
+  assert.equal(transcriptTitle([log, other]), 'Transcript 2 runs, 3 rounds');
 });
 
 test('the confirmation\'s buttons map to what goes back', () => {

@@ -43,7 +43,7 @@ impl Watch {
             inner.broken = Some(e);
             return;
         }
-        match inner.fd.watches().add(path, crate::host::keep::watch::mask()) {
+        match inner.fd.watches().add(path, crate::sandbox::watch_mask()) {
             Ok(wd) => {
                 inner.dirs.insert(wd, key.to_string());
             }

@@ -45,13 +45,13 @@ pub type Deferred = Box<dyn FnOnce() -> Rights + Send>;
 /// start (issue 39).
 #[derive(Debug, Clone)]
 pub struct Confined {
-    pub sandbox: Arc<crate::host::Sandbox>,
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     pub root: PathBuf,
-    pub settings: crate::host::SandboxSettings,
+    pub settings: crate::sandbox::SandboxSettings,
 }
 
 impl Confined {
-    pub(super) fn policy(&self) -> Result<crate::host::Policy, String> {
+    pub(super) fn policy(&self) -> Result<crate::sandbox::Policy, String> {
         self.sandbox.policy(&self.root, self.settings)?.ok_or_else(|| "the sandbox is off".to_string())
     }
 }

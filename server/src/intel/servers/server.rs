@@ -80,7 +80,7 @@ impl Running {
     pub async fn start(
         spec: Arc<Spec>,
         root: &Path,
-        policy: Option<&crate::host::Policy>,
+        policy: Option<&crate::sandbox::Policy>,
         budget: Duration,
     ) -> Result<Running, NotStarted> {
         let Some((prog, args)) = spec.command.split_first() else {

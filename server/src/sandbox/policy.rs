@@ -1,5 +1,6 @@
-//! What one sandboxed command may do: the policy `sandbox.rs` makes and the guard hands to `landlock.rs`
-//! (Linux) or `seatbelt.rs` (macOS) to impose. Data only, so those two depend on it and not on the sandbox.
+//! What one sandboxed command may do: the policy `session.rs` makes and the guard hands to `landlock.rs`
+//! (Linux) or `seatbelt.rs` (macOS) to impose. Data only, so those two depend on it and not on
+//! `session.rs`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

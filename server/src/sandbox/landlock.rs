@@ -1,6 +1,6 @@
 //! The sandbox on Linux: a Landlock ruleset made in stepwise (allocations, opening paths) and imposed in
 //! the forked guard just before it starts the command (two async-signal-safe syscalls, `restrict`), so
-//! the guard and the command are confined and stepwise is not. The policy is `sandbox.rs`'s.
+//! the guard and the command are confined and stepwise is not. The policy is `policy.rs`'s.
 //!
 //! Landlock ABI 3 at least (Linux 6.2: before it `truncate` on any file was uncontrolled), and ABI 4
 //! (Linux 6.7: TCP `connect`/`bind` rules) when the network is off. Below that stepwise does not
@@ -224,15 +224,7 @@ mod tests {
         let (root, tmp) = (dir.join("ws"), dir.join("tmp"));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&tmp).unwrap();
-        let p = Policy {
-            root: root.clone(),
-            tmp,
-            write: true,
-            network: false,
-            writable: Vec::new(),
-            keeper: None,
-            netns: None,
-        };
+        let p = Policy { root: root.clone(), tmp, writable: Vec::new(), ..crate::sandbox::policy::example() };
         let one = ruleset(&p).unwrap();
         assert!(Arc::ptr_eq(&one, &ruleset(&p).unwrap()), "made again for the same grants");
         let read_only = ruleset(&Policy { write: false, ..p.clone() }).unwrap();

@@ -166,7 +166,7 @@ pub enum Escalation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::policy::example as policy;
+    use crate::sandbox::policy::example as policy;
 
     #[test]
     fn the_path_in_the_error_is_held_against_the_policy() {

@@ -1,4 +1,4 @@
-//! The sandbox on macOS: `sandbox.rs`'s policy as a Seatbelt profile, run as `sandbox-exec -p PROFILE --
+//! The sandbox on macOS: the policy (`policy.rs`) as a Seatbelt profile, run as `sandbox-exec -p PROFILE --
 //! bash ...` (the guard and the command run inside it, stepwise does not). Generated as text on every
 //! platform, so its golden test runs on Linux too.
 //!
@@ -85,6 +85,7 @@ pub fn wrap(policy: &Policy, rest: &[&str]) -> (String, Vec<String>) {
 mod tests {
     use super::*;
 
+    /// The unit tests' policy in macOS's paths, one of them in need of quoting.
     fn policy(write: bool, network: bool) -> Policy {
         Policy {
             root: "/Users/u/pro.j".into(),
@@ -92,8 +93,7 @@ mod tests {
             write,
             network,
             writable: vec!["/Users/u/we\"ird\\".into()],
-            keeper: None,
-            netns: None,
+            ..crate::sandbox::policy::example()
         }
     }
 
