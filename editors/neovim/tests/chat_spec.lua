@@ -131,7 +131,7 @@ return H.spec({
         H.truthy(t.old <= 7 and t.new <= 7, 'a small change: ' .. vim.inspect(t))
       end
       H.contains(request_texts(m)[1], 'Read a.txt\nand tell me.', 'the model got the prompt')
-      H.eq({ { workspace = require('stepwise').current_folder().uri, kind = 'run', text = 'Read a.txt\nand tell me.' } }, ev.sent, 'sent as a run')
+      H.eq({ { workspace = require('stepwise').current_folder().uri, session = 'main', kind = 'run', text = 'Read a.txt\nand tell me.' } }, ev.sent, 'sent as a run')
 
       -- a reset starts a new conversation: the chat shows it empty again
       vim.cmd('Stepwise reset')

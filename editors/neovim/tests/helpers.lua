@@ -118,8 +118,9 @@ end
 
 H.mocks = {}
 
---- Start `mock-model` with a script (a list of steps); returns { url, port, record, proc }.
-function H.mock(steps)
+--- Start `mock-model` with a script (a list of steps) and, for conversations answered apart (sessions side by
+--- side), `routes` ({ { key = text in the first user message, steps = {...} }, ... }); returns { url, port, record, proc }.
+function H.mock(steps, routes)
   if vim.fn.executable(H.mock_bin) ~= 1 then
     H.fail('mock model not built: ' .. H.mock_bin)
   end
@@ -128,7 +129,12 @@ function H.mock(steps)
   H.write(script, vim.json.encode(steps))
   local record = dir .. '/record.jsonl'
   local m = { record = record, script = script, stdout = '', stderr = '' }
-  m.proc = vim.system({ H.mock_bin, '--script', script, '--record', record }, {
+  local cmd = { H.mock_bin, '--script', script, '--record', record }
+  if routes then
+    H.write(dir .. '/routes.json', vim.json.encode(routes))
+    vim.list_extend(cmd, { '--routes', dir .. '/routes.json' })
+  end
+  m.proc = vim.system(cmd, {
     text = true,
     stdout = function(_, data)
       if data then

@@ -8,7 +8,7 @@ return H.spec({
     fn = function()
       local S, doc = H.schema, H.schema.doc
       local plan = doc.notifications['stepwise/plan']
-      local good = { workspace = 'file:///w', items = { { id = '1', text = 'a', status = 'pending' } }, completed = 0, total = 1, revision = 1, by = 'model' }
+      local good = { workspace = 'file:///w', session = 'main', items = { { id = '1', text = 'a', status = 'pending' } }, completed = 0, total = 1, revision = 1, by = 'model' }
       H.eq({}, S.problems(doc, plan, good), 'a plan as the server sends it')
       local bad = vim.deepcopy(good)
       bad.items[1].status = 'done'
@@ -22,7 +22,7 @@ return H.spec({
       H.eq({}, S.problems(doc, doc.commands['stepwise.cancel'].result, vim.NIL), 'cancel answers null')
       H.truthy(#S.problems(doc, doc.commands['stepwise.run'].result, vim.NIL) > 0, 'run answers a runId')
       -- a field null on the wire arrives as nil: fine where null is allowed, not where it is not
-      H.eq({}, S.problems(doc, doc.commands['stepwise.changes'].result, { workspace = 'w', files = {} }), 'runId null')
+      H.eq({}, S.problems(doc, doc.commands['stepwise.changes'].result, { workspace = 'w', session = 'main', files = {} }), 'runId null')
     end,
   },
   {

@@ -4,11 +4,15 @@
 -- there under the call and answered with `:Stepwise allow`, `:Stepwise allow session`, `:Stepwise deny`
 -- (in the chat: <LocalLeader>a / s / d); otherwise vim.ui.select asks. A question leaves when its call
 -- finishes or the run ends (the server withdrew it: the run was cancelled, or the wait timed out).
--- Requires no view: the chat says whether it shows a folder (M.shown) and draws the `ask` / `asked` events.
+-- Questions are a session's (`workspace` and `session`): one from a session not in view, whose chat shows in no
+-- window, is said with vim.notify and drawn in that session's chat (when it is made, too), not asked in a picker
+-- that would seem to be about the session in view.
+-- Requires no view: the chat says whether it shows a session (M.shown) and draws the `ask` / `asked` events.
 local M = {}
 
 local util = require('stepwise.util')
 local events = require('stepwise.events')
+local state = require('stepwise.state')
 
 --- The answers, in the order they are offered (titles as the plain approval's).
 M.CHOICES = {
@@ -17,8 +21,8 @@ M.CHOICES = {
   { choice = 'deny', title = 'Deny' },
 }
 
---- Whether a question of folder `uri` can be shown in a chat (set by the chat).
----@type fun(uri: string?): boolean
+--- Whether a question of a session (its key, state.key) can be shown in a chat (set by the chat).
+---@type fun(key: string?): boolean
 M.shown = function()
   return false
 end
@@ -84,7 +88,7 @@ local function finish(q, choice)
       break
     end
   end
-  events.emit('asked', { workspace = q.params.workspace, callId = q.params.callId, choice = choice })
+  events.emit('asked', { workspace = q.params.workspace, session = q.params.session, callId = q.params.callId, choice = choice })
   q.resolve(choice or 'deny')
 end
 
@@ -96,14 +100,14 @@ local function subscribe()
   unsubscribe = {
     events.on('tool', function(d)
       for _, q in ipairs(vim.list_slice(pending)) do
-        if d.phase == 'finished' and d.id ~= nil and d.id == q.params.callId then
+        if d.phase == 'finished' and d.id ~= nil and d.id == q.params.callId and M.key(d) == M.key(q.params) then
           finish(q, nil)
         end
       end
     end),
     events.on('status', function(d)
       for _, q in ipairs(vim.list_slice(pending)) do
-        if d.state == 'idle' and d.workspace == q.params.workspace then
+        if d.state == 'idle' and M.key(d) == M.key(q.params) then
           finish(q, nil)
         end
       end
@@ -111,13 +115,19 @@ local function subscribe()
   }
 end
 
---- Answers the oldest open question of folder `uri` (else the oldest of any folder); false when none waits.
+--- The key of the session a question is about.
+---@param p table the `stepwise/ask` params
+function M.key(p)
+  return type(p.workspace) == 'string' and state.key(p.workspace, p.session) or nil
+end
+
+--- Answers the oldest open question of a session (its key; else the oldest of any); false when none waits.
 ---@param choice 'allow'|'allowSession'|'deny'
----@param uri string?
+---@param key string?
 ---@return boolean
-function M.answer(choice, uri)
+function M.answer(choice, key)
   local q = vim.iter(pending):find(function(x)
-    return x.params.workspace == uri
+    return M.key(x.params) == key
   end) or pending[1]
   if q then
     finish(q, choice)
@@ -154,7 +164,12 @@ function M.on_ask(_, params)
     end
   end
   pending[#pending + 1] = q
-  if M.shown(params.workspace) then
+  local session = type(params.workspace) == 'string' and state.session(params.workspace, params.session) or nil
+  if M.shown(M.key(params)) then
+    events.emit('ask', params)
+  elseif session and state.in_view(session) ~= session then
+    util.notify(string.format('session %s asks: %s (:Stepwise allow | deny; :Stepwise sessions to switch to it)',
+      state.label(session), table.concat(M.lines(params), ' ')), vim.log.levels.WARN)
     events.emit('ask', params)
   else
     local opts = {

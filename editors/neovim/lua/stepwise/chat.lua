@@ -1,7 +1,8 @@
 -- The conversation as a buffer (`:Stepwise chat`, `stepwise://chat`, filetype markdown): the plan on top,
 -- the conversation below it as it streams, and the prompt after the last line `## You` (`:w` sends it; during
 -- a run it steers). History comes from `stepwise.conversation` when the buffer is made (after a restart too).
--- Streaming only appends or rewrites the last lines (never the whole buffer).
+-- Streaming only appends or rewrites the last lines (never the whole buffer). A buffer per session of a folder:
+-- `stepwise://chat` the folder's own, `stepwise://chat/<session>` another; `:w` sends to the buffer's session.
 local M = {}
 
 local api = vim.api
@@ -21,35 +22,40 @@ M.prompt_header = blocks.prompt_header
 M.agent_header = blocks.agent_header
 M._set_plan = blocks._set_plan
 
----@type table<string, stepwise.Chat> by folder uri
+---@type table<string, stepwise.Chat> by session key (state.key)
 local chats = {}
 local unsubscribe ---@type fun()[]?
 
 -- ---------------------------------------------------------------------------
 -- live events
 
----@param uri string?
+--- The chats of a session (all chats when key is nil).
+---@param key string?
 ---@return stepwise.Chat[]
-local function chats_for(uri)
+local function chats_for(key)
   local out = {}
-  for u, ch in pairs(chats) do
-    if api.nvim_buf_is_valid(ch.buf) and (uri == nil or u == uri) then
+  for k, ch in pairs(chats) do
+    if api.nvim_buf_is_valid(ch.buf) and (key == nil or k == key) then
       out[#out + 1] = ch
     end
   end
   return out
 end
 
+--- The key of the session an event is about.
+local function key_of(d)
+  return d and type(d.workspace) == 'string' and state.key(d.workspace, d.session) or nil
+end
+
 local function dispatch(kind, d)
-  local uri = d and d.workspace
-  for _, ch in ipairs(chats_for(kind == 'approval' and nil or uri)) do
+  for _, ch in ipairs(chats_for(kind ~= 'approval' and key_of(d) or nil)) do
     if ch.queue then
       ch.queue[#ch.queue + 1] = { kind, d }
     else
       edit(ch, function()
         apply[kind](ch, d)
       end)
-      util.emit('StepwiseChat', { workspace = ch.uri, kind = kind })
+      util.emit('StepwiseChat', { workspace = ch.uri, session = ch.session, kind = kind })
     end
   end
 end
@@ -59,9 +65,9 @@ local function subscribe()
     return
   end
   unsubscribe = {}
-  -- questions (stepwise/ask) are drawn here while the folder's chat is in a window
-  ask.shown = function(uri)
-    for _, ch in ipairs(chats_for(uri)) do
+  -- questions (stepwise/ask) are drawn here while the session's chat is in a window
+  ask.shown = function(key)
+    for _, ch in ipairs(chats_for(key)) do
       if vim.fn.bufwinid(ch.buf) ~= -1 then
         return true
       end
@@ -75,11 +81,18 @@ local function subscribe()
   end
   -- a reset or a rewind changed the conversation: show it again as the server has it
   unsubscribe[#unsubscribe + 1] = events.on('reload', function(d)
-    for _, ch in ipairs(chats_for(d and d.workspace)) do
-      local folder = state.get(ch.uri)
-      if folder and not ch.queue then
+    for _, ch in ipairs(chats_for(key_of(d))) do
+      if not ch.queue then
         ch.queue = {}
-        M._load(ch, folder)
+        M._load(ch, state.session(ch.uri, ch.session))
+      end
+    end
+  end)
+  -- the folder's sessions were listed: their titles head their chats
+  unsubscribe[#unsubscribe + 1] = events.on('sessions', function(d)
+    for _, ch in ipairs(chats_for(nil)) do
+      if ch.uri == d.workspace and ch.session ~= state.MAIN and not ch.queue then
+        M._set_plan(ch)
       end
     end
   end)
@@ -122,12 +135,24 @@ function M._restore(ch, entries)
   end)
   local queue = ch.queue or {}
   ch.queue = nil
+  -- the session's questions still open (asked while no chat showed it) are drawn after its history
+  local queued = {}
+  for _, q in ipairs(queue) do
+    if q[1] == 'ask' then
+      queued[q[2].callId or q[2]] = true
+    end
+  end
+  for _, q in ipairs(ask.open()) do
+    if key_of(q) == ch.key and not queued[q.callId or q] then
+      queue[#queue + 1] = { 'ask', q }
+    end
+  end
   for _, q in ipairs(queue) do
     edit(ch, function()
       apply[q[1]](ch, q[2])
     end)
   end
-  util.emit('StepwiseChat', { workspace = ch.uri, kind = 'restored' })
+  util.emit('StepwiseChat', { workspace = ch.uri, session = ch.session, kind = 'restored' })
 end
 
 function M._load(ch, folder)
@@ -166,10 +191,8 @@ function M.send(ch)
     util.notify('nothing to send: write your message below the last "' .. M.prompt_header .. '" line', vim.log.levels.WARN)
     return
   end
-  local folder = state.get(ch.uri)
-  if not folder then
-    return
-  end
+  -- the buffer's session, also one not known since a restart (the server opens it when named)
+  local folder = state.session(ch.uri, ch.session)
   local draft = api.nvim_buf_get_lines(ch.buf, row + 1, -1, false)
   local function put_back()
     -- the text is not lost: it goes back below the header
@@ -195,7 +218,7 @@ function M.send(ch)
     if err then
       put_back()
     end
-    util.emit('StepwiseChatSent', { workspace = ch.uri, kind = kind, text = text, error = err and err.message })
+    util.emit('StepwiseChatSent', { workspace = ch.uri, session = ch.session, kind = kind, text = text, error = err and err.message })
   end
   local function steer()
     execute(folder, 'stepwise.steer', { text = text }, function(err)
@@ -223,27 +246,40 @@ end
 -- ---------------------------------------------------------------------------
 -- the buffer
 
+--- The names a chat buffer may take, the first one free: the folder's own session `stepwise://chat` (the
+--- first folder's) or `stepwise://chat/<folder name>`, another session `stepwise://chat/<session>`.
+local function names(folder)
+  local base = vim.fs.basename(folder.path)
+  if folder.session ~= state.MAIN then
+    return { M.name .. '/' .. folder.session, M.name .. '/' .. base .. '/' .. folder.session, M.name .. folder.path .. '/' .. folder.session }
+  end
+  local taken = false
+  for _, ch in pairs(chats) do
+    taken = taken or ch.session == state.MAIN
+  end
+  return { not taken and M.name or (M.name .. '/' .. base), M.name .. folder.path }
+end
+
 local function make_buf(folder)
   local buf = api.nvim_create_buf(true, false)
-  local name = M.name
-  if next(chats) ~= nil then
-    name = M.name .. '/' .. vim.fs.basename(folder.path)
+  for _, name in ipairs(names(folder)) do
+    -- taken (another folder with that name): the next one tells them apart
+    if pcall(api.nvim_buf_set_name, buf, name) then
+      break
+    end
   end
-  if not pcall(api.nvim_buf_set_name, buf, name) then
-    -- taken (another folder with that name): the folder's path tells them apart
-    pcall(api.nvim_buf_set_name, buf, M.name .. folder.path)
-  end
+  vim.b[buf].stepwise_session = folder.key
   vim.bo[buf].buftype = 'acwrite'
   vim.bo[buf].swapfile = false
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].filetype = 'markdown'
-  local ch = { buf = buf, uri = folder.uri, plan_n = 0, tools = {}, queue = {} }
+  local ch = { buf = buf, uri = folder.uri, key = folder.key, session = folder.session, plan_n = 0, tools = {}, queue = {} }
   local lines = plan_lines(folder)
   ch.plan_n = #lines
   vim.list_extend(lines, { '', M.prompt_header, '' })
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modified = false
-  chats[folder.uri] = ch
+  chats[folder.key] = ch
   local group = api.nvim_create_augroup('stepwise.chat.' .. buf, { clear = true })
   api.nvim_create_autocmd('BufWriteCmd', {
     group = group,
@@ -256,8 +292,8 @@ local function make_buf(folder)
     group = group,
     buffer = buf,
     callback = function()
-      if chats[ch.uri] == ch then
-        chats[ch.uri] = nil
+      if chats[ch.key] == ch then
+        chats[ch.key] = nil
       end
     end,
   })
@@ -267,7 +303,7 @@ local function make_buf(folder)
   vim.keymap.set({ 'n', 'i' }, '<C-c>', cancel, { buffer = buf, desc = 'stepwise: cancel the run' })
   for key, choice in pairs({ a = 'allow', s = 'allowSession', d = 'deny' }) do
     vim.keymap.set('n', '<LocalLeader>' .. key, function()
-      ask.answer(choice, folder.uri)
+      ask.answer(choice, folder.key)
     end, { buffer = buf, desc = 'stepwise: ' .. ask.title(choice) })
   end
   subscribe()
@@ -275,25 +311,41 @@ local function make_buf(folder)
   return ch
 end
 
---- The chat of a folder (made, and its history loaded, on first use).
+--- The chat of a folder's session (made, and its history loaded, on first use).
 ---@param folder stepwise.Folder
 ---@return stepwise.Chat
 function M.get(folder)
-  local ch = chats[folder.uri]
+  local ch = chats[folder.key]
   if ch and api.nvim_buf_is_valid(ch.buf) then
     return ch
   end
   return make_buf(folder)
 end
 
---- `:Stepwise chat`: show the folder's chat in a split on the right (or go to it), cursor on the prompt.
+--- The windows showing a chat of another session of the folder.
+local function sibling_windows(ch)
+  local out = {}
+  for _, other in ipairs(chats_for(nil)) do
+    if other.uri == ch.uri and other ~= ch then
+      vim.list_extend(out, vim.fn.win_findbuf(other.buf))
+    end
+  end
+  return out
+end
+
+--- `:Stepwise chat`: show the session's chat (in the window of the folder's other chat, if one shows, else in a
+--- split on the right) or go to it, cursor on the prompt.
 ---@param folder stepwise.Folder
 ---@return integer buf
 function M.open(folder)
   local ch = M.get(folder)
   local wins = vim.fn.win_findbuf(ch.buf)
+  local siblings = sibling_windows(ch)
   if #wins > 0 then
     api.nvim_set_current_win(wins[1])
+  elseif #siblings > 0 then
+    api.nvim_set_current_win(siblings[1])
+    api.nvim_win_set_buf(0, ch.buf)
   else
     vim.cmd(vim.o.columns >= 120 and 'botright vsplit' or 'botright split')
     api.nvim_win_set_buf(0, ch.buf)
@@ -302,6 +354,23 @@ function M.open(folder)
   end
   api.nvim_win_set_cursor(0, { api.nvim_buf_line_count(ch.buf), 0 })
   return ch.buf
+end
+
+--- The chat of a session if it has one (made by nothing).
+---@param folder stepwise.Folder
+---@return stepwise.Chat?
+function M.find(folder)
+  local ch = chats[folder.key]
+  return ch and api.nvim_buf_is_valid(ch.buf) and ch or nil
+end
+
+--- Wipe a session's chat (the session was discarded).
+---@param folder stepwise.Folder
+function M.close(folder)
+  local ch = chats[folder.key]
+  if ch and api.nvim_buf_is_valid(ch.buf) then
+    api.nvim_buf_delete(ch.buf, { force = true })
+  end
 end
 
 --- The chat of a buffer, if it is one.

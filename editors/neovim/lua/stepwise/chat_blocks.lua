@@ -16,7 +16,9 @@ local ns = api.nvim_create_namespace('stepwise.chat')
 
 ---@class stepwise.Chat
 ---@field buf integer
----@field uri string
+---@field uri string the folder's
+---@field key string the session's (state.key)
+---@field session string the session's id
 ---@field plan_n integer lines of the plan block at the top
 ---@field speaker 'user'|'agent'|nil who the last conversation block is from
 ---@field last 'text'|'tool'|'note'|'user'|nil what the last conversation line is
@@ -89,9 +91,18 @@ local function ensure_agent(ch)
   end
 end
 
---- The plan block on top: `# Plan`, the plan in its render form, a rule.
+--- The plan block on top: `# Plan`, the plan in its render form, a rule; a session other than the folder's
+--- own is named above it (`# Session: <title>`, then where its worktree is).
 local function plan_lines(folder)
   local lines = { '# Plan', '' }
+  if folder and folder.session and folder.session ~= state.MAIN then
+    lines = { '# Session: ' .. (folder.title or folder.session), '' }
+    if folder.worktree then
+      local what = folder.branch and ('worktree on `' .. folder.branch .. '`') or 'a copy of the folder'
+      vim.list_extend(lines, { what .. ': ' .. folder.worktree, '' })
+    end
+    vim.list_extend(lines, { '# Plan', '' })
+  end
   vim.list_extend(lines, (plan.render(folder and folder.plan)))
   vim.list_extend(lines, { '', '---' })
   return lines
@@ -99,7 +110,7 @@ end
 
 ---@param ch stepwise.Chat
 function M._set_plan(ch)
-  local lines = plan_lines(state.get(ch.uri))
+  local lines = plan_lines(state.get(ch.key))
   edit(ch, function()
     api.nvim_buf_set_lines(ch.buf, 0, ch.plan_n, false, lines)
   end)
@@ -244,7 +255,7 @@ local PLAN_CHANGE = {
 
 function apply.plan(ch, d)
   M._set_plan(ch)
-  local folder = state.get(ch.uri)
+  local folder = state.get(ch.key)
   if d.by ~= 'user' or not folder or not folder.plan then
     return
   end

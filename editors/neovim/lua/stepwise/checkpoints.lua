@@ -49,13 +49,13 @@ function M.rewind(execute, folder, id)
       return
     end
     local summary = M.summary(result)
-    log.line(folder.uri, '⟲ ' .. summary, 'StepwiseLogHeader')
+    log.line(folder.key, '⟲ ' .. summary, 'StepwiseLogHeader')
     local conflicts = type(result) == 'table' and type(result.conflicts) == 'table' and #result.conflicts > 0
     util.notify(summary, conflicts and vim.log.levels.WARN or vim.log.levels.INFO)
     if type(result) == 'table' and result.conversation then
-      events.emit('reload', { workspace = folder.uri })
+      events.emit('reload', { workspace = folder.uri, session = folder.session })
     end
-    util.emit('StepwiseRewound', { workspace = folder.uri, checkpoint = id, result = result })
+    util.emit('StepwiseRewound', { workspace = folder.uri, session = folder.session, checkpoint = id, result = result })
   end)
 end
 

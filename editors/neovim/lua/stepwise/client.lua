@@ -9,6 +9,7 @@ local util = require('stepwise.util')
 local config = require('stepwise.config')
 local state = require('stepwise.state')
 local marks = require('stepwise.marks')
+local events = require('stepwise.events')
 
 M.name = 'stepwise'
 
@@ -35,7 +36,7 @@ function M.get()
   end
 end
 
---- The folder a notification is about (its `workspace`), else the client's first folder.
+--- The folder's session a notification is about (its `workspace` and `session`), else the client's first folder.
 ---@param params table?
 ---@return stepwise.Folder?
 function M.folder_of(params)
@@ -48,7 +49,7 @@ function M.folder_of(params)
   if not uri then
     return nil
   end
-  return state.ensure(uri)
+  return state.session(uri, params and params.session)
 end
 
 -- ---------------------------------------------------------------------------
@@ -83,6 +84,10 @@ function M.root_for_buf(buf)
   end
   local name = api.nvim_buf_get_name(buf)
   if name == '' or name:find('://', 1, true) then
+    return nil
+  end
+  -- a file of a session's worktree is that session's, not a folder of its own
+  if state.worktree_session(util.normalize(name)) then
     return nil
   end
   local opts = config.get()
@@ -139,6 +144,7 @@ function M.add_folder(client, root)
   })
   client.workspace_folders = client.workspace_folders or {}
   table.insert(client.workspace_folders, wf)
+  events.emit('folder', { workspace = wf.uri })
 end
 
 -- ---------------------------------------------------------------------------
@@ -165,6 +171,10 @@ end
 
 local function on_init(client)
   client_id = client.id
+  -- what the server keeps of each folder (its sessions) is asked for once it serves the folder
+  for _, wf in ipairs(client.workspace_folders or {}) do
+    events.emit('folder', { workspace = wf.uri })
+  end
   local folders = pending_folders[client.id] or {}
   pending_folders[client.id] = nil
   for _, wf in ipairs(folders) do
@@ -174,6 +184,7 @@ local function on_init(client)
       })
       client.workspace_folders = client.workspace_folders or {}
       table.insert(client.workspace_folders, wf)
+      events.emit('folder', { workspace = wf.uri })
     end
   end
   local actions = pending[client.id] or {}
@@ -204,7 +215,7 @@ local function on_exit(code, signal, id)
       return -- an older client; a new one runs
     end
     client_id = nil
-    for _, f in pairs(state.folders) do
+    for _, f in ipairs(state.all()) do
       marks.clear(f)
       f.state = 'idle'
       f.mcp = nil -- a new server starts its MCP servers again at the folder's next run

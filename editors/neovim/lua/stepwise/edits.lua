@@ -160,6 +160,8 @@ function M.on_apply_edit(_, params, ctx)
       local line = first_line(t.edits)
       if line and not marked then
         local folder = state.containing(util.normalize(t.fname)) or client.folder_of(nil)
+        -- of the folder's sessions, the one whose tool call made the edit (the latest to start one)
+        folder = folder and folder.acting and state.session(folder.uri, folder.acting) or folder
         if folder then
           marks.edited(folder, buf, line, folder.step)
           marked = true

@@ -1,11 +1,11 @@
--- Running a stepwise.* command of the server for a folder (shared by :Stepwise and the views).
+-- Running a stepwise.* command of the server for a folder's session (shared by :Stepwise and the views).
 local M = {}
 
 local util = require('stepwise.util')
 local client = require('stepwise.client')
 
---- Run a stepwise.* command for a folder; `cb(err, result)` gets the answer (an error is also
---- shown with vim.notify unless `quiet`).
+--- Run a stepwise.* command for a folder's session (`session` named unless it is the folder's own);
+--- `cb(err, result)` gets the answer (an error is also shown with vim.notify unless `quiet`).
 ---@param folder stepwise.Folder
 ---@param command string
 ---@param extra table?
@@ -13,7 +13,11 @@ local client = require('stepwise.client')
 ---@param quiet boolean?
 function M.execute(folder, command, extra, cb, quiet)
   client.with_client(folder.path, function(c)
-    local args = vim.tbl_extend('force', { workspace = folder.uri }, extra or {})
+    local at = { workspace = folder.uri }
+    if folder.session and folder.session ~= 'main' then
+      at.session = folder.session
+    end
+    local args = vim.tbl_extend('force', at, extra or {})
     util.request(c, 'workspace/executeCommand', { command = command, arguments = { args } }, function(err, result)
       if err and not quiet then
         util.notify(command .. ': ' .. tostring(err.message or err), vim.log.levels.WARN)

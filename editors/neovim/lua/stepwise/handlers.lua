@@ -44,8 +44,8 @@ local function on_plan(_, params)
   plan_edit.refresh(folder)
   marks.update(folder)
   lenses.refresh(folder.uri)
-  events.emit('plan', { workspace = folder.uri, by = params.by, change = params.change })
-  util.emit('StepwisePlan', { workspace = folder.uri, plan = folder.plan })
+  events.emit('plan', { workspace = folder.uri, session = folder.session, by = params.by, change = params.change })
+  util.emit('StepwisePlan', { workspace = folder.uri, session = folder.session, plan = folder.plan })
   pcall(vim.cmd.redrawstatus)
 end
 
@@ -66,7 +66,7 @@ local function on_status(_, params)
     folder.prompt_pending = nil
     if not folder.logged_run or folder.logged_run ~= folder.run_id then
       folder.logged_run = folder.run_id
-      log.run_started(folder.uri, folder.run_id, folder.prompt)
+      log.run_started(folder.key, folder.run_id, folder.prompt)
     end
   end
   if folder.state == 'idle' then
@@ -80,7 +80,7 @@ local function on_status(_, params)
     end
     folder.reason = reason
     marks.clear(folder)
-    log.run_ended(folder.uri, reason, message)
+    log.run_ended(folder.key, reason, message)
     local msg = 'run finished (' .. tostring(reason or 'idle') .. ')'
     if reason == 'cancelled' then
       msg = 'run cancelled'
@@ -93,11 +93,15 @@ local function on_status(_, params)
     if client.folder_count() > 1 then
       msg = msg .. ' in ' .. vim.fs.basename(folder.path)
     end
+    if folder.session ~= state.MAIN then
+      msg = msg .. ' · session ' .. (folder.title or folder.session)
+    end
     util.notify(msg, config.get().notify.finished or vim.log.levels.INFO)
   end
   plan.update(folder)
   events.emit('status', {
     workspace = folder.uri,
+    session = folder.session,
     state = folder.state,
     prompt = prompt,
     reason = folder.state == 'idle' and folder.reason or nil,
@@ -105,6 +109,7 @@ local function on_status(_, params)
   })
   util.emit('StepwiseStatus', {
     workspace = folder.uri,
+    session = folder.session,
     state = folder.state,
     runId = params.runId,
     reason = params.reason,
@@ -116,9 +121,9 @@ end
 local function on_reminder(_, params)
   local folder = folder_of(params)
   local text = params and params.text or ''
-  log.reminder(folder and folder.uri, text)
+  log.reminder(folder and folder.key, text)
   if folder then
-    events.emit('reminder', { workspace = folder.uri, text = text })
+    events.emit('reminder', { workspace = folder.uri, session = folder.session, text = text })
   end
   util.notify(text, config.get().notify.reminder or vim.log.levels.DEBUG)
   util.emit('StepwiseReminder', params)
@@ -126,9 +131,9 @@ end
 
 local function on_text(_, params)
   local folder = folder_of(params)
-  log.assistant_text(folder and folder.uri, params and params.text)
+  log.assistant_text(folder and folder.key, params and params.text)
   if folder and params and type(params.text) == 'string' then
-    events.emit('text', { workspace = folder.uri, text = params.text })
+    events.emit('text', { workspace = folder.uri, session = folder.session, text = params.text })
   end
 end
 
@@ -140,10 +145,11 @@ local function on_tool_call(_, params)
   if folder and params.phase == 'started' then
     -- the plan step the call's edits belong to (they follow this notification)
     folder.step = type(params.step) == 'string' and params.step or nil
+    state.main(folder).acting = folder.session -- the edits that follow are this session's (edits.lua)
   end
   log.tool_call(params)
   if folder then
-    events.emit('tool', vim.tbl_extend('force', params, { workspace = folder.uri }))
+    events.emit('tool', vim.tbl_extend('force', params, { workspace = folder.uri, session = folder.session }))
   end
   if params.phase == 'finished' and params.name == 'bash' then
     -- a shell command may have changed files on disk: reload the unmodified buffers ('autoread')
@@ -168,7 +174,7 @@ local function on_compacted(_, params)
     return
   end
   folder.compacted = params
-  log.line(folder.uri, string.format('— compacted the conversation: %s → %s tokens; the plan is kept',
+  log.line(folder.key, string.format('— compacted the conversation: %s → %s tokens; the plan is kept',
     tostring(params.tokensBefore), tostring(params.tokensAfter)), 'StepwiseLogHeader')
   plan.update(folder)
   util.emit('StepwiseCompacted', params)
@@ -180,13 +186,13 @@ local function on_mcp(_, params)
   if type(params) ~= 'table' or type(params.workspace) ~= 'string' then
     return
   end
-  local folder = state.ensure(params.workspace)
+  local folder = state.of(params)
   folder.mcp = mcp.servers(params)
   for _, s in ipairs(mcp.failed(folder)) do
-    log.line(folder.uri, '⚠ ' .. mcp.failure_line(s), 'WarningMsg')
+    log.line(folder.key, '⚠ ' .. mcp.failure_line(s), 'WarningMsg')
   end
   plan.update(folder)
-  util.emit('StepwiseMcp', { workspace = folder.uri, servers = folder.mcp })
+  util.emit('StepwiseMcp', { workspace = folder.uri, session = folder.session, servers = folder.mcp })
 end
 
 --- The handlers table of the client config.
@@ -201,6 +207,7 @@ function M.handlers()
     ['stepwise/compacted'] = on_compacted,
     ['stepwise/mcp'] = on_mcp,
     ['stepwise/background'] = require('stepwise.jobs').on_background,
+    ['stepwise/sessions'] = require('stepwise.sessions').on_sessions,
     ['stepwise/review'] = function(_, params)
       events.emit('review', params)
     end,

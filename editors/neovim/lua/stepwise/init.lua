@@ -16,7 +16,7 @@ local lenses = require('stepwise.lenses')
 -- The client (below) gets the handlers of the server's messages (above it) here, where the plugin is put together.
 client.use_handlers(require('stepwise.handlers').handlers)
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill', 'sessions', 'new', 'apply', 'close', 'discard' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -43,21 +43,9 @@ local function set_highlights()
   end
 end
 
---- The folder of the current buffer (else of the plan window, else of the current directory).
----@param buf integer?
----@return stepwise.Folder
-function M.current_folder(buf)
-  buf = buf or api.nvim_get_current_buf()
-  local root = client.root_for_buf(buf)
-  if not root then
-    local shown = state.get(plan.workspace())
-    if shown then
-      return shown
-    end
-    root = client.root_for_path(vim.fn.getcwd()) or util.normalize(vim.fn.getcwd())
-  end
-  return client.folder_for_root(root)
-end
+--- The folder's session of the current buffer: a chat's own, else the session in view of the buffer's folder
+--- (else of the plan window, else of the current directory). See stepwise/current.lua.
+M.current_folder = require('stepwise.current').folder
 
 --- The configuration of `vim.lsp.enable('stepwise')` (lsp/stepwise.lua): the plugin's own client.
 ---@return vim.lsp.Config
@@ -117,7 +105,7 @@ function M.steer(text, opts)
   end
   M.execute(folder, 'stepwise.steer', { text = text }, function(err)
     if not err then
-      log.line(folder.uri, '» you: ' .. text, 'StepwiseLogHeader')
+      log.line(folder.key, '» you: ' .. text, 'StepwiseLogHeader')
     end
   end)
 end
@@ -154,8 +142,8 @@ function M.reset(opts)
   marks.clear(folder)
   M.execute(folder, 'stepwise.reset', nil, function(err)
     if not err then
-      events.emit('reload', { workspace = folder.uri })
-      log.line(folder.uri, '— conversation reset', 'StepwiseLogHeader')
+      events.emit('reload', { workspace = folder.uri, session = folder.session })
+      log.line(folder.key, '— conversation reset', 'StepwiseLogHeader')
     end
   end)
 end
@@ -216,25 +204,8 @@ function M.log()
   log.open()
 end
 
---- The known folder of a buffer (nil when none: unlike current_folder(), creates nothing).
----@param buf integer?
----@return stepwise.Folder?
-function M.find_folder(buf)
-  buf = buf or api.nvim_get_current_buf()
-  local name = api.nvim_buf_get_name(buf)
-  if name ~= '' and not name:find('://', 1, true) then
-    local f = state.containing(util.normalize(name))
-    if f then
-      return f
-    end
-  end
-  local shown = state.get(plan.workspace())
-  if shown then
-    return shown
-  end
-  local cwd = util.normalize(vim.fn.getcwd())
-  return state.containing(cwd)
-end
+--- The known session of a buffer (nil when none: unlike current_folder(), creates nothing).
+M.find_folder = require('stepwise.current').find
 
 --- A short status for a statusline: `stepwise 1/3 ▸ step · 1 job` (see stepwise/statusline.lua).
 function M.statusline()
@@ -291,7 +262,7 @@ function M.command(o)
     -- the oldest open question of the current folder (stepwise/ask)
     local choice = sub == 'deny' and 'deny' or (o.fargs[2] == 'session' and 'allowSession' or 'allow')
     local folder = M.current_folder()
-    return require('stepwise.ask').answer(choice, folder and folder.uri)
+    return require('stepwise.ask').answer(choice, folder and folder.key)
   elseif sub == 'review' then
     local range = (o.range or 0) > 0 and { o.line1, o.line2 } or nil
     if o.fargs[2] == 'comment' then
@@ -299,8 +270,10 @@ function M.command(o)
       return require('stepwise.review').comment(M.current_folder(), text or '', range)
     end
     return M.review(o.fargs[2], o.fargs[3], { range = range })
+  elseif vim.tbl_contains({ 'sessions', 'new', 'apply', 'close', 'discard' }, sub) then
+    return require('stepwise.sessions').command(M.current_folder(), o.fargs)
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id})', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id}, sessions, new [worktree] [title], apply|close|discard [session])', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -316,6 +289,8 @@ function M.complete(arglead, cmdline, _)
     return starting({ 'keep', 'undo', 'comment' })
   elseif before:match('^kill%s+%S*$') then
     return starting(require('stepwise.jobs').running_ids(M.current_folder()))
+  elseif before:match('^%a+%s+%S*$') and vim.tbl_contains({ 'new', 'apply', 'close', 'discard' }, before:match('^%a+')) then
+    return starting(require('stepwise.sessions').complete(M.current_folder(), before:match('^%a+')))
   end
   if before:match('^review%s+comment%s') then
     return {}
@@ -337,7 +312,7 @@ function M.create_command()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id}',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id} | sessions | new [worktree] | apply|close|discard [session]',
   })
 end
 
@@ -373,7 +348,7 @@ end
 function M.stop(timeout)
   plan.close()
   client.stop(timeout)
-  for _, f in pairs(state.folders) do
+  for _, f in ipairs(state.all()) do
     marks.clear(f)
   end
   state.clear()

@@ -15,7 +15,7 @@ local execute = require('stepwise.execute').execute
 M.tail_lines = 8
 
 local ns = api.nvim_create_namespace('stepwise.jobs')
-local view = { buf = nil, win = nil, uri = nil, rows = {} } -- rows: first line (1-based) -> task id
+local view = { buf = nil, win = nil, key = nil, rows = {} } -- key: the session shown; rows: first line (1-based) -> task id
 
 local function str(v)
   return (v == nil or v == vim.NIL) and '' or tostring(v)
@@ -116,7 +116,7 @@ local function title(folder)
   local running = #vim.tbl_filter(function(t)
     return t.running
   end, folder.jobs or {})
-  return string.format(' stepwise jobs · %s · %d running ', vim.fs.basename(folder.path or ''), running)
+  return string.format(' stepwise jobs · %s · %d running ', state.label(folder), running)
 end
 
 local function draw(folder)
@@ -170,7 +170,7 @@ function M.close()
   if valid(view.win, api.nvim_win_is_valid) then
     api.nvim_win_close(view.win, true)
   end
-  view.win, view.uri = nil, nil
+  view.win, view.key = nil, nil
 end
 
 --- `:Stepwise jobs`: the float listing the folder's tasks, updated as they print and end; the cursor in it.
@@ -187,7 +187,7 @@ function M.open(folder)
     end
     key('x', function()
       local id = M.task_at_cursor()
-      local f = state.get(view.uri)
+      local f = state.get(view.key)
       if id and f then
         M.kill(f, id)
       end
@@ -195,7 +195,7 @@ function M.open(folder)
     key('q', M.close, 'close the jobs')
     key('<Esc>', M.close, 'close the jobs')
   end
-  view.uri = folder.uri
+  view.key = folder.key
   if not valid(view.win, api.nvim_win_is_valid) then
     view.win = api.nvim_open_win(view.buf, true, { relative = 'editor', width = 60, height = 3, row = 1, col = 1, style = 'minimal', border = 'rounded', zindex = 50 })
     vim.wo[view.win].wrap = false
@@ -220,7 +220,7 @@ function M.on_background(_, params)
   if type(params) ~= 'table' or type(params.workspace) ~= 'string' then
     return
   end
-  local folder = state.ensure(params.workspace)
+  local folder = state.of(params)
   local before = {}
   local was_running = #M.running_ids(folder)
   for _, t in ipairs(folder.jobs or {}) do
@@ -230,11 +230,11 @@ function M.on_background(_, params)
   for _, t in ipairs(folder.jobs) do
     local prev = before[t.id]
     if not t.running and (not prev or prev.running) then
-      log.line(folder.uri, M.end_line(t), t.state == 'exited 0' and 'StepwiseLogTool' or 'StepwiseLogError')
-      events.emit('job_ended', { workspace = folder.uri, id = t.id, state = t.state, note = M.end_note(t) })
+      log.line(folder.key, M.end_line(t), t.state == 'exited 0' and 'StepwiseLogTool' or 'StepwiseLogError')
+      events.emit('job_ended', { workspace = folder.uri, session = folder.session, id = t.id, state = t.state, note = M.end_note(t) })
     end
   end
-  if view.uri == folder.uri and valid(view.buf, api.nvim_buf_is_valid) then
+  if view.key == folder.key and valid(view.buf, api.nvim_buf_is_valid) then
     draw(folder)
   end
   local running = #M.running_ids(folder)
@@ -242,7 +242,7 @@ function M.on_background(_, params)
     -- The statusline counts the running tasks; a task's end between runs brings no `stepwise/status`.
     pcall(vim.cmd.redrawstatus)
   end
-  util.emit('StepwiseBackground', { workspace = folder.uri, tasks = folder.jobs, running = running })
+  util.emit('StepwiseBackground', { workspace = folder.uri, session = folder.session, tasks = folder.jobs, running = running })
 end
 
 --- The ids of the folder's running tasks (`:Stepwise kill <Tab>`).

@@ -9,7 +9,7 @@ M.name = 'stepwise://log'
 
 local buf ---@type integer?
 local streaming = false -- the last line is assistant text still being streamed
-local last_ws ---@type string? workspace of the last entry
+local last_ws ---@type string? the session (state.key) of the last entry
 
 local function ensure_buf()
   if buf and api.nvim_buf_is_valid(buf) then
@@ -80,14 +80,20 @@ local function append(lines, group)
   streaming = false
 end
 
-local function prefix_ws(uri)
-  -- name the folder when it changes and more than one folder is known
-  if uri and uri ~= last_ws and client.folder_count() > 1 then
-    last_ws = uri
-    local f = state.get(uri)
-    append({ '', '# ' .. (f and f.path or uri) }, 'StepwiseLogHeader')
+--- Names the folder (and the session, when not the folder's own) when it changes and more than one folder or
+--- session is known.
+---@param key string? the session's key (state.key; a folder's uri for its own)
+local function prefix_ws(key)
+  local f = state.get(key)
+  if key and key ~= last_ws and (client.folder_count() > 1 or (f and #state.sessions(f.uri) > 1)) then
+    last_ws = key
+    local name = f and f.path or key
+    if f and f.session ~= state.MAIN then
+      name = name .. ' · ' .. (f.title or f.session)
+    end
+    append({ '', '# ' .. name }, 'StepwiseLogHeader')
   end
-  last_ws = uri or last_ws
+  last_ws = key or last_ws
 end
 
 local function split(text)
@@ -95,11 +101,11 @@ local function split(text)
 end
 
 --- A chunk of the model's text; consecutive chunks join up.
-function M.assistant_text(uri, text)
+function M.assistant_text(key, text)
   if not text or text == '' then
     return
   end
-  prefix_ws(uri)
+  prefix_ws(key)
   local b = ensure_buf()
   local parts = split(text)
   local wins = following(b)
@@ -119,8 +125,8 @@ function M.assistant_text(uri, text)
   streaming = true
 end
 
-function M.run_started(uri, run_id, prompt)
-  prefix_ws(uri)
+function M.run_started(key, run_id, prompt)
+  prefix_ws(key)
   local head = '## run ' .. tostring(run_id or '?')
   local lines = { '', head }
   if prompt and prompt ~= '' then
@@ -132,7 +138,7 @@ function M.run_started(uri, run_id, prompt)
 end
 
 function M.tool_call(p)
-  prefix_ws(p.workspace)
+  prefix_ws(type(p.workspace) == 'string' and state.key(p.workspace, p.session) or nil)
   local summary = tostring(p.summary or ''):gsub('\n', ' ')
   if p.phase == 'started' then
     append({ '→ ' .. tostring(p.name) .. ': ' .. summary }, 'StepwiseLogTool')
@@ -152,18 +158,18 @@ function M.tool_call(p)
   end
 end
 
-function M.reminder(uri, text)
-  prefix_ws(uri)
+function M.reminder(key, text)
+  prefix_ws(key)
   append({ '⚑ ' .. tostring(text or ''):gsub('\n', ' ') }, 'StepwiseLogReminder')
 end
 
-function M.line(uri, text, group)
-  prefix_ws(uri)
+function M.line(key, text, group)
+  prefix_ws(key)
   append(split(text), group)
 end
 
-function M.run_ended(uri, reason, message)
-  prefix_ws(uri)
+function M.run_ended(key, reason, message)
+  prefix_ws(key)
   local l = '— run ended: ' .. tostring(reason or '?')
   if message and message ~= vim.NIL and message ~= '' then
     l = l .. ': ' .. tostring(message):gsub('\n', ' ')

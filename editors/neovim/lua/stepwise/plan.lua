@@ -134,13 +134,20 @@ function M.status_lines(folder)
   if #running > 0 then
     lines[#lines + 1] = string.format('background: %d running (%s); :Stepwise jobs', #running, table.concat(running, ', '))
   end
+  local sessions = folder.uri and state.folders[folder.uri] and state.sessions(folder.uri) or {}
+  if #sessions > 1 then
+    local busy = #vim.tbl_filter(function(s)
+      return s.state ~= 'idle'
+    end, sessions)
+    lines[#lines + 1] = string.format('session: %s (of %d, %d running); :Stepwise sessions', folder.title or folder.session, #sessions, busy)
+  end
   return lines
 end
 
 -- the floating window
 local win ---@type integer?
 local buf ---@type integer?
-local shown_ws ---@type string? workspace uri shown
+local shown_ws ---@type string? the key of the session shown (its folder's uri for the folder's own)
 
 local function win_valid()
   return win ~= nil and api.nvim_win_is_valid(win)
@@ -150,7 +157,7 @@ function M.is_open()
   return win_valid()
 end
 
---- The workspace uri the window shows.
+--- The key of the session the window shows (state.get takes it).
 function M.workspace()
   return win_valid() and shown_ws or nil
 end
@@ -172,7 +179,7 @@ local function ensure_buf()
 end
 
 local function title_for(folder)
-  local name = folder and vim.fs.basename(folder.path or '') or ''
+  local name = folder and folder.path and state.label(folder) or ''
   local t = ' stepwise '
   if name ~= '' then
     t = ' stepwise · ' .. name .. ' '
@@ -246,7 +253,7 @@ function M.open(folder)
     vim.wo[win].wrap = false
     vim.wo[win].winhighlight = 'NormalFloat:StepwisePlanNormal,FloatBorder:StepwisePlanBorder'
   end
-  shown_ws = folder.uri
+  shown_ws = folder.key or folder.uri
 end
 
 function M.close()
@@ -269,7 +276,7 @@ end
 --- Called on every plan or state change of a workspace.
 ---@param folder table
 function M.update(folder)
-  if win_valid() and shown_ws == folder.uri then
+  if win_valid() and shown_ws == (folder.key or folder.uri) then
     M.open(folder)
   end
 end

@@ -42,7 +42,7 @@ function M.text_of(lines)
   return text
 end
 
----@type table<string, integer> folder uri -> buffer
+---@type table<string, integer> session key (state.key) -> buffer
 M.buffers = {}
 
 local function buf_of(uri)
@@ -90,7 +90,7 @@ function M.write(buf, folder)
       end
       -- The buffer keeps the user's text, still modified.
       util.notify('plan not changed: ' .. msg, vim.log.levels.ERROR)
-      util.emit('StepwisePlanEditError', { workspace = folder.uri, message = msg })
+      util.emit('StepwisePlanEditError', { workspace = folder.uri, session = folder.session, message = msg })
       return
     end
     if type(result) == 'table' and type(result.items) == 'table' then
@@ -101,7 +101,7 @@ function M.write(buf, folder)
     if api.nvim_buf_is_valid(buf) then
       fill(buf, folder)
     end
-    util.emit('StepwisePlanEdited', { workspace = folder.uri, plan = folder.plan })
+    util.emit('StepwisePlanEdited', { workspace = folder.uri, session = folder.session, plan = folder.plan })
   end, true)
 end
 
@@ -109,15 +109,17 @@ end
 ---@param folder stepwise.Folder
 ---@return integer buf
 function M.open(folder)
-  local buf = buf_of(folder.uri)
+  local buf = buf_of(folder.key or folder.uri)
   if not buf then
     buf = api.nvim_create_buf(true, false)
-    M.buffers[folder.uri] = buf
-    api.nvim_buf_set_name(buf, 'stepwise://plan/' .. vim.fn.fnamemodify(folder.path, ':t'))
+    M.buffers[folder.key or folder.uri] = buf
+    local session = (folder.session and folder.session ~= 'main') and ('/' .. folder.session) or ''
+    api.nvim_buf_set_name(buf, 'stepwise://plan/' .. vim.fn.fnamemodify(folder.path, ':t') .. session)
     vim.bo[buf].buftype = 'acwrite'
     vim.bo[buf].bufhidden = 'hide'
     vim.bo[buf].swapfile = false
     vim.bo[buf].filetype = 'stepwiseplan'
+    vim.b[buf].stepwise_session = folder.key
     api.nvim_create_autocmd('BufWriteCmd', {
       buffer = buf,
       callback = function()
@@ -134,7 +136,7 @@ function M.open(folder)
     api.nvim_create_autocmd('BufWipeout', {
       buffer = buf,
       callback = function()
-        M.buffers[folder.uri] = nil
+        M.buffers[folder.key or folder.uri] = nil
       end,
     })
     fill(buf, folder)
@@ -146,7 +148,7 @@ end
 --- A new plan arrived: an open plan buffer the user has not changed follows it.
 ---@param folder stepwise.Folder
 function M.refresh(folder)
-  local buf = buf_of(folder.uri)
+  local buf = buf_of(folder.key or folder.uri)
   if buf and not vim.bo[buf].modified then
     fill(buf, folder)
   end

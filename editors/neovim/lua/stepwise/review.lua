@@ -1,7 +1,8 @@
 -- Review of what the agent changed (`:Stepwise review`): each changed file in diff mode against a read-only
 -- scratch buffer with its text before the agent's first change (so `do`, `dp` and `]c` work per hunk),
 -- `:Stepwise review keep|undo [path]` (stepwise.review), and the unreviewed hunks marked in the sign column
--- (the `stepwise/review` notification says which files, `stepwise.changes` gives their before text).
+-- (the `stepwise/review` notification says which files, `stepwise.changes` gives their before text; the marks
+-- are review_signs.lua's). Each session has its review; a worktree session's files are its worktree's.
 local M = {}
 
 local api = vim.api
@@ -9,42 +10,16 @@ local util = require('stepwise.util')
 local state = require('stepwise.state')
 local events = require('stepwise.events')
 local execute = require('stepwise.execute').execute
+local signs = require('stepwise.review_signs')
 
 M.scheme = 'stepwise://before/'
-local ns = api.nvim_create_namespace('stepwise.review')
-
----@class stepwise.ReviewFolder
----@field pending table<string, integer> relative path -> unreviewed hunks (stepwise/review)
----@field files table<string, table> relative path -> the file of stepwise.changes (before text, hunks)
-
----@type table<string, stepwise.ReviewFolder> by folder uri
-local folders = {}
-
-local function rf(uri)
-  folders[uri] = folders[uri] or { pending = {}, files = {} }
-  return folders[uri]
-end
-
---- A path as the server names it (relative to the folder) from an absolute or relative one.
----@param folder stepwise.Folder
----@param path string
----@return string
-function M.relative(folder, path)
-  if path:sub(1, 1) ~= '/' then
-    return path
-  end
-  local p = util.normalize(path)
-  if util.is_under(p, folder.path) and p ~= folder.path then
-    return p:sub(#folder.path + 2)
-  end
-  return p
-end
+M.relative, M.place_signs, M.signs, M.refresh_signs = signs.relative, signs.place, signs.signs, signs.refresh_all
 
 local function absolute(folder, rel)
   if rel:sub(1, 1) == '/' then
     return rel
   end
-  return folder.path .. '/' .. rel
+  return state.root(folder) .. '/' .. rel
 end
 
 --- The lines of a text as a buffer holds them (a final newline is the end of the last line).
@@ -61,84 +36,14 @@ function M.lines(text)
   return lines
 end
 
--- ---------------------------------------------------------------------------
--- signs
-
---- Mark the unreviewed hunks of a loaded buffer (the server's hunks: lines [start, end) of the text now;
---- a hunk that only removed lines marks the line it was removed at). The marks move with later edits,
---- and are placed anew at each stepwise/review.
----@param buf integer
-function M.place_signs(buf)
-  if not api.nvim_buf_is_loaded(buf) then
-    return
-  end
-  api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  local name = api.nvim_buf_get_name(buf)
-  if name == '' or name:find('://', 1, true) then
-    return
-  end
-  local folder = state.containing(util.normalize(name))
-  local r = folder and folders[folder.uri]
-  local f = r and r.files[M.relative(folder, name)]
-  if not f or not r.pending[M.relative(folder, name)] then
-    return
-  end
-  local n = api.nvim_buf_line_count(buf)
-  for _, h in ipairs(type(f.hunks) == 'table' and f.hunks or {}) do
-    local from, to = tonumber(h.start), tonumber(h['end'])
-    if not h.reviewed and from and to then
-      if to > from then
-        for row = from, math.min(to, n) - 1 do
-          api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = '┃', sign_hl_group = 'StepwiseReviewSign' })
-        end
-      else
-        local row = math.max(math.min(from, n - 1), 0)
-        api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = '▁', sign_hl_group = 'StepwiseReviewDelete' })
-      end
-    end
-  end
-end
-
---- The review signs of a buffer as {row (0-based), text}, for tests and statuslines.
----@param buf integer
-function M.signs(buf)
-  local out = {}
-  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
-    out[#out + 1] = { m[2], vim.trim(m[4].sign_text or '') }
-  end
-  return out
-end
-
-local function refresh_buffers(folder)
-  for _, b in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(b) then
-      local name = api.nvim_buf_get_name(b)
-      if name ~= '' and not name:find('://', 1, true) and util.is_under(util.normalize(name), folder.path) then
-        M.place_signs(b)
-      end
-    end
-  end
-end
-
---- Keep a folder's changes (a stepwise.changes result of the default scope).
-local function take_changes(folder, result)
-  local r = rf(folder.uri)
-  r.files = {}
-  for _, f in ipairs(type(result) == 'table' and type(result.files) == 'table' and result.files or {}) do
-    if type(f.path) == 'string' then
-      r.files[M.relative(folder, f.path)] = f
-    end
-  end
-end
-
 --- stepwise/review: the files (and hunk counts) still unreviewed; their hunks are fetched, the signs follow.
 ---@param params table
 function M.on_review(params)
   if type(params) ~= 'table' or type(params.workspace) ~= 'string' then
     return
   end
-  local folder = state.ensure(params.workspace)
-  local r = rf(folder.uri)
+  local folder = state.of(params)
+  local r = signs.of(folder.key)
   r.pending = {}
   for _, p in ipairs(type(params.pending) == 'table' and params.pending or {}) do
     if type(p.path) == 'string' then
@@ -147,8 +52,8 @@ function M.on_review(params)
   end
   folder.review_pending = r.pending
   local function done()
-    refresh_buffers(folder)
-    util.emit('StepwiseReview', { workspace = folder.uri, pending = r.pending })
+    signs.refresh(folder)
+    util.emit('StepwiseReview', { workspace = folder.uri, session = folder.session, pending = r.pending })
   end
   if next(r.pending) == nil then
     r.files = {}
@@ -156,7 +61,7 @@ function M.on_review(params)
   end
   execute(folder, 'stepwise.changes', nil, function(err, result)
     if not err then
-      take_changes(folder, result)
+      signs.take_changes(folder, result)
     end
     done()
   end, true)
@@ -220,12 +125,13 @@ end
 ---@param folder stepwise.Folder
 ---@param path string?
 ---@param cb fun(opened: table[])?
-function M.open(folder, path, cb)
-  execute(folder, 'stepwise.changes', nil, function(err, result)
+---@param run_id string? the run whose changes (default: the latest run that changed files)
+function M.open(folder, path, cb, run_id)
+  execute(folder, 'stepwise.changes', { runId = run_id }, function(err, result)
     if err then
       return
     end
-    take_changes(folder, result)
+    signs.take_changes(folder, result)
     local want = path and M.relative(folder, path)
     local opened = {}
     for _, f in ipairs(type(result) == 'table' and type(result.files) == 'table' and result.files or {}) do
@@ -240,7 +146,7 @@ function M.open(folder, path, cb)
       util.notify(string.format('%d files to review, a tab each (gt: next); :Stepwise review keep|undo in each', #opened))
       vim.cmd('tabnext ' .. api.nvim_tabpage_get_number(opened[1].tab))
     end
-    util.emit('StepwiseReviewOpened', { workspace = folder.uri, files = #opened })
+    util.emit('StepwiseReviewOpened', { workspace = folder.uri, session = folder.session, files = #opened })
     if cb then
       cb(opened)
     end
@@ -305,8 +211,8 @@ local function hunks_on_lines(folder, rel, range, fn)
     if err then
       return
     end
-    take_changes(folder, result)
-    fn(M.hunks_in(rf(folder.uri).files[rel], range[1], range[2]))
+    signs.take_changes(folder, result)
+    fn(M.hunks_in(signs.of(folder.key).files[rel], range[1], range[2]))
   end)
 end
 
@@ -322,7 +228,7 @@ function M.act(folder, action, path, cb, range)
   if path then
     -- a path relative to the current directory, else as the server names it (relative to the folder)
     local abs = util.normalize(path)
-    rel = (util.is_under(abs, folder.path) and vim.uv.fs_stat(abs)) and M.relative(folder, abs) or path
+    rel = (util.is_under(abs, state.root(folder)) and vim.uv.fs_stat(abs)) and M.relative(folder, abs) or path
   else
     rel = M.path_of(folder, api.nvim_get_current_buf())
   end
@@ -347,7 +253,7 @@ function M.act(folder, action, path, cb, range)
           util.notify((action == 'keep' and 'kept ' or 'undid the agent\'s changes: ') .. what)
         end
       end
-      util.emit('StepwiseReviewed', { workspace = folder.uri, path = rel, action = action, hunks = hunks, result = result })
+      util.emit('StepwiseReviewed', { workspace = folder.uri, session = folder.session, path = rel, action = action, hunks = hunks, result = result })
       if cb then
         cb(err, result)
       end
@@ -382,7 +288,7 @@ function M.comment(folder, text, range, cb)
       if not err then
         util.notify('sent to the agent: your comment on ' .. rel)
       end
-      util.emit('StepwiseReviewed', { workspace = folder.uri, path = rel, action = 'comment', hunks = hunks, result = result })
+      util.emit('StepwiseReviewed', { workspace = folder.uri, session = folder.session, path = rel, action = 'comment', hunks = hunks, result = result })
       if cb then
         cb(err, result)
       end
@@ -398,7 +304,7 @@ end
 
 --- Completion of `:Stepwise review keep|undo {path}`: the files still unreviewed.
 function M.complete(folder, arglead)
-  local r = folders[folder.uri]
+  local r = signs.of(folder.key)
   local out = {}
   for rel in pairs(r and r.pending or {}) do
     if rel:sub(1, #arglead) == arglead then
@@ -422,7 +328,7 @@ function M.setup()
   api.nvim_create_autocmd('BufReadPost', {
     group = group,
     callback = function(ev)
-      if next(folders) ~= nil then
+      if signs.any() then
         M.place_signs(ev.buf)
       end
     end,
