@@ -1,7 +1,11 @@
-//! `mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage] [--timing FILE]`
+//! `mock-model --script FILE.json [--routes FILE.json] [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage] [--timing FILE]`
 //!
 //! Serves the scripted mock LLM on 127.0.0.1, prints `listening http://127.0.0.1:PORT` once bound,
 //! and runs until killed (or until stdin reaches EOF with `--exit-on-stdin-eof`).
+//!
+//! `--routes` gives conversations scripts of their own (`MockModel::route`), for several at once (sessions
+//! side by side): `[{"key": "alpha", "steps": [...]}, ...]`, a conversation whose first user message holds
+//! `key` answered from its `steps` in order, the first key that matches winning; the rest take `--script`'s.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -11,10 +15,11 @@ use stepwise_tests::mock::{MockModel, MockOptions, Script};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str =
-    "usage: mock-model --script FILE.json [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage] [--timing FILE]";
+    "usage: mock-model --script FILE.json [--routes FILE.json] [--port N] [--record FILE.jsonl] [--exit-on-stdin-eof] [--quiet] [--simulate-usage] [--timing FILE]";
 
 struct Args {
     script: PathBuf,
+    routes: Option<PathBuf>,
     port: u16,
     record: Option<PathBuf>,
     exit_on_stdin_eof: bool,
@@ -25,6 +30,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut script = None;
+    let mut routes = None;
     let mut port = 0;
     let mut record = None;
     let mut exit_on_stdin_eof = false;
@@ -40,6 +46,7 @@ fn parse_args() -> Result<Args, String> {
         let mut value = |what: &str| inline.clone().or_else(|| args.next()).ok_or(format!("{what} needs a value"));
         match name.as_str() {
             "--script" => script = Some(PathBuf::from(value("--script")?)),
+            "--routes" => routes = Some(PathBuf::from(value("--routes")?)),
             "--port" => port = value("--port")?.parse().map_err(|_| "--port needs a number".to_owned())?,
             "--record" => record = Some(PathBuf::from(value("--record")?)),
             "--exit-on-stdin-eof" => exit_on_stdin_eof = true,
@@ -54,7 +61,25 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     let script = script.ok_or("--script is required")?;
-    Ok(Args { script, port, record, exit_on_stdin_eof, quiet, simulate_usage, timing })
+    Ok(Args { script, routes, port, record, exit_on_stdin_eof, quiet, simulate_usage, timing })
+}
+
+/// One conversation's own script (`--routes`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Route {
+    key: String,
+    steps: Script,
+}
+
+fn load_routes(path: &std::path::Path) -> Result<Vec<Route>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let routes: Vec<Route> = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    match routes.iter().find(|r| r.key.is_empty()) {
+        // An empty key is in every conversation: it would take them all.
+        Some(_) => Err(format!("{}: a route's key is empty", path.display())),
+        None => Ok(routes),
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -73,6 +98,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let routes = match args.routes.as_deref().map(load_routes).transpose() {
+        Ok(r) => r.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("mock-model: cannot load routes: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let options = MockOptions {
         port: args.port,
         record: args.record,
@@ -87,6 +119,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    for route in routes {
+        mock.route(route.key, route.steps.0);
+    }
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening {}", mock.url());
