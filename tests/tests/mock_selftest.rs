@@ -1,5 +1,6 @@
 //! Self-tests of the mock model server, driven by a real HTTP client (reqwest) and by raw sockets.
 
+use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -589,25 +590,12 @@ async fn drop_stops_the_server() {
     }
 }
 
-#[tokio::test]
-async fn binary_serves_and_records() {
+/// Starts the `mock-model` binary with `args` (stdin piped: closing it ends the process) and reads the URL it
+/// says it listens on.
+async fn start_binary(args: &[&OsStr]) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt;
-    let dir = std::env::temp_dir().join(format!("mock-model-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let script_path = dir.join("script.json");
-    let record_path = dir.join("requests.jsonl");
-    let _ = std::fs::remove_file(&record_path);
-    std::fs::write(
-        &script_path,
-        r#"{"steps": [{"type": "turn", "text": "from the binary"},
-                      {"type": "http_error", "status": 429, "headers": {"retry-after": 0}}]}"#,
-    )
-    .unwrap();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mock-model"))
-        .arg("--script")
-        .arg(&script_path)
-        .arg("--record")
-        .arg(&record_path)
+        .args(args)
         .arg("--exit-on-stdin-eof")
         .arg("--quiet")
         .stdin(std::process::Stdio::piped())
@@ -619,6 +607,29 @@ async fn binary_serves_and_records() {
     let line = tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap().unwrap();
     let url = line.strip_prefix("listening ").expect(&line).to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url)
+}
+
+#[tokio::test]
+async fn binary_serves_and_records() {
+    let dir = std::env::temp_dir().join(format!("mock-model-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script_path = dir.join("script.json");
+    let record_path = dir.join("requests.jsonl");
+    let _ = std::fs::remove_file(&record_path);
+    std::fs::write(
+        &script_path,
+        r#"{"steps": [{"type": "turn", "text": "from the binary"},
+                      {"type": "http_error", "status": 429, "headers": {"retry-after": 0}}]}"#,
+    )
+    .unwrap();
+    let (mut child, url) = start_binary(&[
+        OsStr::new("--script"),
+        script_path.as_os_str(),
+        OsStr::new("--record"),
+        record_path.as_os_str(),
+    ])
+    .await;
 
     let resp = client()
         .post(format!("{url}/v1/messages"))
@@ -645,5 +656,56 @@ async fn binary_serves_and_records() {
     drop(child.stdin.take());
     let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--routes`: each conversation whose first user message holds a route's key is answered from that route's
+/// steps, whatever order the conversations ask in; the others from `--script`. A route with an empty key
+/// (it would take every conversation) is refused at start.
+#[tokio::test]
+async fn binary_routes_conversations_by_their_first_message() {
+    let dir = std::env::temp_dir().join(format!("mock-model-routes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (script_path, routes_path) = (dir.join("script.json"), dir.join("routes.json"));
+    std::fs::write(&script_path, r#"[{"type": "turn", "text": "from the script"}]"#).unwrap();
+    std::fs::write(
+        &routes_path,
+        r#"[{"key": "alpha", "steps": [{"type": "turn", "text": "alpha 1"}, {"type": "turn", "text": "alpha 2"}]},
+            {"key": "beta", "steps": {"steps": [{"type": "turn", "text": "beta 1"}]}}]"#,
+    )
+    .unwrap();
+    let (mut child, url) = start_binary(&[
+        OsStr::new("--script"),
+        script_path.as_os_str(),
+        OsStr::new("--routes"),
+        routes_path.as_os_str(),
+    ])
+    .await;
+    let ask = |first: &'static str| {
+        let url = url.clone();
+        async move {
+            let body = json!({"model": "m", "messages": [{"role": "user", "content": first}]});
+            let resp = client().post(format!("{url}/v1/messages")).json(&body).send().await.unwrap();
+            resp.json::<Value>().await.unwrap()["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+        }
+    };
+    assert_eq!(ask("the alpha task").await, "alpha 1");
+    assert_eq!(ask("the beta task").await, "beta 1");
+    assert_eq!(ask("something else").await, "from the script");
+    assert_eq!(ask("alpha again").await, "alpha 2");
+    drop(child.stdin.take());
+    assert!(tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap().success());
+
+    std::fs::write(&routes_path, r#"[{"key": "", "steps": []}]"#).unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mock-model"))
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--routes")
+        .arg(&routes_path)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a route's key is empty"), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,7 @@
 // reset), planEditor.ts (the user edits the plan: items in the view, the plan as a document), rewind.ts
 // (checkpoints, rewind), roundsView.ts (the Transcript view: runs and rounds), conversationView.ts (the
 // Conversation view; its page is src/webview), review.ts (the review of the agent's changes: diffs, the Changes
-// view, marks in editors).
+// view, marks in editors), sessions.ts (sessions side by side: new, switch, apply, close).
 // The logic that can be tested without VS Code lives in plan.ts, planEdit.ts, folders.ts, settings.ts,
 // commands.ts, status.ts, transcript.ts, checkpoints.ts, rounds.ts, roundNodes.ts and conversation.ts.
 import * as vscode from 'vscode';
@@ -18,6 +18,7 @@ import { Runs } from './commands/runs';
 import { PlanEditor } from './commands/planEditor';
 import { Review } from './commands/review';
 import { PlanFirst } from './commands/planFirst';
+import { Sessions } from './commands/sessions';
 import { Rewind } from './commands/rewind';
 import { RoundsView } from './views/roundsView';
 import { needsRestart } from './setup/settings';
@@ -36,13 +37,18 @@ class Stepwise {
     const connection = (this.connection = new Connection(core, ui, setup));
     const runs = new Runs(core, ui, setup, connection);
     const planEditor = new PlanEditor(core, connection);
-    connection.events.planListeners.push((ws) => planEditor.planChanged(ws));
+    // The plan as a document follows the session in view.
+    connection.events.planListeners.push((ws, session) => session === core.folders.viewed(ws) && planEditor.planChanged(ws));
+    core.viewListeners.push((ws) => {
+      planEditor.planChanged(ws);
+      ui.update();
+    });
     const planFirst = new PlanFirst(core, connection);
-    connection.events.roundListeners.push((ws) => planFirst.statusChanged(ws));
+    connection.events.roundListeners.push((ws, session) => planFirst.statusChanged(ws, session));
     const rounds = new RoundsView(core, connection);
     const conversation = new ConversationView(core, connection, setup);
     connection.askInView = (question, token) => conversation.ask(question, token);
-    new Review(core, connection);
+    new Sessions(core, connection, new Review(core, connection));
     new Rewind(core, connection, (ws) => void rounds.sync(ws));
     const disposables = core.disposables;
     ui.update();
@@ -67,7 +73,7 @@ class Stepwise {
     const cmd = (id: string, fn: (...args: any[]) => unknown) => disposables.push(vscode.commands.registerCommand(id, fn));
     cmd(EXTENSION_COMMANDS.runTask, (prompt?: string) => runs.runTask(typeof prompt === 'string' ? prompt : undefined));
     cmd(EXTENSION_COMMANDS.cancelRun, () => runs.cancelRun());
-    cmd(EXTENSION_COMMANDS.newSession, () => runs.newSession());
+    cmd(EXTENSION_COMMANDS.resetSession, () => runs.resetSession());
     cmd(EXTENSION_COMMANDS.showPlan, () => ui.showPlan());
     cmd(EXTENSION_COMMANDS.setApiKey, () => setup.setApiKey());
     cmd(EXTENSION_COMMANDS.showTranscript, () => core.transcript.show(true));

@@ -3,16 +3,18 @@
 // VS Code's own per-hunk revert works), the Changes view lists them grouped by plan step with Keep / Undo per
 // file and for all, normal editors mark the unreviewed hunks (the server's code lenses offer Keep / Undo above
 // each), and Comment on Change sends a line's remark to the agent. All through `stepwise.changes` and
-// `stepwise.review`; `stepwise/review` says when to look again.
+// `stepwise.review`; `stepwise/review` says when to look again. What is shown is the review of the folder's
+// session in view (a worktree session's files are its worktree's), or of the run an Apply Session made.
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 
 import type { Connection } from '../connection/client';
 import type * as wire from '../protocol/generated';
 import { onNotification } from '../protocol/notifications';
-import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from '../setup/core';
+import { Core, folderName, folderRefs, pickFolder, showError, workspaceFolderOf } from '../setup/core';
 import { changesTitle } from '../model/changes';
 import { hunks as diffHunks } from '../model/hunks';
+import { sessionOf } from '../model/sessions';
 import { NodeTree } from '../views/tree';
 import type { TreeNode } from '../model/treeNode';
 
@@ -33,12 +35,20 @@ export type ChangedFile = Omit<wire.FileChanges, 'hunks'> & { hunks?: wire.Hunk[
 
 type Changes = Partial<Omit<wire.Changes, 'files'>> & { files: ChangedFile[] };
 
+/** Whose changes a folder's review shows: a session's latest run, or one run (an apply's). */
+interface Scope {
+  session: string;
+  runId?: string;
+}
+
 export interface ChangeNode extends TreeNode<'step' | 'file', ChangeNode> {
   path?: string;
 }
 
 export class Review implements vscode.TextDocumentContentProvider {
   private readonly changes = new Map<string, Changes>();
+  /** Per folder, whose changes are shown (default: the session in view's latest run). */
+  private readonly scopes = new Map<string, Scope>();
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
   private readonly tree: NodeTree<ChangeNode>;
@@ -84,11 +94,38 @@ export class Review implements vscode.TextDocumentContentProvider {
     cmd(REVIEW_COMMANDS.commentChange, () => this.comment());
     cmd(REVIEW_COMMANDS.openChange, (ws?: string, path?: string) => ws && path && this.openDiff(ws, path));
     connection.startListeners.push((client) => this.listen(client));
+    // Another session in view: its changes.
+    core.viewListeners.push((ws) => {
+      this.scopes.delete(ws);
+      void this.refresh(ws);
+    });
+  }
+
+  private scope(workspace: string): Scope {
+    return this.scopes.get(workspace) ?? { session: this.core.folders.viewed(workspace) };
+  }
+
+  /** The scope's arguments of `stepwise.changes` and `stepwise.review`. */
+  private at(workspace: string): { workspace: string; session: string; runId?: string } {
+    const { session, runId } = this.scope(workspace);
+    return { workspace, session, ...(runId ? { runId } : {}) };
+  }
+
+  /** Where the scope's files are: a worktree session's worktree, else the folder (none outside the window). */
+  private root(workspace: string): vscode.Uri | undefined {
+    const worktree = this.core.folders.list(workspace).find((s) => s.session === this.scope(workspace).session)?.worktree;
+    return worktree ? vscode.Uri.file(worktree) : workspaceFolderOf(workspace)?.uri;
+  }
+
+  /** Opens the review of one run of a session (an Apply Session's run): the Changes view and its diffs. */
+  async showRun(workspace: string, session: string, runId: string): Promise<void> {
+    this.scopes.set(workspace, { session, runId });
+    await this.open(workspace);
   }
 
   private listen(client: LanguageClient): void {
     onNotification(client, 'stepwise/review', (p) => {
-      if (p?.workspace) this.refreshSoon(p.workspace);
+      if (p?.workspace && sessionOf(p) === this.scope(p.workspace).session) this.refreshSoon(p.workspace);
     });
     // The folders' changes as the new server has them.
     for (const f of folderRefs()) void this.refresh(f.uri);
@@ -99,13 +136,16 @@ export class Review implements vscode.TextDocumentContentProvider {
   private async fetch(workspace: string): Promise<Changes | undefined> {
     const client = await this.connection.ensureClient(true);
     if (!client) return undefined;
-    const result = (await this.core.execute(client, 'stepwise.changes', [{ workspace }])) as Changes | null;
+    const result = (await this.core.execute(client, 'stepwise.changes', [this.at(workspace)])) as Changes | null;
     const files = Array.isArray(result?.files) ? result.files.filter((f) => f && typeof f.path === 'string') : [];
     const changes = { runId: result?.runId, files };
     this.changes.set(workspace, changes);
     for (const f of files) this.changed.fire(beforeUri(workspace, f.path));
     this.tree.refresh();
     this.view.title = changesTitle([...this.changes.values()].flatMap((c) => c.files));
+    // With sessions side by side the view names whose changes it lists.
+    const session = this.scope(workspace).session;
+    this.view.description = this.core.folders.list(workspace).length > 1 ? this.core.sessionName(workspace, session) : undefined;
     this.decorateSoon();
     return changes;
   }
@@ -141,28 +181,34 @@ export class Review implements vscode.TextDocumentContentProvider {
   private async reviewChanges(): Promise<void> {
     const folder = await pickFolder(undefined, 'Review the changes in which folder?');
     if (!folder) return;
+    this.scopes.delete(folder.uri);
+    await this.open(folder.uri);
+  }
+
+  /** The Changes view and a diff editor per unreviewed file of the folder's scope. */
+  private async open(workspace: string): Promise<void> {
     let changes: Changes | undefined;
     try {
-      changes = await this.fetch(folder.uri);
+      changes = await this.fetch(workspace);
     } catch (error) {
       return showError(error);
     }
     if (!changes) return;
     if (changes.files.length === 0) {
-      void vscode.window.showInformationMessage(`stepwise: the agent has changed no files in ${folder.name}.`);
+      void vscode.window.showInformationMessage(`stepwise: the agent has changed no files in ${this.core.sessionName(workspace, this.scope(workspace).session)} of ${folderName(workspace)}.`);
       return;
     }
     await vscode.commands.executeCommand(`${CHANGES_VIEW}.focus`);
     const open = changes.files.filter((f) => !f.reviewed).slice(0, MAX_DIFFS);
-    for (const f of open.length > 0 ? open : changes.files.slice(0, 1)) await this.openDiff(folder.uri, f.path, true);
+    for (const f of open.length > 0 ? open : changes.files.slice(0, 1)) await this.openDiff(workspace, f.path, true);
   }
 
   private async openDiff(workspace: string, path: string, pinned = false): Promise<void> {
-    const folder = workspaceFolderOf(workspace);
+    const root = this.root(workspace);
     const f = this.changes.get(workspace)?.files.find((x) => x.path === path);
-    if (!folder || !f) return;
+    if (!root || !f) return;
     // A deleted file has no right side on disk: its "now" is empty.
-    const right = f.status === 'deleted' ? beforeUri(workspace, path, true) : vscode.Uri.joinPath(folder.uri, path);
+    const right = f.status === 'deleted' ? beforeUri(workspace, path, true) : vscode.Uri.joinPath(root, path);
     const title = `${path} (${f.status === 'created' ? 'created' : f.status === 'deleted' ? 'deleted' : 'before'} ↔ now)`;
     await vscode.commands.executeCommand('vscode.diff', beforeUri(workspace, path), right, title, { preview: !pinned });
   }
@@ -187,7 +233,7 @@ export class Review implements vscode.TextDocumentContentProvider {
     const conflicts: string[] = [];
     for (const path of paths) {
       try {
-        const r = (await this.core.execute(client, 'stepwise.review', [{ workspace, path, action }])) as { conflicts?: string[] } | null;
+        const r = (await this.core.execute(client, 'stepwise.review', [{ ...this.at(workspace), path, action }])) as { conflicts?: string[] } | null;
         conflicts.push(...(r?.conflicts ?? []));
       } catch (error) {
         showError(error);
@@ -217,10 +263,10 @@ export class Review implements vscode.TextDocumentContentProvider {
     if (!client) return;
     try {
       if (f) {
-        const args: wire.ReviewArgs = { workspace, path, action: 'comment', text: hunk >= 0 ? text.trim() : `line ${line + 1}: ${text.trim()}`, ...(hunk >= 0 ? { hunks: [hunk] } : {}) };
+        const args: wire.ReviewArgs = { ...this.at(workspace), path, action: 'comment', text: hunk >= 0 ? text.trim() : `line ${line + 1}: ${text.trim()}`, ...(hunk >= 0 ? { hunks: [hunk] } : {}) };
         await this.core.execute(client, 'stepwise.review', [args]);
       } else {
-        await this.core.execute(client, 'stepwise.steer', [{ workspace, text: `Comment on ${path} (line ${line + 1}): ${text.trim()}` }]);
+        await this.core.execute(client, 'stepwise.steer', [{ workspace, session: this.scope(workspace).session, text: `Comment on ${path} (line ${line + 1}): ${text.trim()}` }]);
       }
       this.core.writer.line(`» you on ${path}:${line + 1}: ${text.trim()}`);
     } catch (error) {
@@ -287,7 +333,10 @@ export class Review implements vscode.TextDocumentContentProvider {
     const doc = editor.document;
     if (doc.uri.scheme !== 'file') return;
     const folder = vscode.workspace.getWorkspaceFolder(doc.uri);
-    const f = folder && this.changes.get(folder.uri.toString())?.files.find((x) => x.path === vscode.workspace.asRelativePath(doc.uri, false));
+    // A worktree session's changes are not the folder's files: they mark no editor of the folder.
+    const ws = folder?.uri.toString();
+    const inPlace = !!ws && this.root(ws)?.toString() === folder?.uri.toString();
+    const f = ws && inPlace ? this.changes.get(ws)?.files.find((x) => x.path === vscode.workspace.asRelativePath(doc.uri, false)) : undefined;
     const added: vscode.Range[] = [];
     const removed: vscode.Range[] = [];
     if (f && !f.reviewed) {

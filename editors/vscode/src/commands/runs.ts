@@ -1,8 +1,8 @@
-// The commands that start, cancel and reset a folder's runs.
+// The commands that start, cancel and reset a folder's runs (in its session in view).
 import * as vscode from 'vscode';
 
 import type { Connection } from '../connection/client';
-import { SERVER_COMMANDS, runArguments, steerArguments, validatePrompt, validateSteer, workspaceArguments } from '../model/commands';
+import { SERVER_COMMANDS, runArguments, steerArguments, validatePrompt, validateSteer } from '../model/commands';
 import { Core, folderRefs, pickFolder, showError, workspaceFolderOf } from '../setup/core';
 import type { FolderRef } from '../model/plan';
 import type { Setup } from '../setup/setup';
@@ -78,36 +78,52 @@ export class Runs {
     }
   }
 
+  /** Cancel (also the status bar's click): the run going on; with several sessions running, the one picked. */
   async cancelRun(): Promise<void> {
     const client = this.connection.running();
-    if (!client) {
+    const running = this.core.folders.running();
+    if (!client || running.length === 0) {
       void vscode.window.showInformationMessage('stepwise: no run in progress.');
       return;
     }
-    const busy = folderRefs().filter((f) => this.core.folders.busy(f.uri));
-    const folder = await pickFolder(busy.length > 0 ? busy : undefined, 'Cancel the run in which folder?');
-    if (!folder) return;
+    // Several: the folder as for any command (the active editor's, or asked), then the session if it has more.
+    const folder = running.length > 1 ? await pickFolder(folderRefs().filter((f) => running.some((r) => r.uri === f.uri)), 'Cancel the run in which folder?') : undefined;
+    if (running.length > 1 && !folder) return;
+    const inFolder = folder ? running.filter((r) => r.uri === folder.uri) : running;
+    const target =
+      inFolder.length === 1
+        ? inFolder[0]
+        : (
+            await vscode.window.showQuickPick(
+              inFolder.map((r) => ({ label: this.core.sessionName(r.uri, r.session), description: r.status?.state, target: r })),
+              { placeHolder: 'Cancel the run of which session?' },
+            )
+          )?.target;
+    if (!target) return;
     try {
-      await this.core.execute(client, SERVER_COMMANDS.cancel, workspaceArguments(folder.uri));
+      await this.core.execute(client, SERVER_COMMANDS.cancel, [{ workspace: target.uri, session: target.session }]);
     } catch (error) {
       showError(error);
     }
   }
 
-  async newSession(): Promise<void> {
+  /** Reset Session: a new conversation and an empty plan for the folder's session in view. */
+  async resetSession(): Promise<void> {
     const client = await this.connection.ensureClient(true);
     if (!client) return;
-    const folder = await pickFolder(undefined, 'Start a new session in which folder?');
+    const folder = await pickFolder(undefined, 'Reset the session of which folder?');
     if (!folder) return;
+    const folders = this.core.folders;
+    const session = folders.viewed(folder.uri);
     try {
-      await this.core.execute(client, SERVER_COMMANDS.reset, workspaceArguments(folder.uri));
-      const folders = this.core.folders;
-      folders.updatePlan({ workspace: folder.uri, items: [], completed: 0, total: 0 });
-      folders.ensure(folder.uri).usage = undefined;
-      this.connection.events.rounds(folder.uri, (log) => log.clear());
-      this.core.writer.line(`━━ new session in ${folder.name}`);
+      await this.core.execute(client, SERVER_COMMANDS.reset, [{ workspace: folder.uri, session }]);
+      folders.updatePlan({ workspace: folder.uri, session, items: [], completed: 0, total: 0 });
+      folders.ensure(folder.uri, session).usage = undefined;
+      this.connection.events.rounds(folder.uri, session, (log) => log.clear());
+      const name = this.core.sessionName(folder.uri, session);
+      this.core.writer.line(`━━ ${name} of ${folder.name} starts anew`);
       this.ui.update();
-      void vscode.window.showInformationMessage(`stepwise: new session in ${folder.name}.`);
+      void vscode.window.showInformationMessage(`stepwise: ${name} of ${folder.name} starts anew: a new conversation and an empty plan.`);
     } catch (error) {
       showError(error);
     }

@@ -13,12 +13,14 @@ import {
   TransportKind,
   type ClientCapabilities,
   type FeatureState,
+  type ServerCapabilities,
   type LanguageClientOptions,
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
 
-import { SERVER_COMMANDS, mapLensCommand, workspaceArguments } from '../model/commands';
+import { OWN_SERVER_COMMANDS, SERVER_COMMANDS, mapLensCommand } from '../model/commands';
+import { sessionOf } from '../model/sessions';
 import { Core, errorText, folderName, folderRefs, readSettings } from '../setup/core';
 import { Events } from './events';
 import { QueryAnswerer } from './query';
@@ -44,6 +46,13 @@ class StepwiseCapabilities implements StaticFeature {
     const experimental = (capabilities.experimental ??= {}) as Record<string, any>;
     experimental.stepwise = { ...(experimental.stepwise ?? {}), saveDocuments: true, ask: true, query: true };
   }
+  /** The server's commands the extension has as its own (New Session, Apply Session, Close Session: they ask and
+   * show more than the server's) are left to it: VS Code refuses a second command of one id, and the language
+   * client would fail to start. The extension runs them through `Core.execute`. */
+  preInitialize(capabilities: ServerCapabilities): void {
+    const commands = capabilities.executeCommandProvider?.commands;
+    if (Array.isArray(commands)) capabilities.executeCommandProvider = { ...capabilities.executeCommandProvider, commands: commands.filter((c) => !OWN_SERVER_COMMANDS.includes(c)) };
+  }
   initialize(): void {}
   getState(): FeatureState {
     return { kind: 'static' };
@@ -67,7 +76,12 @@ export class Connection {
     private readonly ui: Display,
     private readonly setup: Setup,
   ) {
-    this.events = new Events(core, ui, setup, () => this.refreshLenses());
+    this.events = new Events(core, ui, setup, () => this.refreshLenses(), (ws) => void this.fetchSessions(ws));
+    // A session comes into view: its plan, when this window has not had it yet.
+    core.viewListeners.push((ws) => {
+      const client = this.running();
+      if (client && (core.folders.get(ws)?.planUpdates ?? 0) === 0) void this.fetchPlan(client, ws);
+    });
   }
 
   async ensureClient(interactive: boolean): Promise<LanguageClient | undefined> {
@@ -199,6 +213,7 @@ export class Connection {
     }
     this.ui.update();
     void this.fetchPlans(client).then(() => this.settleLenses(client));
+    for (const f of folderRefs()) void this.fetchSessions(f.uri, client);
     for (const listener of this.startListeners) listener(client);
     return client;
   }
@@ -208,16 +223,31 @@ export class Connection {
    * `stepwise/plan` after `initialized` for restored plans). A `stepwise/plan` that arrives meanwhile wins.
    */
   private async fetchPlans(client: LanguageClient): Promise<void> {
+    for (const f of folderRefs()) await this.fetchPlan(client, f.uri);
+  }
+
+  /** The plan of the folder's session in view. */
+  private async fetchPlan(client: LanguageClient, workspace: string): Promise<void> {
     const folders = this.core.folders;
-    for (const f of folderRefs()) {
-      const seen = folders.get(f.uri)?.planUpdates ?? 0;
-      try {
-        const result = (await this.core.execute(client, SERVER_COMMANDS.plan, workspaceArguments(f.uri))) as PlanParams | null;
-        if (result && Array.isArray(result.items) && (folders.get(f.uri)?.planUpdates ?? 0) === seen && this.core.client === client)
-          this.events.onPlan({ ...result, workspace: f.uri });
-      } catch (error) {
-        this.core.log(`[stepwise] stepwise.plan for ${f.uri} failed: ${String(error)}`);
-      }
+    const session = folders.viewed(workspace);
+    const seen = folders.get(workspace, session)?.planUpdates ?? 0;
+    try {
+      const result = (await this.core.execute(client, SERVER_COMMANDS.plan, [{ workspace, session }])) as PlanParams | null;
+      if (result && Array.isArray(result.items) && (folders.get(workspace, session)?.planUpdates ?? 0) === seen && this.core.client === client)
+        this.events.onPlan({ ...result, workspace, session });
+    } catch (error) {
+      this.core.log(`[stepwise] stepwise.plan for ${workspace} (${session}) failed: ${String(error)}`);
+    }
+  }
+
+  /** A folder's sessions as the server has them (after a start or a reload too: they survive both). */
+  async fetchSessions(workspace: string, client = this.running()): Promise<void> {
+    if (!client) return;
+    try {
+      const result = await this.core.execute(client, SERVER_COMMANDS.sessions, [{ workspace }]);
+      if (this.core.client === client) this.events.onSessions(workspace, result);
+    } catch (error) {
+      this.core.log(`[stepwise] stepwise.sessions for ${workspace} failed: ${String(error)}`);
     }
   }
 
@@ -289,7 +319,8 @@ export class Connection {
 
   /** A question as VS Code's notification, with the same three answers as the card. */
   async askInWindow(question: Question): Promise<Choice | undefined> {
-    const folder = question.workspace ? folderName(question.workspace) : undefined;
+    const ws = question.workspace;
+    const folder = ws ? (this.core.folders.list(ws).length > 1 ? this.core.sessionName(ws, sessionOf(question)) : folderName(ws)) : undefined;
     const pick = await vscode.window.showWarningMessage(questionLine(question, folder), ...CHOICES.map((c) => c.label));
     return choiceOf(pick);
   }

@@ -11,13 +11,50 @@ export const SERVER_COMMANDS = {
   checkpoints: 'stepwise.checkpoints',
   rewind: 'stepwise.rewind',
   killBackground: 'stepwise.killBackground',
+  newSession: 'stepwise.newSession',
+  sessions: 'stepwise.sessions',
+  applySession: 'stepwise.applySession',
+  closeSession: 'stepwise.closeSession',
 } as const;
+
+/**
+ * The server's commands about one session's conversation (every one but those about the sessions themselves):
+ * without `session`, the extension sends them to the session in view of their folder (docs/protocol.md
+ * "Sessions side by side").
+ */
+const SESSION_SCOPED = new Set<string>([
+  'stepwise.run',
+  'stepwise.cancel',
+  'stepwise.reset',
+  'stepwise.plan',
+  'stepwise.compact',
+  'stepwise.editPlan',
+  'stepwise.steer',
+  'stepwise.checkpoints',
+  'stepwise.rewind',
+  'stepwise.conversation',
+  'stepwise.changes',
+  'stepwise.review',
+  'stepwise.commentPlan',
+  'stepwise.approvePlan',
+  'stepwise.killBackground',
+  // An image of the conversation (issue 49's images in prompts).
+  'stepwise.image',
+]);
+
+/** A command's arguments with the session in view of their folder (`viewed`) where they name a folder and no
+ * session; other commands' arguments, and those naming their session, are left as they are. */
+export function withSession(command: string, args: unknown[], viewed: (workspace: string) => string): unknown[] {
+  const first = args[0] as Record<string, unknown> | undefined;
+  if (!SESSION_SCOPED.has(command) || !first || typeof first !== 'object' || typeof first.workspace !== 'string' || 'session' in first) return args;
+  return [{ ...first, session: viewed(first.workspace) }, ...args.slice(1)];
+}
 
 /** The extension's own commands (the server's command ids are registered by the language client). */
 export const EXTENSION_COMMANDS = {
   runTask: 'stepwise.runTask',
   cancelRun: 'stepwise.cancelRun',
-  newSession: 'stepwise.newSession',
+  resetSession: 'stepwise.resetSession',
   showPlan: 'stepwise.showPlan',
   setApiKey: 'stepwise.setApiKey',
   showTranscript: 'stepwise.showTranscript',
@@ -25,6 +62,21 @@ export const EXTENSION_COMMANDS = {
   checkSetup: 'stepwise.checkSetup',
   steerRun: 'stepwise.steerRun',
 } as const;
+
+/** The sessions side by side. The first three share their ids with the server's commands: the extension's own
+ * are the ones VS Code runs (the language client leaves these ids to it, connection/client.ts). */
+export const SESSION_COMMANDS = {
+  newSession: 'stepwise.newSession',
+  applySession: 'stepwise.applySession',
+  closeSession: 'stepwise.closeSession',
+  newSessionInWorktree: 'stepwise.newSessionInWorktree',
+  discardSession: 'stepwise.discardSession',
+  showSession: 'stepwise.showSession',
+  switchSession: 'stepwise.switchSession',
+} as const;
+
+/** Server commands the extension registers under the same id (the language client must not register them). */
+export const OWN_SERVER_COMMANDS: readonly string[] = [SESSION_COMMANDS.newSession, SESSION_COMMANDS.applySession, SESSION_COMMANDS.closeSession];
 
 /** The plan editing commands (plan view items, the plan document). */
 export const PLAN_COMMANDS = {

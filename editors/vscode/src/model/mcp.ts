@@ -7,8 +7,8 @@ import type { PlanNode } from './plan';
 /** One server of `stepwise/mcp` as read: `wire.McpServer`, its origin and tool count possibly missing. */
 export type McpServer = Pick<wire.McpServer, 'name' | 'state'> & Partial<wire.McpServer>;
 
-/** `stepwise/mcp` as read. */
-export type McpParams = Omit<wire.McpParams, 'servers'> & { servers: McpServer[] };
+/** `stepwise/mcp` as read (no `session` from a server before sessions: the folder's own). */
+export type McpParams = Omit<wire.McpParams, 'servers' | 'session'> & { session?: string; servers: McpServer[] };
 
 /** The servers of a payload that can be shown; anything malformed is left out. */
 export function mcpServers(p: McpParams | undefined): McpServer[] {

@@ -11,8 +11,9 @@ export type PlanStatus = wire.PlanStatus;
 export type PlanItem = Omit<wire.PlanItem, 'id' | 'status'> & { id: string | number; status: PlanStatus | string };
 
 /** `stepwise/plan` (and the result of `stepwise.plan`) as read: `wire.PlanParams`, with what servers before plan
- * editing leave out optional. */
-export type PlanParams = Omit<wire.PlanParams, 'items' | 'completed' | 'total' | 'revision' | 'by' | 'change'> & {
+ * editing (and before sessions: no `session` is the folder's own) leave out optional. */
+export type PlanParams = Omit<wire.PlanParams, 'session' | 'items' | 'completed' | 'total' | 'revision' | 'by' | 'change'> & {
+  session?: string;
   items: PlanItem[];
   completed?: number;
   total?: number;

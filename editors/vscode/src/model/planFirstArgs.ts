@@ -18,17 +18,17 @@ export function planReady(status: Pick<StatusParams, 'state' | 'reason'> | undef
   return status?.state === 'idle' && status.reason === 'plan_ready';
 }
 
-export function approveArguments(workspace: string, revision: number | undefined, clearContext: boolean): [wire.ApprovePlanArgs] {
-  const arg: wire.ApprovePlanArgs = { workspace, clearContext };
+export function approveArguments(workspace: string, revision: number | undefined, clearContext: boolean, session?: string): [wire.ApprovePlanArgs] {
+  const arg: wire.ApprovePlanArgs = { workspace, ...(session ? { session } : {}), clearContext };
   if (Number.isInteger(revision)) arg.baseRevision = revision;
   return [arg];
 }
 
 /** One comment, on an item (`id`) or the whole plan; `undefined` for an empty one. */
-export function commentArguments(workspace: string, text: string | undefined, id?: string): [wire.CommentPlanArgs] | undefined {
+export function commentArguments(workspace: string, text: string | undefined, id?: string, session?: string): [wire.CommentPlanArgs] | undefined {
   const t = (text ?? '').trim();
   if (!t) return undefined;
-  return [{ workspace, comments: [id === undefined ? { text: t } : { id, text: t }] }];
+  return [{ workspace, ...(session ? { session } : {}), comments: [id === undefined ? { text: t } : { id, text: t }] }];
 }
 
 /** The Conversation view's plan buttons. */

@@ -7,8 +7,10 @@ import type * as wire from '../protocol/generated';
 
 export type RunStateName = wire.RunState;
 
-/** `stepwise/status` as read: `wire.StatusParams`, with a run id, state or reason of another shape tolerated. */
-export type StatusParams = Omit<wire.StatusParams, 'state' | 'runId' | 'reason' | 'errorKind'> & {
+/** `stepwise/status` as read: `wire.StatusParams`, with a run id, state or reason of another shape tolerated (and
+ * no `session` from a server before sessions: the folder's own). */
+export type StatusParams = Omit<wire.StatusParams, 'session' | 'state' | 'runId' | 'reason' | 'errorKind'> & {
+  session?: string;
   state: RunStateName | string;
   runId?: string;
   reason?: wire.FinishReason | string;

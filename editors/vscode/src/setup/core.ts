@@ -4,13 +4,16 @@ import * as vscode from 'vscode';
 import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
 
 import type { Commands } from '../protocol/generated';
-import { chooseFolder, executeCommandParams } from '../model/commands';
+import { chooseFolder, executeCommandParams, withSession } from '../model/commands';
 import { Folders } from '../model/folders';
+import { MAIN, sessionLabel } from '../model/sessions';
 import type { FolderRef } from '../model/plan';
 import { SERVER_KEYS } from './settings';
 import { TranscriptWriter } from '../model/transcript';
 
 export const PLAN_VIEW = 'stepwise.planView';
+/** Where the sessions in view are kept across reloads (the window's workspace state). */
+const VIEWED_KEY = 'stepwise.viewedSessions';
 
 export function folderRefs(): FolderRef[] {
   return (vscode.workspace.workspaceFolders ?? []).map((f) => ({ uri: f.uri.toString(), name: f.name }));
@@ -78,13 +81,42 @@ export class Core {
   serverProblem: string | undefined;
   /** The folder the server last spoke of. */
   lastFolder: string | undefined;
+  /** Called with the folder whose session in view changed (every view then shows that session). */
+  readonly viewListeners: ((workspace: string) => void)[] = [];
 
-  constructor(readonly context: vscode.ExtensionContext) {}
+  constructor(readonly context: vscode.ExtensionContext) {
+    // The sessions in view before a reload (the server keeps the sessions; `stepwise.sessions` says which are left).
+    const viewed = context.workspaceState.get<Record<string, string>>(VIEWED_KEY) ?? {};
+    for (const [uri, session] of Object.entries(viewed)) if (typeof session === 'string' && session) this.folders.setViewed(uri, session);
+  }
 
   /** Runs one of the server's commands: its argument and result typed as the server's schema says
-   * (`protocol/generated.ts`). The result is `null` from a server that answers nothing. */
+   * (`protocol/generated.ts`). The result is `null` from a server that answers nothing. A command about a
+   * conversation that names no session goes to the session in view of its folder. */
   execute<C extends keyof Commands>(client: LanguageClient, command: C, args: [Commands[C]['arguments']]): Promise<Commands[C]['result'] | null> {
-    return client.sendRequest(ExecuteCommandRequest.type, executeCommandParams(command, args));
+    const sent = withSession(command, args, (ws) => this.folders.viewed(ws));
+    return client.sendRequest(ExecuteCommandRequest.type, executeCommandParams(command, sent));
+  }
+
+  /** Puts a folder's session in view (kept across reloads) and tells the views. */
+  showSession(workspace: string, session: string): void {
+    if (!this.folders.setViewed(workspace, session)) return;
+    this.sessionInViewChanged(workspace);
+  }
+
+  /** The session in view changed (also when the server's list no longer has it): kept, and said to the views. */
+  sessionInViewChanged(workspace: string): void {
+    const viewed = { ...(this.context.workspaceState.get<Record<string, string>>(VIEWED_KEY) ?? {}) };
+    const session = this.folders.viewed(workspace);
+    if (session === MAIN) delete viewed[workspace];
+    else viewed[workspace] = session;
+    void this.context.workspaceState.update(VIEWED_KEY, viewed);
+    for (const listener of this.viewListeners) listener(workspace);
+  }
+
+  /** A session as notifications and the transcript name it: its title, with its folder when the window has several. */
+  sessionName(workspace: string, session: string): string {
+    return sessionLabel(this.folders.sessionTitle(workspace, session), folderRefs().length > 1 ? folderName(workspace) : undefined);
   }
 
   log(line: string): void {

@@ -1,6 +1,6 @@
-// The Conversation view's background tasks, on the extension's side: the folder's list (model/background.ts)
-// sent to the page when it changes (up to ten times a second while a task prints: on its own, not with the
-// plan and state), and the page's Stop (`stepwise.killBackground`) and Dismiss.
+// The Conversation view's background tasks, on the extension's side: the session in view's list
+// (model/background.ts) sent to the page when it changes (up to ten times a second while a task prints: on its
+// own, not with the plan and state), and the page's Stop (`stepwise.killBackground`) and Dismiss.
 import type { Connection } from '../connection/client';
 import type { BackgroundTask } from '../model/background';
 import { SERVER_COMMANDS } from '../model/commands';
@@ -15,7 +15,8 @@ export class BackgroundTasksPanel {
     /** The folder the view shows. */
     private readonly folder: () => string | undefined,
   ) {
-    connection.events.backgroundListeners.push((ws) => ws === this.folder() && this.send(ws));
+    // The session in view's tasks only: each session has its own.
+    connection.events.backgroundListeners.push((ws, session) => ws === this.folder() && session === core.folders.viewed(ws) && this.send(ws));
   }
 
   /** The tasks the view lists for `ws`. */
@@ -35,7 +36,7 @@ export class BackgroundTasksPanel {
     // No server: its tasks ended with it; the button comes back.
     if (!ws || !id || !client) return void this.post({ type: 'backgroundStopFailed', id });
     try {
-      const said = await this.core.execute(client, SERVER_COMMANDS.killBackground, [{ workspace: ws, taskId: id }]);
+      const said = await this.core.execute(client, SERVER_COMMANDS.killBackground, [{ workspace: ws, session: this.core.folders.viewed(ws), taskId: id }]);
       if (typeof said === 'string' && said) this.core.writer.line(`⏹ ${said}`);
     } catch (error) {
       this.post({ type: 'backgroundStopFailed', id });

@@ -1,18 +1,21 @@
-// The Conversation view (a webview view in the Stepwise container): one folder's conversation, its plan on
-// top, an input that runs, steers and offers slash commands. This side keeps each folder's conversation
-// (conversation.ts), restored from `stepwise.conversation`, and sends the webview (src/webview) only what
-// changed; the webview draws it and sends back what the user did.
-import * as crypto from 'node:crypto';
+// The Conversation view (a webview view in the Stepwise container): one folder's sessions in a selector on top,
+// the conversation of the session in view with its plan, an input that runs, steers and offers slash commands.
+// This side keeps each session's conversation (conversation.ts), restored from `stepwise.conversation`, and
+// sends the webview (src/webview) only what changed; the webview draws it and sends back what the user did.
 import * as vscode from 'vscode';
 
 import type { Connection } from '../connection/client';
-import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, steerArguments, workspaceArguments } from '../model/commands';
+import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, SESSION_COMMANDS, steerArguments } from '../model/commands';
 import { CHOICES, type Choice, type Question } from '../model/ask';
-import { ConversationLog, entriesOf, hrefPlace, parseInput, type Approval, type Entry, type Event, type Outcome } from '../model/conversation';
+import { entriesOf, hrefPlace, parseInput, type ConversationLog, type Entry, type Event } from '../model/conversation';
+import { SessionLogs } from '../model/sessionLogs';
+import { MAIN, sessionTabs } from '../model/sessions';
 import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from '../setup/core';
 import type { Checkpoint } from '../model/checkpoints';
 import { planActionCommand, planReady } from '../model/planFirstArgs';
 import type { Setup } from '../setup/setup';
+import { Approvals } from './approvals';
+import { pageHtml } from './conversationPage';
 import { BackgroundTasksPanel } from './backgroundTasks';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
@@ -30,6 +33,8 @@ type FromView =
   | { type: 'open'; href: string }
   | { type: 'command'; id: string }
   | { type: 'planAction'; action: string; text?: string }
+  | { type: 'session'; session: string }
+  | { type: 'sessionAction'; action: string; session: string }
   | { type: 'killBackground' | 'dismissBackground'; id: string };
 
 const PLAN_EDITS: Record<string, string> = {
@@ -45,26 +50,25 @@ const PLAN_EDITS: Record<string, string> = {
 };
 
 /** Commands the view's buttons may run (nothing else a message names is executed). */
-const VIEW_COMMANDS = new Set<string>(['stepwise.reviewChanges', REWIND_COMMANDS.showCheckpoints, PLAN_COMMANDS.editAsText, EXTENSION_COMMANDS.newSession]);
+const VIEW_COMMANDS = new Set<string>(['stepwise.reviewChanges', REWIND_COMMANDS.showCheckpoints, PLAN_COMMANDS.editAsText, EXTENSION_COMMANDS.resetSession]);
 
-interface Pending {
-  approval: Approval;
-  workspace: string;
-  resolve: (answer: Choice | undefined) => void;
-}
+/** The selector's actions on a session, each the command of its name (with the folder and the session). */
+const SESSION_ACTIONS: Record<string, string> = {
+  new: SESSION_COMMANDS.newSession,
+  newWorktree: SESSION_COMMANDS.newSessionInWorktree,
+  apply: SESSION_COMMANDS.applySession,
+  close: SESSION_COMMANDS.closeSession,
+  discard: SESSION_COMMANDS.discardSession,
+};
 
 export class ConversationView implements vscode.WebviewViewProvider {
   private view: vscode.WebviewView | undefined;
   private ready = false;
-  /** The folder shown. */
+  /** The folder shown (its session in view: `core.folders.viewed`). */
   private folder: string | undefined;
-  private readonly logs = new Map<string, ConversationLog>();
-  /** Conversations being read, with the events that arrive meanwhile. */
-  private readonly loading = new Map<string, { promise: Promise<ConversationLog>; buffer: Event[] }>();
-  private readonly pending = new Map<number, Pending>();
-  /** Folders whose conversation missed part of a run while it was read: read again when the run ends. */
-  private readonly stale = new Set<string>();
-  private nextApproval = 1;
+  /** Each session's conversation, apart. */
+  private readonly logs = new SessionLogs((ws, session) => this.read(ws, session));
+  private readonly approvals: Approvals;
   private readonly background: BackgroundTasksPanel;
   private stateTimer: NodeJS.Timeout | undefined;
 
@@ -77,7 +81,18 @@ export class ConversationView implements vscode.WebviewViewProvider {
       vscode.window.registerWebviewViewProvider(CONVERSATION_VIEW, this),
       { dispose: () => this.stateTimer && clearTimeout(this.stateTimer) },
     );
-    connection.events.conversationListeners.push((ws, e) => this.onEvent(ws, e));
+    connection.events.conversationListeners.push((ws, session, e) => this.onEvent(ws, session, e));
+    // The selector follows the server's list; another session in view is drawn whole.
+    connection.events.sessionListeners.push((ws) => {
+      this.logs.retain(ws, new Set([MAIN, ...this.core.folders.list(ws).map((s) => s.session)]));
+      if (ws === this.folder) this.scheduleState();
+    });
+    core.viewListeners.push((ws) => ws === this.currentFolder() && void this.reset());
+    this.approvals = new Approvals(core, connection, {
+      shown: () => ({ visible: this.visible, folder: this.folder, viewed: this.core.folders.viewed(this.folder) }),
+      add: (ws, session, e) => this.addTo(ws, session, e),
+      changed: () => this.scheduleState(),
+    });
     this.background = new BackgroundTasksPanel(core, connection, (m) => this.post(m), () => this.folder);
     // A new server (a restart): conversations are read again when next shown.
     connection.startListeners.push(() => {
@@ -97,41 +112,17 @@ export class ConversationView implements vscode.WebviewViewProvider {
     const media = vscode.Uri.joinPath(this.core.context.extensionUri, 'media');
     const dist = vscode.Uri.joinPath(this.core.context.extensionUri, 'dist');
     view.webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
-    view.webview.html = this.html(view.webview, media, dist);
+    view.webview.html = pageHtml(view.webview, media, dist);
     view.webview.onDidReceiveMessage((m: FromView) => void this.onMessage(m).catch(showError));
+    // The view went away: the questions it was showing are asked the usual way.
     view.onDidChangeVisibility(() => {
-      if (!view.visible) this.hidden();
+      if (!view.visible) this.approvals.hidden();
     });
     view.onDidDispose(() => {
       if (this.view === view) this.view = undefined;
       this.ready = false;
-      this.hidden();
+      this.approvals.hidden();
     });
-  }
-
-  /** The view went away: questions it was showing are asked the usual way. */
-  private hidden(): void {
-    for (const p of this.pending.values()) void this.askInWindow(p);
-  }
-
-  private html(webview: vscode.Webview, media: vscode.Uri, dist: vscode.Uri): string {
-    const nonce = crypto.randomBytes(18).toString('base64');
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-      `img-src ${webview.cspSource} data:`,
-      `font-src ${webview.cspSource}`,
-    ].join('; ');
-    const css = webview.asWebviewUri(vscode.Uri.joinPath(media, 'conversation.css'));
-    const js = webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js'));
-    return `<!DOCTYPE html>
-<html lang="en"><head><meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${css}">
-<title>Conversation</title></head>
-<body><div id="app"></div><script nonce="${nonce}" src="${js}"></script></body></html>`;
   }
 
   private post(message: unknown): void {
@@ -146,84 +137,57 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return refs.some((r) => r.uri === f) ? f : refs[0]?.uri;
   }
 
-  /** The folder's conversation: kept here once read from the server. */
-  private log(workspace: string): Promise<ConversationLog> {
-    const known = this.logs.get(workspace);
-    if (known) return Promise.resolve(known);
-    let loading = this.loading.get(workspace);
-    if (!loading) {
-      const buffer: Event[] = [];
-      loading = { buffer, promise: this.fetch(workspace, buffer).finally(() => this.loading.delete(workspace)) };
-      this.loading.set(workspace, loading);
-    }
-    return loading.promise;
-  }
-
-  private async fetch(workspace: string, buffer: Event[]): Promise<ConversationLog> {
-    const log = new ConversationLog();
+  /** A session's conversation as the server keeps it (none when it cannot be read: the error is logged). */
+  private async read(workspace: string, session: string): Promise<Entry[]> {
     const client = await this.connection.ensureClient(false);
-    if (client) {
-      try {
-        log.load(entriesOf(await this.core.execute(client, 'stepwise.conversation', workspaceArguments(workspace))));
-      } catch (error) {
-        this.core.log(`[stepwise] stepwise.conversation for ${workspace} failed: ${errorText(error)}`);
-      }
+    if (!client) return [];
+    try {
+      return entriesOf(await this.core.execute(client, 'stepwise.conversation', [{ workspace, session }]));
+    } catch (error) {
+      this.core.log(`[stepwise] stepwise.conversation for ${workspace} (${session}) failed: ${errorText(error)}`);
+      return [];
     }
-    // What arrived while it was read follows it, unless the server's answer has that run already (it may
-    // have been read after those events): the run's end reads the conversation again, so nothing is lost.
-    const known = new Set(log.entries.map((e) => e.runId).filter((r) => !!r));
-    for (const e of buffer) {
-      const runId = e.type === 'tool' ? e.call.runId : 'runId' in e ? e.runId : undefined;
-      if (runId && known.has(runId)) {
-        this.stale.add(workspace);
-        continue;
-      }
-      if (e.type === 'ended') log.ended(e.runId);
-      else log.apply(e);
-    }
-    this.logs.set(workspace, log);
-    return log;
   }
 
-  /** Sends the webview everything about the folder shown. */
+  /** Sends the webview everything about the folder shown and its session in view. */
   private async reset(): Promise<void> {
     const ws = this.currentFolder();
     this.folder = ws;
-    const log = ws ? await this.log(ws) : undefined;
-    if (ws !== this.currentFolder()) return;
+    const session = this.core.folders.viewed(ws);
+    const log = ws ? await this.logs.log(ws, session) : undefined;
+    if (ws !== this.currentFolder() || session !== this.core.folders.viewed(ws)) return;
     this.post({ type: 'reset', entries: log?.entries ?? [], ...this.state(ws), background: this.background.tasks(ws) });
   }
 
   private state(ws: string | undefined): Record<string, unknown> {
-    const f = this.core.folders.get(ws);
+    const folders = this.core.folders;
+    const f = folders.get(ws);
+    const viewed = folders.viewed(ws);
+    const sessions = sessionTabs(folders.list(ws), (s) => folders.get(ws, s), viewed, this.approvals.asking(ws), folders.all().filter((x) => x.uri === ws).map((x) => x.session));
     return {
       folder: ws ? { uri: ws, name: folderName(ws) } : undefined,
       folders: folderRefs(),
+      // The selector: each session's title, state, progress; a worktree's unapplied files; a question waiting.
+      sessions,
       plan: f?.plan,
       status: f?.status,
       usage: f?.usage,
-      busy: this.core.folders.busy(ws),
+      busy: folders.busy(ws),
       // Approve / Approve with Fresh Context / Comment under the plan until the run starts.
       planReady: planReady(f?.status),
     };
   }
 
-  private onEvent(workspace: string, e: Event | undefined): void {
-    if (e?.type === 'ended') for (const p of [...this.pending.values()]) if (p.workspace === workspace) this.answer(p.approval.id, undefined);
-    const log = this.logs.get(workspace);
-    // A conversation not read yet gets it all when it is read (the server keeps it).
-    if (e && !log) this.loading.get(workspace)?.buffer.push(e);
-    if (e?.type === 'ended' && log && this.stale.delete(workspace)) {
-      this.logs.delete(workspace);
-      if (workspace === this.folder) void this.reset();
+  /** An event of a session: into its conversation (read already); drawn when the view shows that session. */
+  private onEvent(workspace: string, session: string, e: Event | undefined): void {
+    if (e?.type === 'ended') this.approvals.ended(workspace, session);
+    const changed = e ? this.logs.apply(workspace, session, e) : [];
+    if (changed === 'reload') {
+      if (this.inView(workspace, session)) void this.reset();
       return;
     }
-    if (e && log) {
-      const applied = e.type === 'ended' ? log.ended(e.runId) : [log.apply(e)].filter((i): i is number => i !== undefined);
-      // A round's diagnostics may change several cards.
-      const changed = e.type === 'diagnostics' ? log.changedCards : applied;
-      if (workspace === this.folder) for (const i of changed) this.post({ type: 'entry', index: i, entry: log.entries[i] });
-    }
+    if (this.inView(workspace, session)) for (const i of changed) this.post({ type: 'entry', index: i, entry: this.logs.known(workspace, session)?.entries[i] });
+    // The selector shows every session's state: any of the folder's events may change it.
     if (workspace === this.folder || (!this.folder && this.view)) this.scheduleState();
   }
 
@@ -241,15 +205,13 @@ export class ConversationView implements vscode.WebviewViewProvider {
     switch (m?.type) {
       case 'ready':
         this.ready = true;
-        await this.reset();
-        for (const p of this.pending.values()) if (p.workspace === this.folder) this.post({ type: 'entry', ...this.findApproval(p) });
-        return;
+        return this.reset();
       case 'send':
         return this.send(String(m.text ?? ''));
       case 'stop':
         return this.stop();
       case 'approve':
-        return this.answer(Number(m.id), CHOICES.find((c) => c.choice === m.answer)?.choice);
+        return this.approvals.answer(Number(m.id), CHOICES.find((c) => c.choice === m.answer)?.choice);
       case 'rewind':
         return this.rewind(Number(m.index));
       case 'files':
@@ -268,6 +230,14 @@ export class ConversationView implements vscode.WebviewViewProvider {
           await this.reset();
         }
         return;
+      case 'session':
+        if (this.folder && typeof m.session === 'string' && m.session) this.core.showSession(this.folder, m.session);
+        return;
+      case 'sessionAction': {
+        const command = SESSION_ACTIONS[String(m.action)];
+        if (command && this.folder) await vscode.commands.executeCommand(command, this.folder, typeof m.session === 'string' ? m.session : undefined);
+        return;
+      }
       case 'open':
         return this.open(String(m.href ?? ''));
       case 'command':
@@ -292,56 +262,73 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return String(this.core.folders.plan(ws)?.items.find((i) => String(i.id) === id)?.text ?? '');
   }
 
-  /** The input's line: a slash command, else a task (a steer while a run goes on). */
+  /** The input's line: a slash command, else a task (a steer while a run goes on), to the session in view. */
   private async send(raw: string): Promise<void> {
     const ws = this.currentFolder();
     const input = parseInput(raw);
     if (!ws || !input) return;
     if ('slash' in input) return this.slash(ws, input.slash, input.arg);
+    const session = this.core.folders.viewed(ws);
     const client = await this.connection.ensureClient(true);
     if (!client) return;
-    const log = await this.log(ws);
-    if (this.core.folders.busy(ws)) {
+    const log = await this.logs.log(ws, session);
+    if (this.core.folders.busy(ws, session)) {
       const args = steerArguments(input.text, ws);
       if (!args) return;
-      await this.core.execute(client, SERVER_COMMANDS.steer, args);
+      await this.core.execute(client, SERVER_COMMANDS.steer, [{ ...args[0], session }]);
       this.core.writer.line(`» you: ${args[0].text}`);
-      this.add(ws, log, { type: 'user', kind: 'steer', text: args[0].text, runId: this.core.folders.get(ws)?.status?.runId });
+      this.add(ws, session, log, { type: 'user', kind: 'steer', text: args[0].text, runId: this.core.folders.get(ws, session)?.status?.runId });
       return;
     }
-    await this.run(ws, log, input.text);
+    await this.run(ws, session, log, input.text);
   }
 
-  private async run(ws: string, log: ConversationLog, prompt: string, mode?: 'plan'): Promise<void> {
+  private async run(ws: string, session: string, log: ConversationLog, prompt: string, mode?: 'plan'): Promise<void> {
     const folder = workspaceFolderOf(ws);
     if (!folder || !(await this.setup.readyToRun(folder))) return;
     const client = await this.connection.ensureClient(true);
     if (!client) return;
-    this.core.folders.ensure(ws).prompt = prompt;
-    const index = this.add(ws, log, { type: 'user', kind: 'user', text: prompt });
-    const result = (await this.core.execute(client, SERVER_COMMANDS.run, [{ prompt, workspace: ws, ...(mode ? { mode } : {}) }])) as { runId?: string } | null;
+    this.core.folders.ensure(ws, session).prompt = prompt;
+    const index = this.add(ws, session, log, { type: 'user', kind: 'user', text: prompt });
+    const result = (await this.core.execute(client, SERVER_COMMANDS.run, [{ prompt, workspace: ws, session, ...(mode ? { mode } : {}) }])) as { runId?: string } | null;
     if (index !== undefined && result?.runId) {
       log.setRunId(index, result.runId);
-      if (ws === this.folder) this.post({ type: 'entry', index, entry: log.entries[index] });
+      if (this.inView(ws, session)) this.post({ type: 'entry', index, entry: log.entries[index] });
     }
   }
 
-  private add(ws: string, log: ConversationLog, e: Event): number | undefined {
+  private inView(ws: string, session: string): boolean {
+    return ws === this.folder && session === this.core.folders.viewed(ws);
+  }
+
+  private add(ws: string, session: string, log: ConversationLog, e: Event): number | undefined {
     const i = log.apply(e);
-    if (i !== undefined && ws === this.folder) this.post({ type: 'entry', index: i, entry: log.entries[i] });
+    if (i !== undefined && this.inView(ws, session)) this.post({ type: 'entry', index: i, entry: log.entries[i] });
     return i;
+  }
+
+  /** Adds to a session's conversation, read first if need be (an answer needs none: its question is there). */
+  private async addTo(ws: string, session: string, e: Event): Promise<boolean> {
+    const known = this.logs.known(ws, session);
+    if (!known && e.type === 'answered') return false;
+    const log = known ?? (await this.logs.log(ws, session));
+    this.add(ws, session, log, e);
+    this.scheduleState();
+    return true;
   }
 
   private async slash(ws: string, name: string, arg: string): Promise<void> {
     switch (name) {
       case 'compact': {
         const client = await this.connection.ensureClient(true);
-        if (client) await this.core.execute(client, 'stepwise.compact', workspaceArguments(ws));
+        if (client) await this.core.execute(client, 'stepwise.compact', [{ workspace: ws, session: this.core.folders.viewed(ws) }]);
         return;
       }
-      case 'plan':
+      case 'plan': {
         if (!arg) return void vscode.commands.executeCommand(PLAN_COMMANDS.editAsText);
-        return this.run(ws, await this.log(ws), arg, 'plan');
+        const session = this.core.folders.viewed(ws);
+        return this.run(ws, session, await this.logs.log(ws, session), arg, 'plan');
+      }
       case 'checkpoints':
       case 'rewind':
         return void vscode.commands.executeCommand(REWIND_COMMANDS.showCheckpoints);
@@ -353,20 +340,21 @@ export class ConversationView implements vscode.WebviewViewProvider {
   private async stop(): Promise<void> {
     const ws = this.folder;
     const client = this.connection.running();
-    if (ws && client) await this.core.execute(client, SERVER_COMMANDS.cancel, workspaceArguments(ws));
+    if (ws && client) await this.core.execute(client, SERVER_COMMANDS.cancel, [{ workspace: ws, session: this.core.folders.viewed(ws) }]);
   }
 
   /** "Rewind to here" on a turn: back to the checkpoint before that run's first round. */
   private async rewind(index: number): Promise<void> {
     const ws = this.folder;
-    const entry = ws ? this.logs.get(ws)?.entries[index] : undefined;
+    const session = this.core.folders.viewed(ws);
+    const entry = ws ? this.logs.known(ws, session)?.entries[index] : undefined;
     if (!ws || !entry?.runId) {
       void vscode.window.showInformationMessage('stepwise: this turn has no checkpoint to go back to.');
       return;
     }
     const client = await this.connection.ensureClient(true);
     if (!client) return;
-    const list = (await this.core.execute(client, SERVER_COMMANDS.checkpoints, workspaceArguments(ws))) as Checkpoint[] | null;
+    const list = (await this.core.execute(client, SERVER_COMMANDS.checkpoints, [{ workspace: ws, session }])) as Checkpoint[] | null;
     const c = (Array.isArray(list) ? list : []).find((x) => String(x.runId) === entry.runId);
     if (!c) {
       void vscode.window.showInformationMessage('stepwise: that turn\u2019s checkpoint is gone (rewound past, or dropped to keep the store small).');
@@ -374,7 +362,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
     }
     await vscode.commands.executeCommand(REWIND_COMMANDS.rewindToEntry, { workspace: ws, checkpoint: c.id });
     // The conversation went back too: read it again.
-    this.logs.delete(ws);
+    this.logs.forget(ws, session);
     await this.reset();
   }
 
@@ -399,51 +387,18 @@ export class ConversationView implements vscode.WebviewViewProvider {
     const folder = this.folder ? workspaceFolderOf(this.folder) : undefined;
     const rel = href.replace(/^\.?\//, '').replace(/#.*$/, '');
     if (!folder || !rel || rel.split(/[\\/]/).includes('..')) return;
+    // A worktree session's paths are its worktree's.
+    const worktree = this.core.folders.list(this.folder).find((s) => s.session === this.core.folders.viewed(this.folder))?.worktree;
+    const root = worktree ? vscode.Uri.file(worktree) : folder.uri;
     // A diagnostic's line opens at its place (`#L3C7`, 1-based).
     const place = hrefPlace(href);
     const at = place ? new vscode.Position(Math.max(place.line - 1, 0), Math.max(place.column - 1, 0)) : undefined;
-    await vscode.window.showTextDocument(vscode.Uri.joinPath(folder.uri, rel), { preview: true, ...(at ? { selection: new vscode.Range(at, at) } : {}) });
+    await vscode.window.showTextDocument(vscode.Uri.joinPath(root, rel), { preview: true, ...(at ? { selection: new vscode.Range(at, at) } : {}) });
   }
 
-  // ---- approvals --------------------------------------------------------------------------------------
-
-  /**
-   * A question of the server (`stepwise/ask`) about a tool call: in the call's card while the view shows the
-   * folder, else (or once the view is closed) as VS Code's notification. Withdrawn by the server (the run
-   * was cancelled), it leaves the card.
-   */
+  /** A question of the server (`stepwise/ask`) about a tool call: in its session's card (approvals.ts), or
+   * `undefined` when VS Code's notification asks. */
   ask(question: Question, token: vscode.CancellationToken): Promise<Choice | undefined> | undefined {
-    const ws = question.workspace;
-    if (!this.visible || !ws || ws !== this.folder) return undefined;
-    const approval: Approval = { id: this.nextApproval++, question };
-    return new Promise((resolve) => {
-      const p: Pending = { approval, workspace: ws, resolve };
-      this.pending.set(approval.id, p);
-      token.onCancellationRequested(() => this.answer(approval.id, 'withdrawn'));
-      const log = this.logs.get(ws);
-      if (log) this.add(ws, log, { type: 'approval', approval });
-      else void this.askInWindow(p);
-    });
-  }
-
-  private findApproval(p: Pending): { index: number; entry: Entry } | Record<string, never> {
-    const entries = this.logs.get(p.workspace)?.entries ?? [];
-    const index = entries.findIndex((e) => e.approval?.id === p.approval.id);
-    return index >= 0 ? { index, entry: entries[index] } : {};
-  }
-
-  /** Records what became of a question (no answer: `unanswered`) and gives the server the choice. */
-  private answer(id: number, outcome: Outcome | undefined): void {
-    const p = this.pending.get(id);
-    if (!p) return;
-    this.pending.delete(id);
-    const log = this.logs.get(p.workspace);
-    if (log) this.add(p.workspace, log, { type: 'answered', id, answer: outcome ?? 'unanswered' });
-    p.resolve(outcome === 'unanswered' || outcome === 'withdrawn' ? undefined : outcome);
-  }
-
-  private async askInWindow(p: Pending): Promise<void> {
-    const answer = await this.connection.askInWindow(p.approval.question);
-    if (this.pending.has(p.approval.id)) this.answer(p.approval.id, answer);
+    return this.approvals.ask(question, token);
   }
 }

@@ -1,4 +1,5 @@
-// The Transcript view: the folders' runs and rounds as a tree (rounds.ts, roundNodes.ts), next to the plan.
+// The Transcript view: the runs and rounds of each folder's session in view as a tree (rounds.ts, roundNodes.ts),
+// next to the plan.
 // It follows the server's notifications, and asks for `stepwise.checkpoints` when the server starts (a saved
 // session's rounds), when a run ends (the files each round's rewind puts back) and after a rewind.
 import * as vscode from 'vscode';
@@ -6,7 +7,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 
 import type { Checkpoint } from '../model/checkpoints';
 import type { Connection } from '../connection/client';
-import { SERVER_COMMANDS, workspaceArguments } from '../model/commands';
+import { SERVER_COMMANDS } from '../model/commands';
 import { Core, folderRefs } from '../setup/core';
 import { roundTree, transcriptTitle, type RoundNode } from '../model/roundNodes';
 import { NodeTree } from './tree';
@@ -25,9 +26,14 @@ export class RoundsView {
     this.provider = new NodeTree<RoundNode>(() => roundTree(folderRefs(), (uri) => core.folders.get(uri)?.rounds), false);
     this.view = vscode.window.createTreeView(ROUNDS_VIEW, { treeDataProvider: this.provider, showCollapseAll: true });
     core.disposables.push(this.view, { dispose: () => this.timer && clearTimeout(this.timer) });
-    connection.events.roundListeners.push((ws, ended) => {
+    connection.events.roundListeners.push((ws, session, ended) => {
       this.refreshSoon();
-      if (ended) void this.sync(ws);
+      if (ended && session === core.folders.viewed(ws)) void this.sync(ws);
+    });
+    // Another session in view: its rounds (those it had before this window saw it too).
+    core.viewListeners.push((ws) => {
+      this.refreshSoon();
+      void this.sync(ws);
     });
     connection.startListeners.push((client) => void this.syncAll(client));
     // Opening the view is using stepwise: the server starts then.
@@ -44,13 +50,14 @@ export class RoundsView {
     }, 100);
   }
 
-  /** Takes the server's checkpoint list of `workspace` into its rounds. */
+  /** Takes the server's checkpoint list of the folder's session in view into its rounds. */
   async sync(workspace: string, client = this.connection.running()): Promise<void> {
     if (!client) return;
+    const session = this.core.folders.viewed(workspace);
     try {
-      const result = await this.core.execute(client, SERVER_COMMANDS.checkpoints, workspaceArguments(workspace));
+      const result = await this.core.execute(client, SERVER_COMMANDS.checkpoints, [{ workspace, session }]);
       if (!Array.isArray(result) || this.core.client !== client) return;
-      this.core.folders.ensure(workspace).rounds.checkpoints(result as Checkpoint[]);
+      this.core.folders.ensure(workspace, session).rounds.checkpoints(result as Checkpoint[]);
       this.refreshSoon();
     } catch (error) {
       this.core.log(`[stepwise] stepwise.checkpoints for ${workspace} failed: ${String(error)}`);

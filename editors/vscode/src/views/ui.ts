@@ -1,9 +1,12 @@
-// What the window shows of the folders' records: the plan view (a tree) and the status-bar item.
+// What the window shows of the folders' records: the plan view (a tree, each folder's session in view) and the
+// status-bar item (the session running, or how many run).
 import * as vscode from 'vscode';
 
 import { EXTENSION_COMMANDS, folderForUri } from '../model/commands';
 import { Core, PLAN_VIEW, folderName, folderRefs } from '../setup/core';
+import type { FolderState } from '../model/folders';
 import type { PlanNode } from '../model/plan';
+import { MAIN, progressOf, runningSummary } from '../model/sessions';
 import { NodeTree } from './tree';
 import { statusBarModel } from '../model/status';
 
@@ -26,16 +29,18 @@ export class Ui {
     this.updateStatusBar();
   }
 
-  /** The folder the status bar shows: a busy one (the active editor's first), else the active editor's, else the last active. */
-  private statusFolder(): string | undefined {
+  /** The session the status bar shows: a busy one (the active editor's folder's first), else the active editor's
+   * folder's session in view, else the last active folder's. */
+  private statusSession(): FolderState | undefined {
     const folders = this.core.folders;
     const refs = folderRefs();
     const active = folderForUri(refs, vscode.window.activeTextEditor?.document.uri.toString())?.uri;
-    if (folders.busy(active)) return active;
-    const anyBusy = folders.firstBusy();
-    if (anyBusy) return anyBusy;
-    if (active && (folders.get(active)?.status || folders.plan(active))) return active;
-    return this.core.lastFolder ?? active ?? refs[0]?.uri;
+    const running = folders.running();
+    const busy = running.find((f) => f.uri === active && f.session === folders.viewed(active)) ?? running.find((f) => f.uri === active) ?? running[0];
+    if (busy) return busy;
+    if (active && (folders.get(active)?.status || folders.plan(active))) return folders.get(active);
+    const ws = this.core.lastFolder ?? active ?? refs[0]?.uri;
+    return ws ? folders.get(ws) : undefined;
   }
 
   updateStatusBar(): void {
@@ -54,13 +59,19 @@ export class Ui {
       item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
       return;
     }
-    const ws = this.statusFolder();
-    const f = this.core.folders.get(ws);
+    const f = this.statusSession();
+    const ws = f?.uri;
     const multi = (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
-    const model = statusBarModel(f?.status, f?.plan, f?.usage, multi && ws ? folderName(ws) : undefined, f?.compaction, f?.mcp, f?.background.running());
-    item.text = model.text;
-    item.tooltip = model.tooltip;
-    item.command = model.command;
+    // Where the status is: the folder with several in the window, the session when it is not the folder's own.
+    const where = ws && f ? [multi ? folderName(ws) : undefined, f.session !== MAIN ? this.core.folders.sessionTitle(ws, f.session) : undefined].filter((x) => !!x).join(' · ') : '';
+    const model = statusBarModel(f?.status, f?.plan, f?.usage, where || undefined, f?.compaction, f?.mcp, f?.background.running());
+    // Several sessions running: how many (each in the tooltip); a click asks which to cancel.
+    const several = runningSummary(
+      this.core.folders.running().map((r) => ({ label: this.core.sessionName(r.uri, r.session), state: String(r.status?.state), progress: progressOf(r.plan) })),
+    );
+    item.text = several?.text ?? model.text;
+    item.tooltip = several?.tooltip ?? model.tooltip;
+    item.command = several ? EXTENSION_COMMANDS.cancelRun : model.command;
     item.accessibilityInformation = { label: model.text.replace(/\$\([^)]*\)\s*/g, '') };
     item.backgroundColor =
       model.severity === 'error'
@@ -82,3 +93,4 @@ export class Ui {
     if (editor) await vscode.window.showTextDocument(editor.document, { viewColumn: editor.viewColumn, preserveFocus: false });
   }
 }
+

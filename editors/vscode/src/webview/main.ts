@@ -4,12 +4,14 @@
 // hundreds of rounds opens and scrolls smoothly.
 import type { Entry } from '../model/conversation';
 import type { FolderRef, PlanParams } from '../model/plan';
+import type { SessionTab } from '../model/sessions';
 import type { StatusParams, UsageParams } from '../model/status';
 import { BackgroundList } from './background';
 import { el } from './dom';
 import { drawEntry, drawMarkdown, type EntryActions } from './entries';
 import { Input } from './input';
 import { drawPlan } from './plan';
+import { SessionStrip } from './sessions';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): any; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
@@ -18,6 +20,8 @@ const post = (m: unknown) => vscode.postMessage(m);
 interface State {
   folder?: FolderRef;
   folders?: FolderRef[];
+  /** The folder's sessions, the one in view among them. */
+  sessions?: SessionTab[];
   plan?: PlanParams;
   status?: StatusParams;
   usage?: UsageParams;
@@ -39,6 +43,7 @@ const actions: EntryActions = {
 // ---- layout -----------------------------------------------------------------------------------------------
 const folderPick = el('select', { class: 'folder', 'aria-label': 'Folder' });
 folderPick.addEventListener('change', () => post({ type: 'folder', uri: folderPick.value }));
+const sessions = new SessionStrip({ show: (session) => post({ type: 'session', session }), act: (action, session) => post({ type: 'sessionAction', action, session }) });
 const planRoot = el('div', { class: 'plan-root' });
 // Under the plan while it waits: the plan-ready message's buttons. A comment is the text in the input (none:
 // the extension asks for it).
@@ -76,7 +81,7 @@ sendButton.addEventListener('click', () => input.box.dispatchEvent(new KeyboardE
 const footer = el('div', { class: 'footer' }, statusLine, usageLine);
 const controls = el('div', { class: 'controls' }, stop, sendButton);
 const background = new BackgroundList({ stop: (id) => post({ type: 'killBackground', id }), dismiss: (id) => post({ type: 'dismissBackground', id }) });
-document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, planRoot, planBar), list, background.root, el('div', { class: 'bottom' }, input.root, controls, footer));
+document.getElementById('app')?.append(el('div', { class: 'top' }, folderPick, sessions.root, planRoot, planBar), list, background.root, el('div', { class: 'bottom' }, input.root, controls, footer));
 
 list.addEventListener('click', (e) => {
   const a = (e.target as HTMLElement).closest('a');
@@ -156,6 +161,7 @@ function drawState(): void {
   const folders = state.folders ?? [];
   folderPick.hidden = folders.length < 2;
   folderPick.replaceChildren(...folders.map((f) => el('option', { value: f.uri, ...(f.uri === state.folder?.uri ? { selected: '' } : {}) }, f.name)));
+  sessions.draw(state.sessions);
   // The plan and its buttons change the list's height: a list at its end stays there.
   const stick = atBottom();
   drawPlan(planRoot, state.plan, (id, edit) => post({ type: 'planItem', id, edit }));

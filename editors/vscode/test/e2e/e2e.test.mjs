@@ -267,8 +267,8 @@ step('after a reload the folder with a saved session gets its server, and the pl
   await screenshot('restored.png');
 });
 
-step('Stepwise: New Session empties the plan', async () => {
-  await runCommand('Stepwise: New Session');
+step('Stepwise: Reset Session empties the plan', async () => {
+  await runCommand('Stepwise: Reset Session');
   await waitFor('the empty plan view (welcome text)', () => text('.part.sidebar'), (t) => t.includes('No plan yet'), LONG);
   // A model is configured (settings, and the key in the environment or the secret storage): the empty view
   // does not say one is needed; it does once the server finds none, and stops when one is set again.

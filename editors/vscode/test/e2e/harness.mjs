@@ -296,7 +296,8 @@ export let recordPath;
  * Starts the mock model with `script`, code-server with the .vsix installed, and chromium on the demo folder
  * before the file's steps; stops them after. Options: `artifacts` (a subfolder of ARTIFACTS_DIR for this
  * file), `keyViaEnv` (the API key in the environment rather than set through the UI), `settings` (more user
- * settings).
+ * settings), `routes` (scripts of their own for conversations whose first message holds a key, for sessions side
+ * by side: `[{key, steps}]`, mock-model's `--routes`).
  */
 export function useCodeServer(script, options = {}) {
   before(async () => {
@@ -344,9 +345,15 @@ async function setUp(script, options) {
   const scriptPath = path.join(scratch, 'script.json');
   recordPath = path.join(scratch, 'requests.jsonl');
   fs.writeFileSync(scriptPath, JSON.stringify(script, null, 2));
+  const mockArgs = ['--script', scriptPath, '--record', recordPath];
+  if (options.routes) {
+    const routesPath = path.join(scratch, 'routes.json');
+    fs.writeFileSync(routesPath, JSON.stringify(options.routes, null, 2));
+    mockArgs.push('--routes', routesPath);
+  }
   let resolveUrl;
   const urlPromise = new Promise((r) => (resolveUrl = r));
-  start('mock-model', MOCK_MODEL_BIN, ['--script', scriptPath, '--record', recordPath], { env }, (d) => {
+  start('mock-model', MOCK_MODEL_BIN, mockArgs, { env }, (d) => {
     mockLog += d;
     const m = /listening (http:\/\/127\.0\.0\.1:\d+)/.exec(mockLog);
     if (m) resolveUrl(m[1]);

@@ -31,7 +31,7 @@ test('a stopped server ends its runs with an error; a new server forgets run sta
   folders.ensure(WS).status = { workspace: WS, state: 'waiting', runId: 'r1' };
   folders.ensure(WS2).status = { workspace: WS2, state: 'idle', reason: 'end_turn' };
   folders.serverStopped();
-  assert.deepEqual(folders.get(WS)?.status, { workspace: WS, state: 'idle', reason: 'error', message: 'the server stopped' });
+  assert.deepEqual(folders.get(WS)?.status, { workspace: WS, session: 'main', state: 'idle', reason: 'error', message: 'the server stopped' });
   assert.equal(folders.get(WS2)?.status?.reason, 'end_turn');
   assert.equal(folders.anyBusy(), false);
   folders.ensure(WS).usage = { workspace: WS };
