@@ -24,6 +24,7 @@ pub mod mcp;
 pub mod plan;
 pub mod prune;
 pub mod session;
+pub mod skills;
 pub mod snapshot;
 pub mod steering;
 pub mod store;

@@ -98,6 +98,9 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                         out.push(entry(Kind::Assistant, text));
                     }
                 }
+                // A skill the user called (`/<name>`) came with the prompt: the prompt shows it.
+                (Block::Text { text }, Role::User)
+                    if crate::skills::is_block(text) && origin.is_none_or(|o| *text != o.prompt) => {}
                 (Block::Text { text }, Role::User) => {
                     let kind = user_kind(text, origin);
                     if kind == Kind::PlanEdit {
