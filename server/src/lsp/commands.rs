@@ -113,6 +113,20 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             answer::<cmd::Changes>(review::changes(shared, folder()?, scope).await.map_err(invalid_request)?)
         }
         Command::Review(args) => answer::<cmd::Review>(review_command(shared, folder()?, args).await?),
+        Command::Skills(_) => {
+            // Disk work off the handler's thread.
+            let root = folder()?.ws.root().to_path_buf();
+            let found = tokio::task::spawn_blocking(move || crate::skills::find(&root)).await.unwrap_or_default();
+            let skills = found
+                .list
+                .into_iter()
+                .map(|s| ext::Skill {
+                    name: s.name,
+                    description: s.description.split_whitespace().collect::<Vec<_>>().join(" "),
+                })
+                .collect();
+            answer::<cmd::Skills>(ext::Skills { skills })
+        }
     }
 }
 

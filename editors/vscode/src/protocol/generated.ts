@@ -437,6 +437,20 @@ export interface SavedDocuments {
   saved?: string[];
 }
 
+/** One skill: its name and description. */
+export interface Skill {
+  name: string;
+  description: string;
+}
+
+/**
+ * `stepwise.skills`: the folder's skills, as a run would find them now, for the editor's `/` completion (a
+ * prompt `/<name> [text]` calls one).
+ */
+export interface Skills {
+  skills: Skill[];
+}
+
 /** `stepwise/status`. */
 export interface StatusParams {
   workspace: string;
@@ -548,4 +562,5 @@ export interface Commands {
   'stepwise.commentPlan': { arguments: CommentPlanArgs; result: RunStarted };
   'stepwise.approvePlan': { arguments: ApprovePlanArgs; result: RunStarted };
   'stepwise.killBackground': { arguments: KillBackgroundArgs; result: string };
+  'stepwise.skills': { arguments: WorkspaceArgs; result: Skills };
 }

@@ -81,6 +81,7 @@ commands! {
     CommentPlan "stepwise.commentPlan" (CommentPlanArgs) -> RunStarted;
     ApprovePlan "stepwise.approvePlan" (ApprovePlanArgs) -> RunStarted;
     KillBackground "stepwise.killBackground" (KillBackgroundArgs) -> String;
+    Skills "stepwise.skills" (WorkspaceArgs) -> crate::lsp::ext::Skills;
 }
 
 impl Command {
@@ -93,7 +94,8 @@ impl Command {
             | Command::Plan(a)
             | Command::Compact(a)
             | Command::Checkpoints(a)
-            | Command::Conversation(a) => a.workspace.as_deref(),
+            | Command::Conversation(a)
+            | Command::Skills(a) => a.workspace.as_deref(),
             Command::EditPlan(a) => a.workspace.as_deref(),
             Command::Steer(a) => a.workspace.as_deref(),
             Command::Rewind(a) => a.workspace.as_deref(),
@@ -288,7 +290,8 @@ mod tests {
         assert_eq!((r.action, r.hunks), (ReviewAction::Undo, Some(vec![2])));
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
-        assert_eq!(COMMANDS.len(), 15);
+        assert!(matches!(Command::parse("stepwise.skills", &[]), Ok(Command::Skills(_))));
+        assert_eq!(COMMANDS.len(), 16);
     }
 
     #[test]
