@@ -224,6 +224,16 @@ mod tests {
     }
 
     #[test]
+    fn a_skill_the_user_called_is_shown_by_the_prompt_that_called_it() {
+        let origin = Origin { run_id: "r1".into(), prompt: "/release 1.2".into(), step: None, checkpoint: 1 };
+        let block = "<skill name=\"release\" path=\"/w/.agents/skills/release\">\nTag it.\n</skill>";
+        let messages = vec![msg(Role::User, vec![text("/release 1.2"), text(block)])];
+        let e = entries(&messages, &[Some(origin)]);
+        let shown: Vec<(Kind, Option<&str>)> = e.iter().map(|e| (e.kind, e.text.as_deref())).collect();
+        assert_eq!(shown, [(Kind::User, Some("/release 1.2"))]);
+    }
+
+    #[test]
     fn prompts_steers_tools_and_steps_are_told_apart() {
         let use_ = |id: &str, name: &str, input: Value| Block::ToolUse { id: id.into(), name: name.into(), input };
         let result =

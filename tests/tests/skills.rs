@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{call, messages, results, system_text, texts};
 use serde_json::{json, Value};
 use stepwise_tests::acp_agent::ScriptedAgent;
-use stepwise_tests::acp_client::of_kind;
+use stepwise_tests::acp_client::{chunks, of_kind};
 use stepwise_tests::lsp_client::{editor, folder_and_state, stepwise_binary, ClientPreset};
 use stepwise_tests::mock::{MockModel, Step};
 use stepwise_tests::TempDir;
@@ -296,6 +296,13 @@ async fn acp_lists_skills_beside_its_commands_runs_slash_name_and_tells_of_new_s
         told[0]["availableCommands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["compact", "plan", "checkpoints", "rewind", "notes", "release"]);
     assert!(system_text(&agent.mock.requests()[1].body).contains("\n- notes: Where notes go"));
+
+    // The session loaded again: the prompt is shown as typed, the skill it called is not the user's words.
+    let mut second = agent.initialized().await;
+    let from = second.received.len();
+    second.call("session/load", json!({"sessionId": sid, "cwd": s.ws.path(), "mcpServers": []})).await;
+    let said = chunks(&second.updates_since(from), "user_message_chunk");
+    assert_eq!(said, "/release 1.2hello", "{said}");
 
     // `/compact` is the agent's: a summary request, never the skill of that name.
     let (resp, _) = client.prompt(&sid, "/compact").await;
