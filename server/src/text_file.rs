@@ -14,10 +14,17 @@ pub fn read(path: &Path, max: u64, follow: bool) -> std::io::Result<Vec<u8>> {
     let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let file =
         std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | nofollow).open(path)?;
-    if !file.metadata()?.is_file() {
+    read_from(file, max)
+}
+
+/// What a file opened without blocking holds, its first `max` bytes; anything but a regular file is refused.
+/// The buffer is sized from the file's length, so a small file is read in one call.
+pub fn read_from(file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(meta.len().min(max) as usize + 1);
     file.take(max).read_to_end(&mut bytes)?;
     Ok(bytes)
 }

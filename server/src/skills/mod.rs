@@ -16,7 +16,6 @@ mod prompt;
 #[cfg(test)]
 mod tests;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use prompt::{is_block, CATALOGUE_MAX, HEADING};
@@ -172,12 +171,7 @@ fn read(path: &Path, rel: Option<&Path>, beneath: Option<&std::fs::File>, max: u
         return crate::text_file::read(path, max, true);
     };
     let file = crate::host::beneath::open_in(dir, rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    crate::text_file::read_from(file, max)
 }
 
 /// The bytes as text: a cut in the middle of a character at the bound is cut off, other bad bytes refused.
