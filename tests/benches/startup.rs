@@ -8,7 +8,9 @@
 //! the median of the paired differences is printed: on a busy machine a difference of a fraction of a
 //! millisecond shows only so (issue 39). `STEPWISE_BENCH_FILES=src/main.rs,...` puts those files in the
 //! workspace (a file a language server on `PATH` serves makes the start decide the servers' rights);
-//! `STEPWISE_BENCH_RUNS` sets the number of spawns a binary (30).
+//! `STEPWISE_BENCH_RUNS` sets the number of spawns a binary (30). `STEPWISE_BENCH_SKILLS=50` instead spawns the
+//! one binary in turn in the workspace and in a copy of it holding that many skills (`.agents/skills/`, each
+//! with a description and a 3 KB body), and prints the paired difference and the skills' catalogue (issue 49).
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -53,6 +55,26 @@ fn spawn_once(bin: &Path, ws: &Path) -> Duration {
     took
 }
 
+/// `n` skills in `ws/.agents/skills/`, as a team keeps them: a description of about 200 characters saying
+/// what and when, a body of about 3 KB.
+fn write_skills(ws: &Path, n: usize) {
+    let body = "1. Check the working tree is clean and the tests pass.\n".repeat(55);
+    for i in 0..n {
+        let name = format!("team-skill-{i:02}");
+        let description = format!(
+            "How we handle task {i:02} in this codebase: the steps, the scripts to run and the conventions to keep. \
+             Use when the user asks about task {i:02}, or when a change touches its files."
+        );
+        let dir = ws.join(".agents/skills").join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\n# Task {i:02}\n\n{body}"),
+        )
+        .unwrap();
+    }
+}
+
 fn ms(d: f64) -> String {
     format!("{:.2} ms", d * 1000.0)
 }
@@ -62,33 +84,65 @@ fn main() {
     let bin = stepwise_binary(true);
     let before = std::env::var_os("STEPWISE_BEFORE_BIN").map(PathBuf::from);
     let ws = stepwise_tests::TempDir::new("bench-startup");
+    let with_skills = stepwise_tests::TempDir::new("bench-startup-skills");
     for f in std::env::var("STEPWISE_BENCH_FILES").unwrap_or_default().split(',').filter(|f| !f.is_empty()) {
         ws.write(f, "x\n");
+        with_skills.write(f, "x\n");
     }
-    let bins: Vec<&Path> = before.as_deref().into_iter().chain([bin.as_path()]).collect();
-    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); bins.len()];
+    let skills: usize = std::env::var("STEPWISE_BENCH_SKILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    // What is compared, in turn: the binary before and this one, or this one without skills and with them.
+    let cases: Vec<(&Path, &Path, String)> = if skills > 0 {
+        write_skills(with_skills.path(), skills);
+        vec![
+            (bin.as_path(), ws.path(), "no skills".into()),
+            (bin.as_path(), with_skills.path(), format!("{skills} skills")),
+        ]
+    } else {
+        let bins = before.as_deref().into_iter().chain([bin.as_path()]);
+        bins.map(|b| (b, ws.path(), b.display().to_string())).collect()
+    };
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); cases.len()];
     for i in 0..runs {
-        for k in 0..bins.len() {
-            let b = (i + k) % bins.len();
-            times[b].push(spawn_once(bins[b], ws.path()).as_secs_f64());
+        for k in 0..cases.len() {
+            let c = (i + k) % cases.len();
+            times[c].push(spawn_once(cases[c].0, cases[c].1).as_secs_f64());
         }
     }
     println!("stepwise start-up ({runs} runs, release binary {})", bin.display());
-    for (b, t) in bins.iter().zip(&times) {
+    for (case, t) in cases.iter().zip(&times) {
         let mut s = t.clone();
         s.sort_by(f64::total_cmp);
         println!(
             "{}: spawn -> first model request: min {} / median {} / max {}",
-            b.display(),
+            case.2,
             ms(s[0]),
             ms(s[runs / 2]),
             ms(s[runs - 1])
         );
     }
-    if before.is_some() {
+    if cases.len() == 2 {
         let mut d: Vec<f64> = times[1].iter().zip(&times[0]).map(|(now, was)| now - was).collect();
         d.sort_by(f64::total_cmp);
-        println!("paired difference to STEPWISE_BEFORE_BIN, median: {:+.2} ms", d[runs / 2] * 1000.0);
+        println!("paired difference ({} against {}), median: {:+.2} ms", cases[1].2, cases[0].2, d[runs / 2] * 1000.0);
+    }
+    if skills > 0 {
+        // The run's own work for them, in this process: finding them and writing the catalogue.
+        let mut took: Vec<f64> = (0..200)
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(stepwise::skills::find(with_skills.path()).catalogue());
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        took.sort_by(f64::total_cmp);
+        println!("finding {skills} skills and writing their catalogue, median of 200: {}", ms(took[100]));
+        let catalogue = stepwise::skills::find(with_skills.path()).catalogue();
+        let listed = catalogue.lines().filter(|l| l.starts_with("- ")).count();
+        println!(
+            "the catalogue of {skills} skills: {} characters, {listed} listed, about {} tokens at four characters a token",
+            catalogue.chars().count(),
+            catalogue.chars().count() / 4
+        );
     }
     let size = std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0);
     println!("binary size: {:.1} MB", size as f64 / 1e6);

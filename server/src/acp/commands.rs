@@ -87,7 +87,10 @@ fn skills(session: &AcpSession) -> Vec<(String, String)> {
         .list
         .into_iter()
         .filter(|s| !COMMANDS.iter().any(|c| c.name == s.name))
-        .map(|s| (s.name, s.description.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .map(|s| {
+            let description = s.one_line();
+            (s.name, description)
+        })
         .collect()
 }
 

@@ -117,14 +117,8 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             // Disk work off the handler's thread.
             let root = folder()?.ws.root().to_path_buf();
             let found = tokio::task::spawn_blocking(move || crate::skills::find(&root)).await.unwrap_or_default();
-            let skills = found
-                .list
-                .into_iter()
-                .map(|s| ext::Skill {
-                    name: s.name,
-                    description: s.description.split_whitespace().collect::<Vec<_>>().join(" "),
-                })
-                .collect();
+            let skills =
+                found.list.into_iter().map(|s| ext::Skill { description: s.one_line(), name: s.name }).collect();
             answer::<cmd::Skills>(ext::Skills { skills })
         }
     }

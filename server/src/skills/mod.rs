@@ -250,6 +250,13 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+impl Skill {
+    /// The description on one line (a YAML block's lines joined), as the catalogue and the editors' menus show it.
+    pub fn one_line(&self) -> String {
+        self.description.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+}
+
 impl Skills {
     fn add(&mut self, skill: Skill) {
         match self.list.iter().find(|s| s.name == skill.name) {

@@ -78,9 +78,7 @@ pub fn is_block(text: &str) -> bool {
 }
 
 fn line(s: &Skill) -> String {
-    // A description over several lines (a YAML block) is one line here.
-    let description: Vec<&str> = s.description.split_whitespace().collect();
-    format!("- {}: {}", s.name, description.join(" "))
+    format!("- {}: {}", s.name, s.one_line())
 }
 
 fn left_out(n: usize) -> String {
