@@ -114,12 +114,23 @@ pub fn find(root: &Path) -> Skills {
 /// Finds the skills in `folders` (`folders`' kind) for the workspace `root`.
 fn find_in(root: &Path, folders: Vec<(PathBuf, Option<PathBuf>, Scope)>) -> Skills {
     let mut skills = Skills { root: root.to_path_buf(), ..Default::default() };
-    // The workspace itself, opened once: its skills are opened beneath it.
-    let beneath = std::fs::File::open(root).ok();
+    // The workspace, opened once: its skills folders are opened beneath it, and each skill beneath its folder.
+    let workspace = std::fs::File::open(root);
     for (dir, rel, scope) in folders {
+        let within = match &rel {
+            None => None,
+            Some(rel) => match workspace.as_ref().map_err(clone).and_then(|w| open_in(w, rel, libc::O_DIRECTORY)) {
+                Ok(d) => Some(d),
+                Err(e) if absent(&e) => continue,
+                Err(e) => {
+                    skills.problems.push(Problem { path: dir, problem: read_error(&e) });
+                    continue;
+                }
+            },
+        };
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => continue,
+            Err(e) if absent(&e) => continue,
             Err(e) => {
                 skills.problems.push(Problem { path: dir, problem: format!("cannot be read: {e}") });
                 continue;
@@ -138,13 +149,22 @@ fn find_in(root: &Path, folders: Vec<(PathBuf, Option<PathBuf>, Scope)>) -> Skil
         }
         for name in names {
             let folder = dir.join(&name);
-            let rel = rel.as_ref().map(|r| r.join(&name).join(FILE));
-            let found = match read(&folder.join(FILE), rel.as_deref(), beneath.as_ref(), HEAD_BYTES) {
+            let file = Path::new(&name).join(FILE);
+            let rel = rel.as_ref().map(|r| r.join(&file));
+            let head = match (&within, &rel, &workspace) {
+                (Some(d), Some(rel), Ok(w)) => match open_in(d, &file, 0) {
+                    // A skill linked from elsewhere in the workspace (`.claude/skills/x` -> `../../.agents/...`):
+                    // beneath the workspace is bound enough.
+                    Err(e) if crate::host::beneath::is_escape(&e) => open_in(w, rel, 0),
+                    other => other,
+                }
+                .and_then(|f| crate::text_file::read_from(f, HEAD_BYTES)),
+                _ => crate::text_file::read(&folder.join(FILE), HEAD_BYTES, true),
+            };
+            let found = match head {
                 Ok(bytes) => head_meta(&name, &bytes),
                 // A folder without a SKILL.md, or a file: not a skill.
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
-                    continue
-                }
+                Err(e) if absent(&e) => continue,
                 Err(e) => Err(read_error(&e)),
             };
             match found {
@@ -156,6 +176,15 @@ fn find_in(root: &Path, folders: Vec<(PathBuf, Option<PathBuf>, Scope)>) -> Skil
     skills
 }
 
+/// Not there (or not a folder where one was named): nothing to find, nothing to say.
+fn absent(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+}
+
+fn clone(e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), e.to_string())
+}
+
 fn read_error(e: &std::io::Error) -> String {
     if crate::host::beneath::is_escape(e) {
         "leads out of the workspace (a symlink)".into()
@@ -164,14 +193,9 @@ fn read_error(e: &std::io::Error) -> String {
     }
 }
 
-/// A skill's file, its first `max` bytes: a workspace skill's opened beneath the workspace (a symlink
-/// leading out is refused), a user's own as `text_file` reads any file (no FIFO waited on).
-fn read(path: &Path, rel: Option<&Path>, beneath: Option<&std::fs::File>, max: u64) -> std::io::Result<Vec<u8>> {
-    let (Some(rel), Some(dir)) = (rel, beneath) else {
-        return crate::text_file::read(path, max, true);
-    };
-    let file = crate::host::beneath::open_in(dir, rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0)?;
-    crate::text_file::read_from(file, max)
+/// `rel` opened beneath the folder `dir` (a symlink leading out of it is refused), without blocking.
+fn open_in(dir: &std::fs::File, rel: &Path, flags: libc::c_int) -> std::io::Result<std::fs::File> {
+    crate::host::beneath::open_in(dir, rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | flags, 0)
 }
 
 /// The bytes as text: a cut in the middle of a character at the bound is cut off, other bad bytes refused.
@@ -285,12 +309,13 @@ impl Skills {
     /// run found it), with a note when it was cut.
     pub fn body(&self, skill: &Skill) -> Result<String, String> {
         let path = skill.dir.join(FILE);
-        let beneath = match skill.rel {
-            Some(_) => Some(std::fs::File::open(&self.root).map_err(|e| format!("{}: {e}", self.root.display()))?),
-            None => None,
-        };
-        let bytes = read(&path, skill.rel.as_deref(), beneath.as_ref(), MAX_BYTES + 1)
-            .map_err(|e| format!("{} {}", path.display(), read_error(&e)))?;
+        let bytes = match &skill.rel {
+            Some(rel) => std::fs::File::open(&self.root)
+                .and_then(|w| open_in(&w, rel, 0))
+                .and_then(|f| crate::text_file::read_from(f, MAX_BYTES + 1)),
+            None => crate::text_file::read(&path, MAX_BYTES + 1, true),
+        }
+        .map_err(|e| format!("{} {}", path.display(), read_error(&e)))?;
         let cut = bytes.len() as u64 > MAX_BYTES;
         let text =
             text(&bytes[..bytes.len().min(MAX_BYTES as usize)], cut).map_err(|e| format!("{} {e}", path.display()))?;

@@ -189,6 +189,9 @@ fn a_workspace_skill_is_never_read_through_a_symlink_out_of_it_nor_from_a_fifo()
     let home = d.base.join("home/.agents/skills");
     std::fs::create_dir_all(&home).unwrap();
     std::os::unix::fs::symlink(&outside, home.join("leak")).unwrap();
+    // A skill linked from elsewhere in the workspace is the workspace's.
+    let shared = good(&d.ws().join("shared"), "shared", "kept elsewhere in the workspace");
+    std::os::unix::fs::symlink("../../shared/shared", agents.join("shared")).unwrap();
     // A FIFO in place of SKILL.md: skipped at once, never waited on.
     std::fs::create_dir_all(agents.join("fifo")).unwrap();
     let fifo = std::ffi::CString::new(agents.join("fifo").join(FILE).into_os_string().into_encoded_bytes()).unwrap();
@@ -206,8 +209,10 @@ fn a_workspace_skill_is_never_read_through_a_symlink_out_of_it_nor_from_a_fifo()
             (agents.join("leak/SKILL.md").as_path(), "leads out of the workspace (a symlink)"),
         ]
     );
-    assert_eq!(s.list.len(), 1);
-    assert_eq!((s.list[0].scope, s.list[0].dir.as_path()), (Scope::User, home.join("leak").as_path()));
+    let found: Vec<(&str, Scope)> = s.list.iter().map(|s| (s.name.as_str(), s.scope)).collect();
+    assert_eq!(found, [("shared", Scope::Workspace), ("leak", Scope::User)]);
+    assert_eq!(s.list[1].dir, home.join("leak"));
+    assert!(s.load_for_model("shared").unwrap().contains("How to shared."), "{shared:?}");
 }
 
 #[test]
