@@ -3,21 +3,23 @@
 //! system prompt lists them one a line (`catalogue`); the body comes into the conversation only when the
 //! model calls `load_skill` or the user types `/<name>` (`prompt.rs`).
 //!
-//! Found once per run (`find`), in `<workspace>/.agents/skills/`, `<workspace>/.claude/skills/`,
+//! Found once per run (`find.rs`), in `<workspace>/.agents/skills/`, `<workspace>/.claude/skills/`,
 //! `~/.agents/skills/` and `$XDG_CONFIG_HOME/stepwise/skills/`, in that order: a name found twice is the
-//! first folder's (the workspace's wins), the other said by `stepwise doctor`. Discovery reads each
-//! `SKILL.md`'s head once (one read: its frontmatter), so fifty skills cost little before the first request.
+//! first folder's (the workspace's wins), the other said by `stepwise doctor`. Discovery reads only each
+//! `SKILL.md`'s head (its frontmatter), in one call; the body is read when a skill is loaded.
 //!
 //! The workspace's files are read without trusting them (the model can write them): opened beneath the
 //! workspace, so a symlink cannot lead the read out of it, without waiting on a FIFO, up to a bound.
 
+mod find;
 mod frontmatter;
 mod prompt;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+pub use find::{find, folders};
 pub use prompt::{is_block, CATALOGUE_MAX, HEADING};
 
 /// The file that makes a folder a skill.
@@ -87,115 +89,6 @@ pub struct Skills {
     pub problems: Vec<Problem>,
     pub hidden: Vec<Hidden>,
     root: PathBuf,
-}
-
-/// The skills folders for `root`, in order: the workspace's two (relative to it), then the user's two.
-pub fn folders(root: &Path) -> Vec<(PathBuf, Option<PathBuf>, Scope)> {
-    let mut out = Vec::new();
-    for rel in [".agents/skills", ".claude/skills"] {
-        out.push((root.join(rel), Some(PathBuf::from(rel)), Scope::Workspace));
-    }
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    let user = home.map(|h| h.join(".agents/skills")).into_iter();
-    for dir in user.chain(crate::instructions::config_dir().map(|d| d.join("skills"))) {
-        // A workspace that is the home folder: its `.agents/skills` is read once, as the workspace's.
-        if !out.iter().any(|(d, _, _)| *d == dir) {
-            out.push((dir, None, Scope::User));
-        }
-    }
-    out
-}
-
-/// Finds the skills for the workspace `root` now.
-pub fn find(root: &Path) -> Skills {
-    find_in(root, folders(root))
-}
-
-/// Finds the skills in `folders` (`folders`' kind) for the workspace `root`.
-fn find_in(root: &Path, folders: Vec<(PathBuf, Option<PathBuf>, Scope)>) -> Skills {
-    let mut skills = Skills { root: root.to_path_buf(), ..Default::default() };
-    // The workspace, opened once: its skills folders are opened beneath it, and each skill beneath its folder.
-    let workspace = std::fs::File::open(root);
-    for (dir, rel, scope) in folders {
-        let within = match &rel {
-            None => None,
-            Some(rel) => match workspace.as_ref().map_err(clone).and_then(|w| open_in(w, rel, libc::O_DIRECTORY)) {
-                Ok(d) => Some(d),
-                Err(e) if absent(&e) => continue,
-                Err(e) => {
-                    skills.problems.push(Problem { path: dir, problem: read_error(&e) });
-                    continue;
-                }
-            },
-        };
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if absent(&e) => continue,
-            Err(e) => {
-                skills.problems.push(Problem { path: dir, problem: format!("cannot be read: {e}") });
-                continue;
-            }
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with('.'))
-            .collect();
-        names.sort();
-        if names.len() > MAX_PER_FOLDER {
-            let problem = format!("holds {} folders; only the first {MAX_PER_FOLDER} were read", names.len());
-            skills.problems.push(Problem { path: dir.clone(), problem });
-            names.truncate(MAX_PER_FOLDER);
-        }
-        for name in names {
-            let folder = dir.join(&name);
-            let file = Path::new(&name).join(FILE);
-            let rel = rel.as_ref().map(|r| r.join(&file));
-            let head = match (&within, &rel, &workspace) {
-                (Some(d), Some(rel), Ok(w)) => match open_in(d, &file, 0) {
-                    // A skill linked from elsewhere in the workspace (`.claude/skills/x` -> `../../.agents/...`):
-                    // beneath the workspace is bound enough.
-                    Err(e) if crate::host::beneath::is_escape(&e) => open_in(w, rel, 0),
-                    other => other,
-                }
-                .and_then(|f| crate::text_file::read_from(f, HEAD_BYTES)),
-                _ => crate::text_file::read(&folder.join(FILE), HEAD_BYTES, true),
-            };
-            let found = match head {
-                Ok(bytes) => head_meta(&name, &bytes),
-                // A folder without a SKILL.md, or a file: not a skill.
-                Err(e) if absent(&e) => continue,
-                Err(e) => Err(read_error(&e)),
-            };
-            match found {
-                Ok(meta) => skills.add(Skill { dir: folder, scope, rel, ..meta }),
-                Err(problem) => skills.problems.push(Problem { path: folder.join(FILE), problem }),
-            }
-        }
-    }
-    skills
-}
-
-/// Not there (or not a folder where one was named): nothing to find, nothing to say.
-fn absent(e: &std::io::Error) -> bool {
-    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
-}
-
-fn clone(e: &std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), e.to_string())
-}
-
-fn read_error(e: &std::io::Error) -> String {
-    if crate::host::beneath::is_escape(e) {
-        "leads out of the workspace (a symlink)".into()
-    } else {
-        format!("cannot be read: {e}")
-    }
-}
-
-/// `rel` opened beneath the folder `dir` (a symlink leading out of it is refused), without blocking.
-fn open_in(dir: &std::fs::File, rel: &Path, flags: libc::c_int) -> std::io::Result<std::fs::File> {
-    crate::host::beneath::open_in(dir, rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | flags, 0)
 }
 
 /// The bytes as text: a cut in the middle of a character at the bound is cut off, other bad bytes refused.
@@ -311,11 +204,11 @@ impl Skills {
         let path = skill.dir.join(FILE);
         let bytes = match &skill.rel {
             Some(rel) => std::fs::File::open(&self.root)
-                .and_then(|w| open_in(&w, rel, 0))
+                .and_then(|w| find::open_in(&w, rel, 0))
                 .and_then(|f| crate::text_file::read_from(f, MAX_BYTES + 1)),
             None => crate::text_file::read(&path, MAX_BYTES + 1, true),
         }
-        .map_err(|e| format!("{} {}", path.display(), read_error(&e)))?;
+        .map_err(|e| format!("{} {}", path.display(), find::read_error(&e)))?;
         let cut = bytes.len() as u64 > MAX_BYTES;
         let text =
             text(&bytes[..bytes.len().min(MAX_BYTES as usize)], cut).map_err(|e| format!("{} {e}", path.display()))?;

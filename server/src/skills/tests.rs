@@ -1,5 +1,6 @@
 use std::path::{Path, PathBuf};
 
+use super::find::find_in;
 use super::frontmatter::{parse, Scalar};
 use super::*;
 
