@@ -11,6 +11,7 @@ export const SERVER_COMMANDS = {
   checkpoints: 'stepwise.checkpoints',
   rewind: 'stepwise.rewind',
   killBackground: 'stepwise.killBackground',
+  skills: 'stepwise.skills',
 } as const;
 
 /** The extension's own commands (the server's command ids are registered by the language client). */

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { CHOICES, choiceOf, questionLine, questionText } from '../../src/model/ask';
-import { ConversationLog, entriesOf, parseInput } from '../../src/model/conversation';
+import { ConversationLog, entriesOf, parseInput, slashChoices } from '../../src/model/conversation';
 
 test('streamed chunks join one assistant entry; a tool call starts and finishes in one card', () => {
   const log = new ConversationLog();
@@ -110,4 +110,22 @@ test("a round's diagnostics go on the card of the call that changed the file, th
   const [note] = diagnosticLines('<diagnostics>\n(2 errors in files outside the workspace not shown)\n</diagnostics>');
   assert.deepEqual(note, { text: '(2 errors in files outside the workspace not shown)' });
   assert.equal(diagnosticHref(note), undefined);
+});
+
+test('a leading / offers the view\'s commands, then the folder\'s skills with their descriptions; a command wins a name', () => {
+  const skills = [
+    { name: 'release', description: 'How we release' },
+    { name: 'review', description: 'a skill named as a command' },
+    { name: 'api-2', description: 'Our API conventions' },
+  ];
+  const all = slashChoices('', skills).map((c) => c.name);
+  assert.deepEqual(all, ['compact', 'plan', 'checkpoints', 'rewind', 'review', 'release', 'api-2']);
+  assert.deepEqual(slashChoices('re', skills), [
+    { name: 'rewind', detail: 'rewind to a checkpoint' },
+    { name: 'review', detail: 'review the changes of the last run' },
+    { name: 'release', detail: 'How we release' },
+  ]);
+  assert.deepEqual(slashChoices('api-', skills), [{ name: 'api-2', detail: 'Our API conventions' }]);
+  // A skill is sent as text: the server loads it into the turn.
+  assert.deepEqual(parseInput('/release 1.2'), { text: '/release 1.2' });
 });
