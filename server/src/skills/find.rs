@@ -1,15 +1,12 @@
 //! Finding the skills: the four folders listed, then each skill's head read and checked. A read is three
-//! system calls (open, read, close), and where a call costs microseconds (a virtual machine: about 2 µs here)
-//! fifty skills' reads are most of what they add before the first request; from `PARALLEL_FROM` skills on,
-//! the reads are shared by two threads.
+//! system calls (open, read, close; no `fstat` first), and where a call costs microseconds (a virtual
+//! machine: about 2 µs here) those reads are most of what fifty skills add before the first request. (Two
+//! threads were tried for them: a thread's start cost more than the reads it took over, 1.1 ms against 0.5.)
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::{head_meta, Problem, Scope, Skill, Skills, FILE, HEAD_BYTES, MAX_PER_FOLDER};
-
-/// From this many skills on, their heads are read in two threads (a thread costs less than eight reads).
-const PARALLEL_FROM: usize = 16;
 
 /// The skills folders for `root`, in order: the workspace's two (relative to it), then the user's two.
 pub fn folders(root: &Path) -> Vec<(PathBuf, Option<PathBuf>, Scope)> {
@@ -54,27 +51,11 @@ pub(super) fn find_in(root: &Path, folders: Vec<(PathBuf, Option<PathBuf>, Scope
         .into_iter()
         .filter_map(|(dir, rel, scope)| list(dir, rel, scope, &workspace, &mut skills.problems))
         .collect();
-    let jobs: Vec<(&Listed, &str)> = listed.iter().flat_map(|l| l.names.iter().map(move |n| (l, n.as_str()))).collect();
-    let read = |jobs: &[(&Listed, &str)]| {
-        // Each head is read into one buffer.
-        let mut buf = vec![0; HEAD_BYTES as usize];
-        jobs.iter().map(|(l, name)| read_one(l, name, &workspace, &mut buf)).collect::<Vec<Found>>()
-    };
-    let found = if jobs.len() >= PARALLEL_FROM {
-        let (mine, theirs) = jobs.split_at(jobs.len() / 2);
-        std::thread::scope(|s| {
-            // No thread to be had: this one reads them all.
-            let other = std::thread::Builder::new().spawn_scoped(s, || read(theirs)).ok();
-            let mut found = read(mine);
-            found.extend(other.and_then(|t| t.join().ok()).unwrap_or_else(|| read(theirs)));
-            found
-        })
-    } else {
-        read(&jobs)
-    };
-    for ((l, name), found) in jobs.iter().zip(found) {
+    // Each head is read into one buffer.
+    let mut buf = vec![0; HEAD_BYTES as usize];
+    for (l, name) in listed.iter().flat_map(|l| l.names.iter().map(move |n| (l, n.as_str()))) {
         let folder = l.dir.join(name);
-        match found {
+        match read_one(l, name, &workspace, &mut buf) {
             None => {}
             Some(Ok(meta)) => {
                 let rel = l.rel.as_ref().map(|r| r.join(name).join(FILE));
