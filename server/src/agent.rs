@@ -93,9 +93,17 @@ pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
     r: &Run<'_, H, E>,
 ) -> RunOutcome {
     r.shared.inbox.open();
+    // Found once per run: the system prompt's catalogue stays byte-stable within it, and what changed
+    // since the last run is seen now.
+    let skills = crate::skills::find(r.host.root());
     // What the user did while no run went on (a plan edit) comes before the prompt it goes with.
     round::tell_user_news(messages, r);
     push_prompt(messages, prompt);
+    // `/<name> [text]` naming a skill: the skill comes with the prompt, for every adapter alike.
+    if let Some((skill, block)) = skills.expand(prompt) {
+        let text = block.unwrap_or_else(|e| format!("Error: the skill {} could not be loaded: {e}", skill.name));
+        push_user_text(messages, text);
+    }
     // Tasks that ended while no run went on: told with the prompt.
     if let Some(block) = r.shared.background.take_results() {
         push_user_text(messages, block);
@@ -106,7 +114,7 @@ pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
         Some(set) => tokio::select! { biased; _ = r.cancel.cancelled() => None, t = set.ready() => Some(t) },
         None => None,
     };
-    let mut turn = round::Turn::new(messages, r, mcp);
+    let mut turn = round::Turn::new(messages, r, mcp, skills);
     let mut outcome = loop {
         if let Some(outcome) = turn.round(messages, r).await {
             break outcome;

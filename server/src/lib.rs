@@ -26,6 +26,7 @@ pub mod prune;
 pub mod sandbox;
 pub mod session;
 pub mod sessions;
+pub mod skills;
 pub mod snapshot;
 pub mod steering;
 pub mod store;

@@ -14,11 +14,34 @@ pub fn read(path: &Path, max: u64, follow: bool) -> std::io::Result<Vec<u8>> {
     let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let file =
         std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | nofollow).open(path)?;
-    if !file.metadata()?.is_file() {
+    read_from(file, max)
+}
+
+/// What a file opened without blocking holds, its first `max` bytes; anything but a regular file is refused.
+/// Read to the length it has (a small file in one call, with no second call to find its end; a file that
+/// grows meanwhile is read as it was), so many small files cost little (a run reads every skill's head).
+pub fn read_from(mut file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
+    if meta.len() == 0 {
+        // Empty, or a file that does not say its length (procfs): read to its end.
+        let mut bytes = Vec::new();
+        file.take(max).read_to_end(&mut bytes)?;
+        return Ok(bytes);
+    }
+    let mut bytes = vec![0; meta.len().min(max) as usize];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
     Ok(bytes)
 }
 

@@ -43,8 +43,8 @@ impl ToolOutput {
 }
 
 /// The tools offered in `mode` (the catalog's): the built-in ones, then the MCP servers' (`mcp__<server>__<tool>`).
-pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool) -> Vec<ToolSpec> {
-    catalog::specs(style, mode, mcp, intel)
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool, skills: bool) -> Vec<ToolSpec> {
+    catalog::specs(style, mode, mcp, intel, skills)
 }
 
 pub fn system_prompt(root: &std::path::Path, style: PlanningStyle, mode: Mode) -> String {
@@ -83,6 +83,8 @@ pub struct ToolContext<'a, H: Host + ?Sized> {
     pub background: &'a crate::background::Background,
     /// The session's code intelligence (`None`: its tools are unknown).
     pub intel: Option<&'a crate::intel::Session>,
+    /// The skills the run found (`None`: `load_skill` is unknown).
+    pub skills: Option<&'a crate::skills::Skills>,
 }
 
 fn str_arg<'v>(input: &'v Value, tool: &str, key: &str) -> Result<&'v str, String> {
@@ -152,6 +154,10 @@ async fn run<H: Host + ?Sized>(
         Handler::BackgroundRun => background::run(cx, str_arg(input, name, "command")?, gate).await,
         Handler::KillBackground => background::kill(input, cx.background).await.map(ToolOutput::ok),
         Handler::CheckBackground => background::check(input, cx.background).map(ToolOutput::ok),
+        Handler::LoadSkill => {
+            let Some(skills) = cx.skills else { return Err(format!("Unknown tool: {name}")) };
+            skills.load_for_model(str_arg(input, name, "name")?).map(ToolOutput::ok)
+        }
         Handler::WriteFile => {
             let path = resolved(path)?;
             let content = str_arg(input, name, "content")?;
@@ -228,7 +234,8 @@ async fn run_text<H: Host + ?Sized>(tool: &Tool, input: &Value, cx: &mut ToolCon
         | Handler::KillBackground
         | Handler::Diagnostics
         | Handler::CodeNav
-        | Handler::Rename => Err(format!("Unknown tool: {name}")),
+        | Handler::Rename
+        | Handler::LoadSkill => Err(format!("Unknown tool: {name}")),
     }
 }
 
@@ -238,6 +245,7 @@ pub fn summary(name: &str, input: &Value) -> String {
     let s = match catalog::find(name).map(|t| t.handler) {
         Some(Handler::Shell | Handler::BackgroundRun) => field("command"),
         Some(Handler::CheckBackground | Handler::KillBackground) => field("task_id"),
+        Some(Handler::LoadSkill) => field("name"),
         Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
         Some(Handler::Diagnostics) => match input.get("paths") {
             Some(Value::Array(a)) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),

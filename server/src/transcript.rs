@@ -98,6 +98,9 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                         out.push(entry(Kind::Assistant, text));
                     }
                 }
+                // A skill the user called (`/<name>`) came with the prompt: the prompt shows it.
+                (Block::Text { text }, Role::User)
+                    if crate::skills::is_block(text) && origin.is_none_or(|o| *text != o.prompt) => {}
                 (Block::Text { text }, Role::User) => {
                     let kind = user_kind(text, origin);
                     if kind == Kind::PlanEdit {
@@ -218,6 +221,16 @@ mod tests {
 
     fn text(t: &str) -> Block {
         Block::Text { text: t.into() }
+    }
+
+    #[test]
+    fn a_skill_the_user_called_is_shown_by_the_prompt_that_called_it() {
+        let origin = Origin { run_id: "r1".into(), prompt: "/release 1.2".into(), step: None, checkpoint: 1 };
+        let block = "<skill name=\"release\" path=\"/w/.agents/skills/release\">\nTag it.\n</skill>";
+        let messages = vec![msg(Role::User, vec![text("/release 1.2"), text(block)])];
+        let e = entries(&messages, &[Some(origin)]);
+        let shown: Vec<(Kind, Option<&str>)> = e.iter().map(|e| (e.kind, e.text.as_deref())).collect();
+        assert_eq!(shown, [(Kind::User, Some("/release 1.2"))]);
     }
 
     #[test]

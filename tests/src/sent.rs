@@ -31,9 +31,10 @@ pub fn tool_names(body: &Value) -> Vec<String> {
 }
 
 /// The built-in tools a run offers in the default mode, by name and in order, as the catalog decides them
-/// (its own tests pin the list): those of the planning `style`, and the code-intelligence ones where `intel`.
+/// (its own tests pin the list): those of the planning `style`, and the code-intelligence ones where `intel`
+/// (no skill installed: no `load_skill`).
 pub fn offered(style: PlanningStyle, intel: bool) -> Vec<String> {
-    catalog::specs(style, Mode::Default, None, intel).into_iter().map(|s| s.name.into_owned()).collect()
+    catalog::specs(style, Mode::Default, None, intel, false).into_iter().map(|s| s.name.into_owned()).collect()
 }
 
 /// The code-intelligence tools, by name, as the catalog lists them.

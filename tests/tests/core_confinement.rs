@@ -173,6 +173,7 @@ async fn read_file_shows_the_head_of_a_huge_file() {
         mode: Default::default(),
         background: &background,
         intel: None,
+        skills: None,
     };
     let out = execute("read_file", &json!({"path": "big.log", "limit": 2}), &mut cx).await;
     assert_eq!(out.text, "line1\nline2\n... (2 more lines)");

@@ -1,6 +1,8 @@
 //! Slash commands the agent handles itself: advertised with `available_commands_update` once a session
 //! is ready (`session/new`, `session/load`, `session/resume`), and a prompt that is one of them
-//! (`/compact`) is run here and never reaches the model. Any other text starting with `/` is a prompt.
+//! (`/compact`) is run here and never reaches the model. Any other text starting with `/` is a prompt;
+//! the workspace's skills are listed beside ours (again after a prompt when they changed), and the engine
+//! loads the skill a prompt `/<skill> [text]` names.
 //!
 //! Adding a command: a row in `COMMANDS` and an arm in `run`. Only commands that work are listed.
 
@@ -49,16 +51,47 @@ const COMMANDS: &[SlashCommand] = &[
     },
 ];
 
-/// Sends the session's commands; the client offers them when the user types `/`.
-pub(crate) fn advertise(conn: &Conn, session_id: &str) {
-    let commands = COMMANDS
+/// What is typed after a skill's name.
+const SKILL_HINT: &str = "what the skill is for this time (optional)";
+
+/// Sends the session's commands, ours then the workspace's skills (the engine runs `/<skill> [text]`; a
+/// skill named as one of ours is left out: ours win); the client offers them when the user types `/`.
+pub(crate) fn advertise(conn: &Conn, session: &AcpSession) {
+    let skills = skills(session);
+    let mut commands: Vec<AvailableCommand> = COMMANDS
         .iter()
         .map(|c| {
             let input = c.hint.map(|h| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(h)));
             AvailableCommand::new(c.name, c.description).input(input)
         })
         .collect();
-    events::send(conn, session_id, SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)));
+    for (name, description) in &skills {
+        let input = AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(SKILL_HINT));
+        commands.push(AvailableCommand::new(name.clone(), description.clone()).input(input));
+    }
+    *crate::locks::lock(&session.skills_shown) = skills;
+    events::send(conn, &session.id, SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)));
+}
+
+/// After a prompt: the commands again when the skills changed since they were sent (each run finds them
+/// anew, so a skill added meanwhile works already; this is the client's menu catching up).
+pub(crate) fn refresh(conn: &Conn, session: &AcpSession) {
+    if skills(session) != *crate::locks::lock(&session.skills_shown) {
+        advertise(conn, session);
+    }
+}
+
+/// The session's skills as commands: name and description, those named as one of ours left out.
+fn skills(session: &AcpSession) -> Vec<(String, String)> {
+    crate::skills::find(session.root())
+        .list
+        .into_iter()
+        .filter(|s| !COMMANDS.iter().any(|c| c.name == s.name))
+        .map(|s| {
+            let description = s.one_line();
+            (s.name, description)
+        })
+        .collect()
 }
 
 /// The command a prompt invokes and the text after its name: `/name` alone or followed by whitespace.

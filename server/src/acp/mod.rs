@@ -120,7 +120,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 tracing::info!("session {} in {}", session.id, session.root().display());
                 let modes = modes::state(session.mode());
                 responder.respond(NewSessionResponse::new(session.id.clone()).modes(modes))?;
-                commands::advertise(&cx, &session.id);
+                commands::advertise(&cx, &session);
                 background::watch(&cx, &session);
                 Ok(())
             },
@@ -142,7 +142,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 // The history goes out before the answer: the client shows it, then continues.
                 replay::send_history(&session, &cx).await;
                 responder.respond(LoadSessionResponse::new().modes(modes::state(session.mode())))?;
-                commands::advertise(&cx, &session.id);
+                commands::advertise(&cx, &session);
                 background::watch(&cx, &session);
                 Ok(())
             },
@@ -157,7 +157,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     Err(e) => return responder.respond_with_error(e),
                 };
                 responder.respond(ResumeSessionResponse::new().modes(modes::state(session.mode())))?;
-                commands::advertise(&cx, &session.id);
+                commands::advertise(&cx, &session);
                 background::watch(&cx, &session);
                 Ok(())
             },
@@ -218,6 +218,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                     let answer = guarded(run).await.unwrap_or_else(|why| Err(panicked(why)));
                     // The tasks the turn started or ended, shown before its answer.
                     background::show_all(&to, &shown);
+                    commands::refresh(&to, &shown);
                     // The client may be gone; nothing more to do for this prompt either way.
                     let _ = responder.respond_with_result(answer);
                     Ok(())

@@ -26,6 +26,8 @@ pub(crate) async fn send_history(session: &AcpSession, conn: &Conn) {
                 (Role::User, Block::Text { text }) if text == REMINDER || text == CONTINUE => {
                     send(conn, id, SessionUpdate::AgentThoughtChunk(text_block(text.clone())))
                 }
+                // A skill the user called came with the prompt (`/<name>`): the prompt shows it, as it did live.
+                (Role::User, Block::Text { text }) if crate::skills::is_block(text) => {}
                 (Role::User, Block::Text { text }) => {
                     send(conn, id, SessionUpdate::UserMessageChunk(text_block(text.clone())))
                 }

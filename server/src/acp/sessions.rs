@@ -25,6 +25,8 @@ pub(crate) struct AcpSession {
     pub background_shown: std::sync::atomic::AtomicBool,
     /// What the client was last shown of each of its background tasks (by id).
     pub background_seen: Mutex<HashMap<String, Shown>>,
+    /// The skills last sent in `available_commands_update` (name, description): acp/commands.rs.
+    pub skills_shown: Mutex<Vec<(String, String)>>,
 }
 
 /// What the client was last shown of one background task (acp/background.rs).
@@ -47,6 +49,7 @@ impl AcpSession {
             mode: Mutex::new(mode),
             background_shown: Default::default(),
             background_seen: Default::default(),
+            skills_shown: Default::default(),
         }
     }
 

@@ -21,6 +21,8 @@ pub(super) struct Turn {
     specs: Vec<ToolSpec>,
     /// The session's MCP tools, as started when the run began.
     mcp: Option<Arc<McpTools>>,
+    /// The skills found when the run began (`load_skill` answers from them).
+    skills: crate::skills::Skills,
     pub round: u32,
     pub usage: Usage,
     rounds_since_plan: u32,
@@ -44,19 +46,23 @@ impl Turn {
         messages: &[Message],
         r: &Run<'_, H, E>,
         mcp: Option<Arc<McpTools>>,
+        skills: crate::skills::Skills,
     ) -> Turn {
         Turn {
-            // Instruction files are read once per run: the prompt's prefix stays byte-stable.
+            // Instruction files and skills are read once per run: the prompt's prefix stays byte-stable.
             system: tools::system_prompt(r.host.root(), r.cfg.planning, r.cfg.mode)
-                + &instructions::load(r.host.root()).prompt,
+                + &instructions::load(r.host.root()).prompt
+                + &skills.catalogue(),
             // Not where every language server the workspace uses is known not to start: they could only fail.
             specs: tools::specs(
                 r.cfg.planning,
                 r.cfg.mode,
                 mcp.as_deref(),
                 r.intel.is_some_and(|i| i.source.can_answer()),
+                skills.offered(),
             ),
             mcp,
+            skills,
             round: 0,
             usage: Usage::default(),
             rounds_since_plan: 0,
@@ -235,6 +241,7 @@ impl Turn {
             mode: r.cfg.mode,
             background: r.shared.background,
             intel: r.intel,
+            skills: Some(&self.skills),
         };
         let call = tools::prepare(name, input, &cx);
         let asks = call.will_ask(&cx);

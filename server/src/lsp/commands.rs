@@ -126,6 +126,14 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             super::sessions::close(shared, &args.session, args.discard.unwrap_or(false)).await?;
             answer::<cmd::CloseSession>(())
         }
+        Command::Skills(_) => {
+            // Disk work off the handler's thread.
+            let root = session_of()?.ws.root().to_path_buf();
+            let found = tokio::task::spawn_blocking(move || crate::skills::find(&root)).await.unwrap_or_default();
+            let skills =
+                found.list.into_iter().map(|s| ext::Skill { description: s.one_line(), name: s.name }).collect();
+            answer::<cmd::Skills>(ext::Skills { skills })
+        }
     }
 }
 

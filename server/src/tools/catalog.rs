@@ -41,6 +41,8 @@ pub enum Handler {
     Diagnostics,
     CodeNav,
     Rename,
+    /// `load_skill` (`skills/`): offered only where the run found a skill the model may load.
+    LoadSkill,
 }
 
 /// When a call asks the user before it runs.
@@ -259,8 +261,20 @@ pub const RENAME_SYMBOL: Tool = Tool {
     ),
 };
 
+pub const LOAD_SKILL: Tool = Tool {
+    name: "load_skill",
+    title: "Load skill",
+    kind: Kind::Read,
+    handler: Handler::LoadSkill,
+    read_only: true,
+    asks: Asks::Never,
+    style: None,
+    description: "Load a skill by its name (the system prompt lists them): its instructions, and its folder, whose scripts and references you read and run with the other tools.",
+    schema: r#"{"type": "object", "properties": {"name": {"type": "string", "description": "The skill's name"}}, "required": ["name"]}"#,
+};
+
 /// The built-in tools, in the order the model is offered them.
-pub const BUILTIN: [Tool; 13] = [
+pub const BUILTIN: [Tool; 14] = [
     BASH,
     READ_FILE,
     WRITE_FILE,
@@ -274,6 +288,7 @@ pub const BUILTIN: [Tool; 13] = [
     DIAGNOSTICS,
     CODE_NAV,
     RENAME_SYMBOL,
+    LOAD_SKILL,
 ];
 
 impl Handler {
@@ -362,15 +377,26 @@ impl Tool {
 }
 
 /// The tools the model is offered: the built-in ones of this planning style (the code-intelligence ones
-/// only with `intel`, a source), then the MCP servers' (`mcp__<server>__<tool>`), less what `mode` forbids.
-pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool) -> Vec<ToolSpec> {
+/// only with `intel`, a source; `load_skill` only with `skills`, a skill the model may load), then the MCP
+/// servers' (`mcp__<server>__<tool>`), less what `mode` forbids.
+pub fn specs(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool, skills: bool) -> Vec<ToolSpec> {
     // Only plan mode asks the sandbox (and waits for its trial): the default mode's first request does not.
-    specs_where(style, mode, mcp, intel, mode == Mode::Plan && read_only_sandbox())
+    specs_where(style, mode, mcp, (intel, skills), mode == Mode::Plan && read_only_sandbox())
 }
 
-fn specs_where(style: PlanningStyle, mode: Mode, mcp: Option<&McpTools>, intel: bool, sandbox: bool) -> Vec<ToolSpec> {
+/// `has`: a source of code intelligence, a skill.
+fn specs_where(
+    style: PlanningStyle,
+    mode: Mode,
+    mcp: Option<&McpTools>,
+    has: (bool, bool),
+    sandbox: bool,
+) -> Vec<ToolSpec> {
     let offered = |t: &&Tool| {
-        t.style.is_none_or(|s| s == style) && t.allowed_where(mode, sandbox) && (intel || !t.handler.needs_intel())
+        t.style.is_none_or(|s| s == style)
+            && t.allowed_where(mode, sandbox)
+            && (has.0 || !t.handler.needs_intel())
+            && (has.1 || t.handler != Handler::LoadSkill)
     };
     let mut tools: Vec<ToolSpec> = BUILTIN.iter().filter(offered).map(Tool::spec).collect();
     if MCP.allowed_where(mode, sandbox) {
@@ -440,16 +466,19 @@ mod tests {
     #[test]
     fn each_style_and_mode_offers_its_tools() {
         for sandbox in [false, true] {
-            assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Default, None, false, sandbox)), DEFAULT);
+            assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Default, None, (false, false), sandbox)), DEFAULT);
         }
-        assert_eq!(names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, false)), ["read_file", "todo"]);
         assert_eq!(
-            names(&specs_where(PlanningStyle::Tasks, Mode::Plan, None, false, false)),
+            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, (false, false), false)),
+            ["read_file", "todo"]
+        );
+        assert_eq!(
+            names(&specs_where(PlanningStyle::Tasks, Mode::Plan, None, (false, false), false)),
             ["read_file", "create_todos", "update_todo"]
         );
         // With a read-only sandbox the shell comes back, and only the shell.
         assert_eq!(
-            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, false, true)),
+            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, (false, false), true)),
             ["bash", "read_file", "todo"]
         );
     }
@@ -457,14 +486,25 @@ mod tests {
     #[test]
     fn code_intelligence_is_offered_only_with_a_source_and_read_only_in_plan_mode() {
         assert_eq!(
-            names(&specs_where(PlanningStyle::Todo, Mode::Default, None, true, false)),
+            names(&specs_where(PlanningStyle::Todo, Mode::Default, None, (true, false), false)),
             [&DEFAULT[..], &INTEL[..]].concat()
         );
         assert_eq!(
-            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, true, false)),
+            names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, (true, false), false)),
             ["read_file", "todo", "diagnostics", "code_nav"]
         );
         assert!(refusal_where("rename_symbol", Mode::Plan, true).is_some());
+    }
+
+    #[test]
+    fn load_skill_is_offered_only_with_a_skill_and_in_plan_mode_too() {
+        let with =
+            |mode, skills| names(&specs_where(PlanningStyle::Todo, mode, None, (false, skills), false)).join(" ");
+        assert!(!with(Mode::Default, false).contains("load_skill"));
+        assert!(with(Mode::Default, true).ends_with("kill_background load_skill"), "{}", with(Mode::Default, true));
+        // It changes nothing: plan mode offers it, and does not refuse it.
+        assert_eq!(with(Mode::Plan, true), "read_file todo load_skill");
+        assert_eq!(refusal_where("load_skill", Mode::Plan, false), None);
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub(super) fn known<H: Host + ?Sized>(name: &str, cx: &ToolContext<'_, H>) -> Op
     let known = match tool.handler {
         Handler::Mcp => cx.mcp.is_some_and(|m| m.find(name).is_some()),
         h if h.needs_intel() => cx.intel.is_some(),
+        Handler::LoadSkill => cx.skills.is_some_and(|s| s.offered()),
         _ if tool.kind == catalog::Kind::Think => catalog::is_planning_in(name, cx.style),
         _ => true,
     };
@@ -218,6 +219,7 @@ mod tests {
             mode,
             background: &f.background,
             intel: None,
+            skills: None,
         }
     }
 

@@ -12,6 +12,7 @@ local events = require('stepwise.events')
 local execute = require('stepwise.execute').execute
 local blocks = require('stepwise.chat_blocks')
 local ask = require('stepwise.ask')
+local skills = require('stepwise.skills')
 
 local edit, header_row, one_line, plan_lines = blocks.edit, blocks.header_row, blocks.one_line, blocks.plan_lines
 local add_user, add_text, add_tool, add_note = blocks.add_user, blocks.add_text, blocks.add_tool, blocks.add_note
@@ -308,6 +309,11 @@ local function make_buf(folder)
   end
   subscribe()
   M._load(ch, folder)
+  -- `/` at the start of the prompt: the folder's skills (<C-x><C-o> too)
+  skills.attach(buf, folder, function()
+    return header_row(ch)
+  end)
+  vim.bo[buf].omnifunc = "v:lua.require'stepwise.skills'.omnifunc"
   return ch
 end
 

@@ -15,6 +15,7 @@ export const SERVER_COMMANDS = {
   sessions: 'stepwise.sessions',
   applySession: 'stepwise.applySession',
   closeSession: 'stepwise.closeSession',
+  skills: 'stepwise.skills',
 } as const;
 
 /**

@@ -296,6 +296,14 @@ export const SLASH_COMMANDS: readonly { name: string; detail: string }[] = [
   { name: 'review', detail: 'review the changes of the last run' },
 ];
 
+/** What the input offers after a leading `/`: the view's own commands, then the folder's skills (a skill named
+ * as one of the commands is left out: the command wins), those starting with `typed`. */
+export function slashChoices(typed: string, skills: readonly { name: string; description: string }[]): { name: string; detail: string }[] {
+  const own = SLASH_COMMANDS.map((c) => ({ name: c.name, detail: c.detail }));
+  const more = skills.filter((s) => !SLASH_COMMANDS.some((c) => c.name === s.name)).map((s) => ({ name: s.name, detail: s.description }));
+  return [...own, ...more].filter((c) => c.name.startsWith(typed));
+}
+
 /** A line the input sends: a slash command with its argument, or text for the agent. */
 export function parseInput(text: string): { slash: string; arg: string } | { text: string } | undefined {
   const t = text.trim();

@@ -562,6 +562,20 @@ export interface SessionsParams {
   sessions: SessionInfo[];
 }
 
+/** One skill: its name and description. */
+export interface Skill {
+  name: string;
+  description: string;
+}
+
+/**
+ * `stepwise.skills`: the folder's skills, as a run would find them now, for the editor's `/` completion (a
+ * prompt `/<name> [text]` calls one).
+ */
+export interface Skills {
+  skills: Skill[];
+}
+
 /** `stepwise/status`. */
 export interface StatusParams {
   workspace: string;
@@ -688,4 +702,5 @@ export interface Commands {
   'stepwise.sessions': { arguments: WorkspaceArgs; result: SessionList };
   'stepwise.applySession': { arguments: SessionArgs; result: AppliedSession };
   'stepwise.closeSession': { arguments: CloseSessionArgs; result: null };
+  'stepwise.skills': { arguments: WorkspaceArgs; result: Skills };
 }

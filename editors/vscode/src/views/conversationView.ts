@@ -17,6 +17,7 @@ import type { Setup } from '../setup/setup';
 import { Approvals } from './approvals';
 import { pageHtml } from './conversationPage';
 import { BackgroundTasksPanel } from './backgroundTasks';
+import * as completion from './completion';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
 
@@ -28,6 +29,7 @@ type FromView =
   | { type: 'approve'; id: number; answer: Choice }
   | { type: 'rewind'; index: number }
   | { type: 'files'; query: string }
+  | { type: 'skills' }
   | { type: 'planItem'; id: string; edit: string }
   | { type: 'folder'; uri: string }
   | { type: 'open'; href: string }
@@ -214,8 +216,12 @@ export class ConversationView implements vscode.WebviewViewProvider {
         return this.approvals.answer(Number(m.id), CHOICES.find((c) => c.choice === m.answer)?.choice);
       case 'rewind':
         return this.rewind(Number(m.index));
-      case 'files':
-        return this.files(String(m.query ?? ''));
+      case 'files': {
+        const query = String(m.query ?? '');
+        return this.post({ type: 'files', query, items: await completion.files(this.folder, query) });
+      }
+      case 'skills':
+        return this.post({ type: 'skills', items: await completion.skills(this.core, this.connection, this.folder) });
       case 'planItem': {
         const command = PLAN_EDITS[String(m.edit)];
         const ws = this.folder;
@@ -364,18 +370,6 @@ export class ConversationView implements vscode.WebviewViewProvider {
     // The conversation went back too: read it again.
     this.logs.forget(ws, session);
     await this.reset();
-  }
-
-  /** `@` in the input: the folder's files matching what follows it. */
-  private async files(query: string): Promise<void> {
-    const ws = this.folder;
-    const folder = ws ? workspaceFolderOf(ws) : undefined;
-    if (!folder) return;
-    const q = query.replace(/[[\]{}*?!]/g, '');
-    const pattern = new vscode.RelativePattern(folder, q ? `**/*${q}*` : '**/*');
-    const uris = await vscode.workspace.findFiles(pattern, '**/{node_modules,.git,target,dist,out}/**', 50);
-    const items = uris.map((u) => vscode.workspace.asRelativePath(u, false)).sort((a, b) => a.length - b.length || a.localeCompare(b));
-    this.post({ type: 'files', query, items: items.slice(0, 20) });
   }
 
   /** Links in the model's text: web pages open outside, a path of the folder in an editor. */

@@ -1,12 +1,15 @@
 // The input: a textarea where Enter sends and Shift+Enter starts a new line, Up (on the first line) recalls
-// earlier prompts, `@` offers the folder's files (their path goes in), `/` at the start the slash commands.
-import { SLASH_COMMANDS } from '../model/conversation';
+// earlier prompts, `@` offers the folder's files (their path goes in), `/` at the start the slash commands and
+// the folder's skills (asked of the extension each time a `/` starts the input; they come with descriptions).
+import { slashChoices } from '../model/conversation';
 import { el } from './dom';
 
 export interface InputActions {
   send(text: string): void;
   /** Asks for the files matching `query`; they come back through `showFiles`. */
   files(query: string): void;
+  /** Asks for the folder's skills; they come back through `showSkills`. */
+  skills(): void;
 }
 
 type Suggestion = { label: string; detail?: string; insert: string };
@@ -24,6 +27,8 @@ export class Input {
   private selected = 0;
   /** Where the word being completed starts (`@` or `/`). */
   private anchor = -1;
+  /** The folder's skills, as last told. */
+  private skills: { name: string; description: string }[] = [];
 
   constructor(private readonly actions: InputActions, saved: string[] = []) {
     this.history = saved.slice(-MAX_HISTORY);
@@ -48,6 +53,12 @@ export class Input {
     const word = this.word();
     if (!word || word.kind !== '@' || word.text !== query) return;
     this.show(files.map((f) => ({ label: f, insert: `@${f} ` })));
+  }
+
+  /** The folder's skills: the menu shows them if a `/` is still being typed. */
+  showSkills(skills: { name: string; description: string }[]): void {
+    this.skills = skills;
+    if (this.word()?.kind === '/') this.typed();
   }
 
   private key(e: KeyboardEvent): void {
@@ -104,7 +115,7 @@ export class Input {
     const before = this.box.value.slice(0, this.box.selectionStart);
     const at = /(^|\s)@([^\s@]*)$/.exec(before);
     if (at) return { kind: '@', text: at[2], start: before.length - at[2].length - 1 };
-    const slash = /^\/([a-z]*)$/.exec(before);
+    const slash = /^\/([a-z0-9-]*)$/.exec(before);
     if (slash) return { kind: '/', text: slash[1], start: 0 };
     return undefined;
   }
@@ -113,8 +124,10 @@ export class Input {
     const w = this.word();
     if (!w) return this.hide();
     this.anchor = w.start;
-    if (w.kind === '@') this.actions.files(w.text);
-    else this.show(SLASH_COMMANDS.filter((c) => c.name.startsWith(w.text)).map((c) => ({ label: `/${c.name}`, detail: c.detail, insert: `/${c.name} ` })));
+    if (w.kind === '@') return this.actions.files(w.text);
+    // The `/` alone: the skills are asked for again (one may have been added since).
+    if (w.text === '' && this.menu.hidden) this.actions.skills();
+    this.show(slashChoices(w.text, this.skills).map((c) => ({ label: `/${c.name}`, detail: c.detail, insert: `/${c.name} ` })));
   }
 
   private show(items: Suggestion[]): void {
@@ -128,7 +141,7 @@ export class Input {
   private drawMenu(): void {
     this.menu.replaceChildren(
       ...this.items.map((s, i) => {
-        const li = el('li', { role: 'option', class: i === this.selected ? 'selected' : '', 'aria-selected': String(i === this.selected) }, el('span', {}, s.label), s.detail ? el('span', { class: 'detail' }, s.detail) : undefined);
+        const li = el('li', { role: 'option', class: i === this.selected ? 'selected' : '', 'aria-selected': String(i === this.selected), title: s.detail ?? '' }, el('span', {}, s.label), s.detail ? el('span', { class: 'detail' }, s.detail) : undefined);
         li.addEventListener('mousedown', (e) => {
           e.preventDefault();
           this.pick(s);

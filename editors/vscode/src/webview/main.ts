@@ -76,7 +76,7 @@ const usageLine = el('span', { class: 'usage' });
 const stop = el('button', { class: 'secondary stop', title: 'Cancel the run' }, 'Stop');
 stop.addEventListener('click', () => post({ type: 'stop' }));
 const sendButton = el('button', { class: 'primary send' }, 'Send');
-const input = new Input({ send: (text) => post({ type: 'send', text }), files: (query) => post({ type: 'files', query }) }, vscode.getState()?.prompts ?? []);
+const input = new Input({ send: (text) => post({ type: 'send', text }), files: (query) => post({ type: 'files', query }), skills: () => post({ type: 'skills' }) }, vscode.getState()?.prompts ?? []);
 sendButton.addEventListener('click', () => input.box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })));
 const footer = el('div', { class: 'footer' }, statusLine, usageLine);
 const controls = el('div', { class: 'controls' }, stop, sendButton);
@@ -218,6 +218,9 @@ window.addEventListener('message', (event) => {
       break;
     case 'files':
       input.showFiles(String(m.query ?? ''), Array.isArray(m.items) ? m.items : []);
+      break;
+    case 'skills':
+      input.showSkills(Array.isArray(m.items) ? m.items : []);
       break;
   }
 });

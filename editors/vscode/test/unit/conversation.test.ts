@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { CHOICES, choiceOf, questionLine, questionText } from '../../src/model/ask';
-import { ConversationLog, entriesOf, parseInput } from '../../src/model/conversation';
+import { ConversationLog, entriesOf, parseInput, slashChoices } from '../../src/model/conversation';
 
 test('streamed chunks join one assistant entry; a tool call starts and finishes in one card', () => {
   const log = new ConversationLog();
@@ -134,4 +134,22 @@ test('errors not compared with before go on the card of their file, under the li
   assert.equal(errorCount(log.entries[0].tool?.diagnostics), 1);
   assert.equal(uncheckedCount(log.entries[0].tool?.diagnostics), 0, 'a note is no file not checked');
   assert.equal(uncheckedCount([{ path: 'c.ts', text: 'c.ts: not checked (the editor did not answer in 900 ms)' }]), 1);
+});
+
+test('a leading / offers the view\'s commands, then the folder\'s skills with their descriptions; a command wins a name', () => {
+  const skills = [
+    { name: 'release', description: 'How we release' },
+    { name: 'review', description: 'a skill named as a command' },
+    { name: 'api-2', description: 'Our API conventions' },
+  ];
+  const all = slashChoices('', skills).map((c) => c.name);
+  assert.deepEqual(all, ['compact', 'plan', 'checkpoints', 'rewind', 'review', 'release', 'api-2']);
+  assert.deepEqual(slashChoices('re', skills), [
+    { name: 'rewind', detail: 'rewind to a checkpoint' },
+    { name: 'review', detail: 'review the changes of the last run' },
+    { name: 'release', detail: 'How we release' },
+  ]);
+  assert.deepEqual(slashChoices('api-', skills), [{ name: 'api-2', detail: 'Our API conventions' }]);
+  // A skill is sent as text: the server loads it into the turn.
+  assert.deepEqual(parseInput('/release 1.2'), { text: '/release 1.2' });
 });

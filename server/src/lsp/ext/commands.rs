@@ -85,6 +85,7 @@ commands! {
     Sessions "stepwise.sessions" (WorkspaceArgs) -> SessionList;
     ApplySession "stepwise.applySession" (SessionArgs) -> AppliedSession;
     CloseSession "stepwise.closeSession" (CloseSessionArgs) -> ();
+    Skills "stepwise.skills" (WorkspaceArgs) -> crate::lsp::ext::Skills;
 }
 
 impl Command {
@@ -98,7 +99,8 @@ impl Command {
             | Command::Compact(a)
             | Command::Checkpoints(a)
             | Command::Conversation(a)
-            | Command::Sessions(a) => of(&a.workspace, &a.session),
+            | Command::Sessions(a)
+            | Command::Skills(a) => of(&a.workspace, &a.session),
             Command::EditPlan(a) => of(&a.workspace, &a.session),
             Command::Steer(a) => of(&a.workspace, &a.session),
             Command::Rewind(a) => of(&a.workspace, &a.session),
@@ -360,7 +362,8 @@ mod tests {
         assert_eq!((r.action, r.hunks), (ReviewAction::Undo, Some(vec![2])));
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
-        assert_eq!(COMMANDS.len(), 19);
+        assert!(matches!(Command::parse("stepwise.skills", &[]), Ok(Command::Skills(_))));
+        assert_eq!(COMMANDS.len(), 20);
         let c = Command::parse("stepwise.plan", &[json!({"session": "s1"})]).unwrap();
         assert_eq!(c.target(), (None, Some("s1")));
     }

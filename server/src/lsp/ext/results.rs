@@ -30,6 +30,20 @@ impl EditedPlan {
     }
 }
 
+/// `stepwise.skills`: the folder's skills, as a run would find them now, for the editor's `/` completion (a
+/// prompt `/<name> [text]` calls one).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Skills {
+    pub skills: Vec<Skill>,
+}
+
+/// One skill: its name and description.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+}
+
 /// `stepwise.conversation`: the saved conversation as a view shows it, oldest first.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Conversation {
