@@ -23,6 +23,9 @@ enum Command {
         /// Plan first: the model plans read-only, the plan is shown and waits for your yes
         #[arg(long)]
         plan_first: bool,
+        /// An image the task comes with (PNG, JPEG, GIF or WebP); may be given several times
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<PathBuf>,
         /// The task (several words are joined)
         #[arg(required = true, num_args = 1.., value_name = "TASK")]
         task: Vec<String>,
@@ -76,7 +79,14 @@ struct Common {
 
 impl From<Common> for cli::Options {
     fn from(c: Common) -> cli::Options {
-        cli::Options { workspace: c.workspace, yes: c.yes, record: c.record, replay: c.replay, plan_first: false }
+        cli::Options {
+            workspace: c.workspace,
+            yes: c.yes,
+            record: c.record,
+            replay: c.replay,
+            plan_first: false,
+            images: Vec::new(),
+        }
     }
 }
 
@@ -89,11 +99,11 @@ fn main() {
     // Usage errors exit 2, `--help` and `--version` exit 0 (clap's own codes).
     let command = Stepwise::parse_from(args).command;
     let code = match command {
-        Command::Run { opts, plan_first, task } => {
+        Command::Run { opts, plan_first, images, task } => {
             init_logging("warn");
             // One run, one task at a time: on one thread, a round's steps (the answer read, the tool, the
             // next request written) never wait for another thread to wake up.
-            let opts = cli::Options { plan_first, ..opts.into() };
+            let opts = cli::Options { plan_first, images, ..opts.into() };
             one_thread_runtime().block_on(cli::run_once(opts, task.join(" ")))
         }
         Command::Chat { opts } => {

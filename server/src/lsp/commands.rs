@@ -31,10 +31,18 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
     let folder = || shared.folder(command.workspace());
     match &command {
         Command::Run(args) => {
-            if args.prompt.trim().is_empty() {
+            if args.prompt.trim().is_empty() && args.images.is_empty() {
                 return Err(Error::invalid_params("stepwise.run needs a non-empty \"prompt\""));
             }
-            let run_id = run::start(shared, folder()?, Job::Prompt(args.prompt.clone(), args.mode))?;
+            let folder = folder()?;
+            // Checked before the run starts: an image that cannot be taken is this request's error.
+            let given: Vec<_> = args.images.iter().map(ext::PromptImage::given).collect();
+            let images = crate::images::for_prompt(folder.ws.root(), &given)
+                .await
+                .map_err(|e| Error::invalid_params(format!("stepwise.run: {e}")))?;
+            let mut ticket = folder.ws.begin().map_err(invalid_request)?;
+            ticket.images = images;
+            let run_id = run::start_with(shared, folder, ticket, Job::Prompt(args.prompt.clone(), args.mode));
             answer::<cmd::Run>(ext::RunStarted { run_id })
         }
         Command::CommentPlan(args) => {
@@ -113,6 +121,13 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             answer::<cmd::Changes>(review::changes(shared, folder()?, scope).await.map_err(invalid_request)?)
         }
         Command::Review(args) => answer::<cmd::Review>(review_command(shared, folder()?, args).await?),
+        Command::Image(args) => {
+            let image = folder()?.ws.image(&args.id).ok_or_else(|| {
+                invalid_request(format!("no image {} in the conversation (it may have been compacted away)", args.id))
+            })?;
+            let data = ext::ImageData { media_type: image.media_type().to_string(), data: image.base64().to_string() };
+            answer::<cmd::Image>(data)
+        }
     }
 }
 

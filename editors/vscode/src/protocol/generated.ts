@@ -210,6 +210,8 @@ export interface Entry {
   runId: string;
   text?: string;
   tool?: ToolEntry;
+  /** Images the entry shows: a prompt's, or those a tool showed the model. */
+  images?: ImageEntry[];
 }
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'background' | 'diagnostics';
@@ -246,6 +248,25 @@ export interface Hunk {
   beforeStart: number;
   beforeEnd: number;
   reviewed: boolean;
+}
+
+/** `stepwise.image`: an image of the conversation, by the id its entry gives. */
+export interface ImageArgs {
+  workspace?: string;
+  id: string;
+}
+
+/** `stepwise.image`: the image's bytes in base64, and their media type. */
+export interface ImageData {
+  mediaType: string;
+  data: string;
+}
+
+/** An image of an entry, by reference: `stepwise.image` gives its bytes, so entries stay small. */
+export interface ImageEntry {
+  mediaType: string;
+  /** What `stepwise.image` takes (the same for the same image, while the server runs). */
+  id: string;
 }
 
 /** `stepwise.killBackground`: stop a background task (the user's Stop). */
@@ -319,6 +340,14 @@ export interface PlanParams {
 }
 
 export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+/** An image of a prompt: a file of the workspace, or the bytes themselves. */
+export type PromptImage = {
+  path: string;
+} | {
+  mediaType: string;
+  data: string;
+};
 
 /** A document the agent wrote, at the version its text had then. */
 export interface QueryDocument {
@@ -414,10 +443,16 @@ export interface Rewound {
 
 /** `stepwise.run`. */
 export interface RunArgs {
+  /** May be empty when `images` are given. */
   prompt: string;
   workspace?: string;
   /** `plan` plans first (`default`: acts, whatever `planFirst` says). */
   mode?: Mode;
+  /**
+   * Images the prompt comes with (PNG, JPEG, GIF or WebP; at most 20, each up to 3.75 MB and 8000
+   * pixels a side).
+   */
+  images?: PromptImage[];
 }
 
 /** `stepwise.run`, `stepwise.commentPlan`, `stepwise.approvePlan`: the run goes on in the background. */
@@ -548,4 +583,5 @@ export interface Commands {
   'stepwise.commentPlan': { arguments: CommentPlanArgs; result: RunStarted };
   'stepwise.approvePlan': { arguments: ApprovePlanArgs; result: RunStarted };
   'stepwise.killBackground': { arguments: KillBackgroundArgs; result: string };
+  'stepwise.image': { arguments: ImageArgs; result: ImageData };
 }

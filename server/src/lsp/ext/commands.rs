@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tower_lsp_server::jsonrpc::Error;
 
-use super::results::{EditedPlan, Reviewed, Rewound, RunStarted};
+use super::results::{EditedPlan, ImageData, Reviewed, Rewound, RunStarted};
 use crate::checkpoint::{Info, Restore};
 use crate::plan::{EditItem, Mode, PlanComment};
 
@@ -81,6 +81,7 @@ commands! {
     CommentPlan "stepwise.commentPlan" (CommentPlanArgs) -> RunStarted;
     ApprovePlan "stepwise.approvePlan" (ApprovePlanArgs) -> RunStarted;
     KillBackground "stepwise.killBackground" (KillBackgroundArgs) -> String;
+    Image "stepwise.image" (ImageArgs) -> ImageData;
 }
 
 impl Command {
@@ -102,6 +103,7 @@ impl Command {
             Command::CommentPlan(a) => a.workspace.as_deref(),
             Command::ApprovePlan(a) => a.workspace.as_deref(),
             Command::KillBackground(a) => a.workspace.as_deref(),
+            Command::Image(a) => a.workspace.as_deref(),
         }
     }
 }
@@ -126,12 +128,48 @@ pub struct WorkspaceArgs {
 /// `stepwise.run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
+    /// May be empty when `images` are given.
     pub prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
     /// `plan` plans first (`default`: acts, whatever `planFirst` says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
+    /// Images the prompt comes with (PNG, JPEG, GIF or WebP; at most 20, each up to 3.75 MB and 8000
+    /// pixels a side).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<PromptImage>,
+}
+
+/// An image of a prompt: a file of the workspace, or the bytes themselves.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PromptImage {
+    /// Relative to the workspace, or absolute inside it.
+    File { path: String },
+    /// The bytes in base64, and their media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+    Data {
+        #[serde(rename = "mediaType")]
+        media_type: String,
+        data: String,
+    },
+}
+
+impl PromptImage {
+    pub fn given(&self) -> crate::images::Given<'_> {
+        match self {
+            PromptImage::File { path } => crate::images::Given::Path(path),
+            PromptImage::Data { media_type, data } => crate::images::Given::Data { media_type: Some(media_type), data },
+        }
+    }
+}
+
+/// `stepwise.image`: an image of the conversation, by the id its entry gives.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct ImageArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    pub id: String,
 }
 
 /// `stepwise.editPlan`: the whole list, or the same as text in the plan's render form.
@@ -288,7 +326,20 @@ mod tests {
         assert_eq!((r.action, r.hunks), (ReviewAction::Undo, Some(vec![2])));
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
-        assert_eq!(COMMANDS.len(), 15);
+        assert_eq!(COMMANDS.len(), 16);
+        let c = Command::parse(
+            "stepwise.run",
+            &[json!({"prompt": "", "images": [{"path": "shot.png"}, {"mediaType": "image/png", "data": "iVBO"}]})],
+        );
+        let Ok(Command::Run(a)) = c else { panic!("{c:?}") };
+        assert!(matches!(&a.images[0], PromptImage::File { path } if path == "shot.png"));
+        assert!(
+            matches!(&a.images[1], PromptImage::Data { media_type, data } if media_type == "image/png" && data == "iVBO")
+        );
+        let e = error("stepwise.run", json!({"prompt": "x", "images": [{"bytes": "iVBO"}]}));
+        assert!(e.starts_with("stepwise.run: \"images\": "), "{e}");
+        let c = Command::parse("stepwise.image", &[json!({"id": "00ff"})]);
+        assert!(matches!(c, Ok(Command::Image(ImageArgs { id, .. })) if id == "00ff"));
     }
 
     #[test]
