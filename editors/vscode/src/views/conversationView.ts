@@ -9,18 +9,21 @@ import type { Connection } from '../connection/client';
 import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, steerArguments, workspaceArguments } from '../model/commands';
 import { CHOICES, type Choice, type Question } from '../model/ask';
 import { ConversationLog, entriesOf, hrefPlace, parseInput, type Approval, type Entry, type Event, type Outcome } from '../model/conversation';
+import { runImages, type ImageRef } from '../model/images';
 import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from '../setup/core';
 import type { Checkpoint } from '../model/checkpoints';
 import { planActionCommand, planReady } from '../model/planFirstArgs';
 import type { Setup } from '../setup/setup';
 import { BackgroundTasksPanel } from './backgroundTasks';
+import { fetchImage, folderFiles, openLink, pasted } from './viewRequests';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
 
 /** What the webview sends. */
 type FromView =
   | { type: 'ready' }
-  | { type: 'send'; text: string }
+  | { type: 'send'; text: string; images?: ImageRef[] }
+  | { type: 'image'; id: string }
   | { type: 'stop' }
   | { type: 'approve'; id: number; answer: Choice }
   | { type: 'rewind'; index: number }
@@ -245,7 +248,9 @@ export class ConversationView implements vscode.WebviewViewProvider {
         for (const p of this.pending.values()) if (p.workspace === this.folder) this.post({ type: 'entry', ...this.findApproval(p) });
         return;
       case 'send':
-        return this.send(String(m.text ?? ''));
+        return this.send(String(m.text ?? ''), pasted(m.images));
+      case 'image':
+        return this.image(String(m.id ?? ''));
       case 'stop':
         return this.stop();
       case 'approve':
@@ -269,7 +274,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
         }
         return;
       case 'open':
-        return this.open(String(m.href ?? ''));
+        return this.folder ? openLink(this.folder, String(m.href ?? '')) : undefined;
       case 'command':
         if (VIEW_COMMANDS.has(String(m.id))) await vscode.commands.executeCommand(String(m.id));
         return;
@@ -292,12 +297,12 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return String(this.core.folders.plan(ws)?.items.find((i) => String(i.id) === id)?.text ?? '');
   }
 
-  /** The input's line: a slash command, else a task (a steer while a run goes on). */
-  private async send(raw: string): Promise<void> {
+  /** The input's line: a slash command, else a task (a steer while a run goes on), with the images pasted. */
+  private async send(raw: string, images: ImageRef[]): Promise<void> {
     const ws = this.currentFolder();
-    const input = parseInput(raw);
+    const input = parseInput(raw) ?? (images.length > 0 ? { text: '' } : undefined);
     if (!ws || !input) return;
-    if ('slash' in input) return this.slash(ws, input.slash, input.arg);
+    if ('slash' in input) return this.slash(ws, input.slash, input.arg, images);
     const client = await this.connection.ensureClient(true);
     if (!client) return;
     const log = await this.log(ws);
@@ -309,17 +314,19 @@ export class ConversationView implements vscode.WebviewViewProvider {
       this.add(ws, log, { type: 'user', kind: 'steer', text: args[0].text, runId: this.core.folders.get(ws)?.status?.runId });
       return;
     }
-    await this.run(ws, log, input.text);
+    await this.run(ws, log, input.text, undefined, images);
   }
 
-  private async run(ws: string, log: ConversationLog, prompt: string, mode?: 'plan'): Promise<void> {
+  private async run(ws: string, log: ConversationLog, prompt: string, mode?: 'plan', images: ImageRef[] = []): Promise<void> {
     const folder = workspaceFolderOf(ws);
     if (!folder || !(await this.setup.readyToRun(folder))) return;
     const client = await this.connection.ensureClient(true);
     if (!client) return;
     this.core.folders.ensure(ws).prompt = prompt;
-    const index = this.add(ws, log, { type: 'user', kind: 'user', text: prompt });
-    const result = (await this.core.execute(client, SERVER_COMMANDS.run, [{ prompt, workspace: ws, ...(mode ? { mode } : {}) }])) as { runId?: string } | null;
+    const index = this.add(ws, log, { type: 'user', kind: 'user', text: prompt, images });
+    const sent = runImages(images);
+    const args = { prompt, workspace: ws, ...(mode ? { mode } : {}), ...(sent.length ? { images: sent } : {}) };
+    const result = (await this.core.execute(client, SERVER_COMMANDS.run, [args])) as { runId?: string } | null;
     if (index !== undefined && result?.runId) {
       log.setRunId(index, result.runId);
       if (ws === this.folder) this.post({ type: 'entry', index, entry: log.entries[index] });
@@ -332,7 +339,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return i;
   }
 
-  private async slash(ws: string, name: string, arg: string): Promise<void> {
+  private async slash(ws: string, name: string, arg: string, images: ImageRef[]): Promise<void> {
     switch (name) {
       case 'compact': {
         const client = await this.connection.ensureClient(true);
@@ -341,7 +348,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
       }
       case 'plan':
         if (!arg) return void vscode.commands.executeCommand(PLAN_COMMANDS.editAsText);
-        return this.run(ws, await this.log(ws), arg, 'plan');
+        return this.run(ws, await this.log(ws), arg, 'plan', images);
       case 'checkpoints':
       case 'rewind':
         return void vscode.commands.executeCommand(REWIND_COMMANDS.showCheckpoints);
@@ -378,31 +385,17 @@ export class ConversationView implements vscode.WebviewViewProvider {
     await this.reset();
   }
 
-  /** `@` in the input: the folder's files matching what follows it. */
-  private async files(query: string): Promise<void> {
-    const ws = this.folder;
-    const folder = ws ? workspaceFolderOf(ws) : undefined;
-    if (!folder) return;
-    const q = query.replace(/[[\]{}*?!]/g, '');
-    const pattern = new vscode.RelativePattern(folder, q ? `**/*${q}*` : '**/*');
-    const uris = await vscode.workspace.findFiles(pattern, '**/{node_modules,.git,target,dist,out}/**', 50);
-    const items = uris.map((u) => vscode.workspace.asRelativePath(u, false)).sort((a, b) => a.length - b.length || a.localeCompare(b));
-    this.post({ type: 'files', query, items: items.slice(0, 20) });
+  /** An image of the conversation the view draws, known by id (stepwise.image): a data URL, or none when gone. */
+  private async image(id: string): Promise<void> {
+    const client = this.connection.running();
+    const dataUrl = this.folder && client ? await fetchImage(this.core, client, this.folder, id) : undefined;
+    this.post({ type: 'image', id, ...(dataUrl ? { dataUrl } : {}) });
   }
 
-  /** Links in the model's text: web pages open outside, a path of the folder in an editor. */
-  private async open(href: string): Promise<void> {
-    if (/^https?:\/\//i.test(href)) {
-      await vscode.env.openExternal(vscode.Uri.parse(href));
-      return;
-    }
-    const folder = this.folder ? workspaceFolderOf(this.folder) : undefined;
-    const rel = href.replace(/^\.?\//, '').replace(/#.*$/, '');
-    if (!folder || !rel || rel.split(/[\\/]/).includes('..')) return;
-    // A diagnostic's line opens at its place (`#L3C7`, 1-based).
-    const place = hrefPlace(href);
-    const at = place ? new vscode.Position(Math.max(place.line - 1, 0), Math.max(place.column - 1, 0)) : undefined;
-    await vscode.window.showTextDocument(vscode.Uri.joinPath(folder.uri, rel), { preview: true, ...(at ? { selection: new vscode.Range(at, at) } : {}) });
+  /** `@` in the input: the folder's files matching what follows it. */
+  private async files(query: string): Promise<void> {
+    const items = this.folder ? await folderFiles(this.folder, query) : [];
+    this.post({ type: 'files', query, items });
   }
 
   // ---- approvals --------------------------------------------------------------------------------------
@@ -447,3 +440,4 @@ export class ConversationView implements vscode.WebviewViewProvider {
     if (this.pending.has(p.approval.id)) this.answer(p.approval.id, answer);
   }
 }
+
