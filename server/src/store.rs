@@ -83,7 +83,7 @@ pub fn load_with_folder(file: &Path) -> (Loaded, Option<PathBuf>) {
     // Images come back from their files beside the session.
     let read = match crate::images::saved::resolve(&text, &crate::images::saved::dir_for(file)) {
         None => serde_json::from_str::<LoadedSession>(&text).map_err(|e| e.to_string()),
-        Some(v) => v.and_then(|v| serde_json::from_value::<LoadedSession>(v).map_err(|e| e.to_string())),
+        Some(t) => t.and_then(|t| serde_json::from_str::<LoadedSession>(&t).map_err(|e| e.to_string())),
     };
     match read {
         Ok(s) if s.format == FORMAT => match s.session.plan.check() {

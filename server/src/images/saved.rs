@@ -163,7 +163,9 @@ pub fn write(dir: &Path, pending: &[Pending]) -> std::io::Result<()> {
 
 /// A session file's text with its images put back (their base64 read from `dir`), ready to be read as
 /// a session; an image whose file is gone or changed becomes a note saying so. `None`: nothing to do.
-pub fn resolve(text: &str, dir: &Path) -> Option<Result<Value, String>> {
+/// Text, not a value: the session is read from text as ever (reading it from a `Value` too would build a
+/// second reader of every type of a session into the binary).
+pub fn resolve(text: &str, dir: &Path) -> Option<Result<String, String>> {
     // Cheap first: a session without images is read as it is.
     if !text.contains("\"sha256\"") {
         return None;
@@ -172,7 +174,9 @@ pub fn resolve(text: &str, dir: &Path) -> Option<Result<Value, String>> {
         Ok(v) => v,
         Err(e) => return Some(Err(e.to_string())),
     };
-    let Some(messages) = v.pointer_mut("/session/messages").and_then(Value::as_array_mut) else { return Some(Ok(v)) };
+    let Some(messages) = v.pointer_mut("/session/messages").and_then(Value::as_array_mut) else {
+        return Some(Ok(text.to_string()));
+    };
     for block in messages.iter_mut().filter_map(|m| m.get_mut("content")).filter_map(Value::as_array_mut).flatten() {
         match block.get("type").and_then(Value::as_str) {
             Some("image") => {
@@ -194,7 +198,7 @@ pub fn resolve(text: &str, dir: &Path) -> Option<Result<Value, String>> {
             _ => {}
         }
     }
-    Some(Ok(v))
+    Some(serde_json::to_string(&v).map_err(|e| e.to_string()))
 }
 
 /// A reference put back as the image's source; `Err` is the note that takes its place.

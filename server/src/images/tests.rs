@@ -157,13 +157,13 @@ fn a_session_keeps_each_image_once_beside_it_and_gets_it_back() {
     assert_eq!(files.len(), 2, "each image once, by content: {files:?}");
     assert!(files[0].ends_with(".jpg") && files[1].ends_with(".png"), "{files:?}");
     assert_eq!(std::fs::read(images.join(&files[1])).unwrap(), samples::png(2, 2), "the file is the image itself");
-    let back = saved::resolve(&text, &images).unwrap().unwrap();
+    let back: serde_json::Value = serde_json::from_str(&saved::resolve(&text, &images).unwrap().unwrap()).unwrap();
     let messages: Vec<Message> = serde_json::from_value(back["session"]["messages"].clone()).unwrap();
     assert_eq!(messages, [m.clone(), m.clone()].concat());
     // A file gone (or changed) becomes a note; the rest stays.
     std::fs::write(images.join(&files[1]), b"changed").unwrap();
     std::fs::remove_file(images.join(&files[0])).unwrap();
-    let back = saved::resolve(&text, &images).unwrap().unwrap();
+    let back: serde_json::Value = serde_json::from_str(&saved::resolve(&text, &images).unwrap().unwrap()).unwrap();
     let messages: Vec<Message> = serde_json::from_value(back["session"]["messages"].clone()).unwrap();
     assert_eq!(
         messages[0].content[1],
@@ -175,7 +175,7 @@ fn a_session_keeps_each_image_once_beside_it_and_gets_it_back() {
     );
     // A name that is not a hash is never a path.
     let evil = r#"{"session":{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","media_type":"image/png","sha256":"../../etc/passwd"}}]}]}}"#;
-    let back = saved::resolve(evil, &images).unwrap().unwrap();
+    let back: serde_json::Value = serde_json::from_str(&saved::resolve(evil, &images).unwrap().unwrap()).unwrap();
     assert_eq!(back["session"]["messages"][0]["content"][0]["type"], "text");
     assert!(saved::resolve(r#"{"session":{"messages":[]}}"#, &images).is_none(), "nothing to do without images");
     let _ = std::fs::remove_dir_all(&dir);
