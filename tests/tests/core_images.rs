@@ -135,9 +135,20 @@ async fn an_image_past_the_limits_is_refused_saying_why() {
 async fn a_model_that_refuses_images_gets_a_clear_error_and_the_conversation_goes_on_without_them() {
     let shot = png(2, 2, [5, 5, 5]);
     for kind in [ProviderKind::Anthropic, ProviderKind::Openai] {
-        // llama.cpp without its vision projector: 500, which is not retried.
-        let refused = HttpError::new(500).body(json!({"error": {"code": 500, "type": "server_error",
-            "message": "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"}}));
+        // A text-only model behind Anthropic's API: 400; llama.cpp without its vision projector: 500, which
+        // is not retried either.
+        let (refused, said) = match kind {
+            ProviderKind::Anthropic => (
+                HttpError::new(400).body(json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": "messages.0.content.1: this model does not support image input"}})),
+                "this model does not support image input",
+            ),
+            ProviderKind::Openai => (
+                HttpError::new(500).body(json!({"error": {"code": 500, "type": "server_error",
+                    "message": "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"}})),
+                "image input is not supported",
+            ),
+        };
         let script = vec![call("read_file", json!({"path": "shot.png"})), refused.into(), Step::text("fine")];
         let mut h = Harness::with(kind, script, AgentConfig::default(), |p| p).await;
         std::fs::write(h.ws.path().join("shot.png"), &shot).unwrap();
@@ -145,7 +156,7 @@ async fn a_model_that_refuses_images_gets_a_clear_error_and_the_conversation_goe
         assert_eq!(out.reason, FinishReason::Error);
         let e = out.error.unwrap();
         assert!(e.starts_with("the model did not accept images ("), "{e}");
-        assert!(e.contains("image input is not supported"), "{e}");
+        assert!(e.contains(said), "{e}");
         assert!(e.ends_with(&format!("the 2 images of this conversation became the note \"{REMOVED}\": send your prompt again without images, or choose a model that accepts them")), "{e}");
         assert_eq!(h.mock.requests().len(), 2, "the refusal is not retried");
         // The next prompt: the same conversation, no image in it, each where it was said so.
