@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink};
 use crate::host::{Approvals, Host};
-use crate::llm::{Llm, Message, Usage};
+use crate::llm::{Block, Image, Llm, Message, Role, Usage};
 use crate::plan::{Mode, PlanBoard, PlanningStyle};
 pub use crate::session::{push_user_text, FinishReason, RunOutcome, Session};
 use crate::steering::Inbox;
@@ -86,10 +86,12 @@ pub struct Run<'a, H: Host + ?Sized, E: EventSink + ?Sized> {
     pub intel: Option<&'a crate::intel::Session>,
 }
 
-/// One user prompt, run to the end of the model's turn (or until a guard, an error or `cancel` stops it).
+/// One user prompt (with the images it came with), run to the end of the model's turn (or until a
+/// guard, an error or `cancel` stops it).
 pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
     messages: &mut Vec<Message>,
     prompt: &str,
+    images: &[Image],
     r: &Run<'_, H, E>,
 ) -> RunOutcome {
     r.shared.inbox.open();
@@ -98,7 +100,7 @@ pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
     let skills = crate::skills::find(r.host.root());
     // What the user did while no run went on (a plan edit) comes before the prompt it goes with.
     round::tell_user_news(messages, r);
-    push_prompt(messages, prompt);
+    push_prompt(messages, prompt, images);
     // `/<name> [text]` naming a skill: the skill comes with the prompt, for every adapter alike.
     if let Some((skill, block)) = skills.expand(prompt) {
         let text = block.unwrap_or_else(|e| format!("Error: the skill {} could not be loaded: {e}", skill.name));
@@ -132,9 +134,17 @@ pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
     outcome
 }
 
-/// Adds the user's prompt to the conversation.
-pub fn push_prompt(messages: &mut Vec<Message>, prompt: &str) {
-    push_user_text(messages, prompt.to_string());
+/// Adds the user's prompt to the conversation, its images after its text (a prompt of images alone has
+/// no text block: the Messages API refuses an empty one).
+pub fn push_prompt(messages: &mut Vec<Message>, prompt: &str, images: &[Image]) {
+    if !prompt.is_empty() || images.is_empty() {
+        push_user_text(messages, prompt.to_string());
+    }
+    let blocks = images.iter().map(|i| Block::Image { source: i.clone() });
+    match messages.last_mut() {
+        Some(m) if m.role == Role::User => m.content.extend(blocks),
+        _ => messages.push(Message { role: Role::User, content: blocks.collect::<Vec<_>>().into() }),
+    }
 }
 
 pub(crate) fn finish(

@@ -23,15 +23,18 @@ only your summary. Keep: the user's requests, decisions made, files read or chan
 and their important results, errors met, and what remains to do. Be concise; no preamble.";
 const SUMMARY_ASK: &str = "Summarise the conversation so far for the agent that continues it.";
 
-/// A rough token count (four characters a token), for decisions before the provider has counted.
+/// A rough token count (four characters a token, an image `images::TOKENS`, not its base64), for
+/// decisions before the provider has counted.
 pub fn estimate_tokens(messages: &[Message]) -> u64 {
+    let image = crate::images::TOKENS as usize * 4;
     let chars: usize = messages
         .iter()
         .flat_map(|m| &m.content)
         .map(|b| match b {
             Block::Text { text } => text.len(),
             Block::ToolUse { name, input, .. } => name.len() + encoded_len(input),
-            Block::ToolResult { content, .. } => content.len(),
+            Block::ToolResult { content, images, .. } => content.len() + images.len() * image,
+            Block::Image { .. } => image,
         })
         .sum();
     (chars / 4) as u64
@@ -55,7 +58,8 @@ fn encoded_len(v: &serde_json::Value) -> usize {
     n.0
 }
 
-/// Shortens tool results older than the newest `KEEP_ROUNDS` rounds; returns how many were shortened.
+/// Shortens tool results older than the newest `KEEP_ROUNDS` rounds (their images left out too); returns
+/// how many were shortened.
 pub fn shorten_old_results(messages: &mut [Message]) -> usize {
     let names: HashMap<String, String> = messages
         .iter()
@@ -74,14 +78,24 @@ pub fn shorten_old_results(messages: &mut [Message]) -> usize {
     let old = result_turns.len().saturating_sub(KEEP_ROUNDS);
     let mut shortened = 0;
     let long = |content: &str| content.len() > SHORTEN_OVER && !content.starts_with("[earlier output of");
+    let heavy =
+        |b: &Block| matches!(b, Block::ToolResult { content, images, .. } if long(content) || !images.is_empty());
     for &i in &result_turns[..old] {
         // Blocks are shared with copies of the conversation (llm::Content): only those changed are copied.
-        if !messages[i].content.iter().any(|b| matches!(b, Block::ToolResult { content, .. } if long(content))) {
+        if !messages[i].content.iter().any(heavy) {
             continue;
         }
         for b in &mut messages[i].content {
-            if let Block::ToolResult { tool_use_id, content, .. } = b {
-                if long(content) {
+            if let Block::ToolResult { tool_use_id, content, images, .. } = b {
+                if !images.is_empty() {
+                    let what = match images.len() {
+                        1 => "its image".to_string(),
+                        n => format!("its {n} images"),
+                    };
+                    *content = format!("{content}\n[{what} left out to save context; read it again if needed]");
+                    images.clear();
+                    shortened += 1;
+                } else if long(content) {
                     let tool = names.get(tool_use_id).map(String::as_str).unwrap_or("a tool");
                     *content = format!(
                         "[earlier output of {tool}, {} characters, left out to save context; run it again if needed]",
@@ -189,15 +203,7 @@ mod tests {
                 }]
                 .into(),
             },
-            Message {
-                role: Role::User,
-                content: vec![Block::ToolResult {
-                    tool_use_id: format!("t{i}"),
-                    content: output.into(),
-                    is_error: false,
-                }]
-                .into(),
-            },
+            Message { role: Role::User, content: vec![Block::result(format!("t{i}"), output, false)].into() },
         ]
     }
 
@@ -238,6 +244,32 @@ mod tests {
         assert!(contents[2..].iter().all(|c| c.len() == 5000), "the newest rounds stay whole");
         // Nothing left to shorten: a second pass changes nothing.
         assert_eq!(shorten_old_results(&mut m), 0);
+    }
+
+    #[test]
+    fn an_image_counts_as_its_tokens_and_old_ones_are_left_out() {
+        let image = crate::llm::Image::new("image/png", "A".repeat(4_000_000));
+        let mut m = conversation(5, "short");
+        let with_image = |b: &mut Block| {
+            if let Block::ToolResult { images, .. } = b {
+                images.push(image.clone());
+            }
+        };
+        for i in [2, 10] {
+            with_image(&mut m[i].content[0]);
+        }
+        m[0].content.push(Block::Image { source: image.clone() });
+        let text_only = estimate_tokens(&conversation(5, "short"));
+        assert_eq!(estimate_tokens(&m), text_only + 3 * crate::images::TOKENS, "not its 4 MB of base64");
+        // The old round's image goes with the old output; the newest rounds' stays, and the user's.
+        assert_eq!(shorten_old_results(&mut m), 1);
+        assert_eq!(
+            m[2].content[0],
+            Block::result("t0", "short\n[its image left out to save context; read it again if needed]", false)
+        );
+        assert!(matches!(&m[10].content[0], Block::ToolResult { images, .. } if images.len() == 1));
+        assert_eq!(crate::images::count(&m), 2);
+        assert_eq!(estimate_tokens(&m), estimate_tokens(&conversation(5, "short")) + 2 * crate::images::TOKENS + 15);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod context;
 pub mod events;
 pub mod host;
 pub mod ignore_files;
+pub mod images;
 pub mod instructions;
 pub mod intel;
 /// Model providers: their own crate (server/llm), which uses nothing else of stepwise and builds apart.

@@ -27,6 +27,9 @@ enum Command {
         /// folder is left as it is; its path and branch are printed last
         #[arg(long)]
         worktree: bool,
+        /// An image the task comes with (PNG, JPEG, GIF or WebP); may be given several times
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<PathBuf>,
         /// The task (several words are joined)
         #[arg(required = true, num_args = 1.., value_name = "TASK")]
         task: Vec<String>,
@@ -84,7 +87,7 @@ struct Common {
 impl From<Common> for cli::Options {
     fn from(c: Common) -> cli::Options {
         let (workspace, yes, record, replay) = (c.workspace, c.yes, c.record, c.replay);
-        cli::Options { workspace, yes, record, replay, plan_first: false, worktree: false }
+        cli::Options { workspace, yes, record, replay, plan_first: false, worktree: false, images: Vec::new() }
     }
 }
 
@@ -97,11 +100,11 @@ fn main() {
     // Usage errors exit 2, `--help` and `--version` exit 0 (clap's own codes).
     let command = Stepwise::parse_from(args).command;
     let code = match command {
-        Command::Run { opts, plan_first, worktree, task } => {
+        Command::Run { opts, plan_first, worktree, images, task } => {
             init_logging("warn");
             // One run, one task at a time: on one thread, a round's steps (the answer read, the tool, the
             // next request written) never wait for another thread to wake up.
-            let opts = cli::Options { plan_first, worktree, ..opts.into() };
+            let opts = cli::Options { plan_first, worktree, images, ..opts.into() };
             one_thread_runtime().block_on(cli::run_once(opts, task.join(" ")))
         }
         Command::Chat { opts } => {

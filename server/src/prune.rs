@@ -76,6 +76,14 @@ pub fn prune(dir: &Path, age: Duration, now: SystemTime, open: &[PathBuf]) -> Ve
                 Err(e) => tracing::warn!("could not remove {}: {e}", store.display()),
             }
         }
+        // The session's images (`images::saved`) go with it.
+        let images = crate::images::saved::dir_for(&stem.with_extension(SESSION));
+        if std::fs::symlink_metadata(&images).is_ok_and(|m| m.is_dir()) {
+            match std::fs::remove_dir_all(&images) {
+                Ok(()) => gone.push(images),
+                Err(e) => tracing::warn!("could not remove {}: {e}", images.display()),
+            }
+        }
     }
     gone
 }
@@ -115,6 +123,9 @@ mod tests {
             age(&store, journal_days * DAY);
         };
         make("old", 40, 40);
+        fs::create_dir_all(dir.join("old.images")).unwrap();
+        fs::write(dir.join("old.images").join("ab.png"), "png").unwrap();
+        fs::create_dir_all(dir.join("fresh.images")).unwrap();
         make("open-now", 40, 40);
         make("fresh", 1, 1);
         make("rewound-lately", 40, 2);
@@ -129,10 +140,11 @@ mod tests {
         let mut gone = prune(&dir, 30 * DAY, SystemTime::now(), &[dir.join("open-now.json")]);
         gone.sort();
         let names: Vec<String> = gone.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(names, ["old.checkpoints", "old.json", "orphan.checkpoints", "plain.json"]);
+        assert_eq!(names, ["old.checkpoints", "old.images", "old.json", "orphan.checkpoints", "plain.json"]);
         for kept in [
             "fresh.json",
             "fresh.checkpoints",
+            "fresh.images",
             "rewound-lately.json",
             "rewound-lately.checkpoints",
             "trusted-mcp",

@@ -1,10 +1,13 @@
 //! A saved session's bytes, kept between saves: saving after every round encodes only the messages that
-//! are new or changed, not the whole conversation. The bytes are exactly `store::encode`'s.
+//! are new or changed, not the whole conversation. The bytes are exactly `store::encode`'s. Images are
+//! named by reference (`images::saved`); those of newly encoded messages wait in `images` until the
+//! writer puts them beside the file.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::images::saved::{Pending, SavedMessage};
 use crate::llm::{KeptMessages, Message};
 use crate::plan::Plan;
 use crate::session::Session;
@@ -19,6 +22,8 @@ pub struct Snapshot {
     messages: KeptMessages,
     /// `],"plan":…}}`.
     tail: Vec<u8>,
+    /// Images of the messages encoded since the writer last took them.
+    images: Vec<Pending>,
 }
 
 impl Snapshot {
@@ -47,14 +52,27 @@ impl Snapshot {
 
     /// The conversation as of its latest consistent point: only new or changed messages are encoded.
     pub fn update_messages(&mut self, messages: &[Message]) -> serde_json::Result<()> {
+        let images = &mut self.images;
         self.messages
             .update(messages, messages.len(), |i, m, out| {
                 if i > 0 {
                     out.push(b',');
                 }
-                serde_json::to_writer(out, m)
+                let (saved, pending) = SavedMessage::new(m);
+                images.extend(pending);
+                serde_json::to_writer(out, &saved)
             })
             .map(|_| ())
+    }
+
+    /// The images to write before the file that names them; they stay here until `images_written`.
+    pub fn images(&self) -> Vec<Pending> {
+        self.images.clone()
+    }
+
+    /// These images are beside the file now.
+    pub fn images_written(&mut self, written: &[Pending]) {
+        self.images.retain(|(name, _)| !written.iter().any(|(w, _)| w == name));
     }
 
     /// The plan as it is now, with its revision.

@@ -7,22 +7,31 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::Session;
+use crate::images::saved::{Pending, SavedMessage};
 use crate::snapshot::{Snapshot, FORMAT};
 
 #[derive(Deserialize)]
-struct SavedSession {
+struct LoadedSession {
     format: u32,
     #[serde(default)]
     folder: Option<PathBuf>,
     session: Session,
 }
 
-/// What is written: the same shape, borrowed, so saving after every round copies nothing.
+/// What is written: the same shape, borrowed, so saving after every round copies nothing; images by
+/// reference (`images::saved`).
 #[derive(Serialize)]
 struct SessionFile<'a> {
     format: u32,
     folder: &'a Path,
-    session: &'a Session,
+    session: SavedSession<'a>,
+}
+
+#[derive(Serialize)]
+struct SavedSession<'a> {
+    messages: Vec<SavedMessage<'a>>,
+    plan: &'a crate::plan::Plan,
+    revision: u64,
 }
 
 pub use crate::trust::state_dir;
@@ -71,13 +80,18 @@ pub fn load_with_folder(file: &Path) -> (Loaded, Option<PathBuf>) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Loaded::None, None),
         Err(e) => return (set_aside(file, e.to_string()), None),
     };
-    match serde_json::from_str::<SavedSession>(&text) {
+    // Images come back from their files beside the session.
+    let read = match crate::images::saved::resolve(&text, &crate::images::saved::dir_for(file)) {
+        None => serde_json::from_str::<LoadedSession>(&text).map_err(|e| e.to_string()),
+        Some(t) => t.and_then(|t| serde_json::from_str::<LoadedSession>(&t).map_err(|e| e.to_string())),
+    };
+    match read {
         Ok(s) if s.format == FORMAT => match s.session.plan.check() {
             Ok(()) => (Loaded::Restored(s.session), s.folder),
             Err(e) => (set_aside(file, format!("its plan breaks the plan's rules ({e})")), None),
         },
         Ok(s) => (set_aside(file, format!("unknown format {}", s.format)), None),
-        Err(e) => (set_aside(file, e.to_string()), None),
+        Err(e) => (set_aside(file, e), None),
     }
 }
 
@@ -88,7 +102,12 @@ fn set_aside(file: &Path, error: String) -> Loaded {
     Loaded::Corrupt { moved_to, error }
 }
 
+/// The session file's bytes; the images it names are left to the caller (`images::saved::write`).
 pub fn encode(folder: &Path, session: &Session) -> Option<Vec<u8>> {
+    // Every field of the session is written; a field added to `Session` fails to compile here.
+    let Session { messages, plan, revision } = session;
+    let messages = messages.iter().map(|m| SavedMessage::new(m).0).collect();
+    let session = SavedSession { messages, plan, revision: *revision };
     serde_json::to_vec(&SessionFile { format: FORMAT, folder, session }).ok()
 }
 
@@ -133,12 +152,22 @@ struct Latest {
 }
 
 impl Latest {
-    /// The newest bytes, if there are any worth writing.
-    fn take(&mut self, even_if_written: bool) -> Option<Vec<u8>> {
+    /// The newest bytes, if there are any worth writing, and the images they name not yet written.
+    fn take(&mut self, even_if_written: bool) -> Option<(Vec<u8>, Vec<Pending>)> {
         let due = self.saved && (self.unwritten || even_if_written);
         self.unwritten = false;
-        due.then(|| self.snapshot.bytes())
+        due.then(|| (self.snapshot.bytes(), self.snapshot.images()))
     }
+}
+
+/// The images first (the file names them), then the file; images written are no longer pending (those
+/// that failed are tried again with the next write).
+fn write_session(file: &Path, latest: &Mutex<Latest>, (bytes, images): (Vec<u8>, Vec<Pending>)) -> std::io::Result<()> {
+    if !images.is_empty() {
+        crate::images::saved::write(&crate::images::saved::dir_for(file), &images)?;
+        crate::locks::lock(latest).snapshot.images_written(&images);
+    }
+    write_atomic(file, &bytes)
 }
 
 impl Saver {
@@ -183,11 +212,8 @@ impl Saver {
     /// Writes the newest snapshot now (blocking).
     pub fn flush(&self) -> std::io::Result<()> {
         let _turn = crate::locks::lock(&WRITING);
-        let bytes = crate::locks::lock(&self.latest).take(true);
-        match bytes {
-            Some(b) => write_atomic(&self.file, &b),
-            None => Ok(()),
-        }
+        let due = crate::locks::lock(&self.latest).take(true);
+        due.map_or(Ok(()), |d| write_session(&self.file, &self.latest, d))
     }
 }
 
@@ -200,8 +226,8 @@ fn spawn_writer(file: PathBuf, latest: Arc<Mutex<Latest>>) -> tokio::sync::watch
             let res = tokio::task::spawn_blocking(move || {
                 let _turn = crate::locks::lock(&WRITING);
                 // The newest snapshot now, not the one that woke us.
-                let bytes = crate::locks::lock(&latest).take(false);
-                bytes.map_or(Ok(()), |b| write_atomic(&file, &b))
+                let due = crate::locks::lock(&latest).take(false);
+                due.map_or(Ok(()), |d| write_session(&file, &latest, d))
             })
             .await;
             match res {
@@ -250,6 +276,31 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A saved session's images are files beside it, written once each, and come back on load.
+    #[tokio::test]
+    async fn a_session_with_images_is_saved_and_comes_back() {
+        let dir = std::env::temp_dir().join(format!("stepwise-store-images-{}", std::process::id()));
+        let file = dir.join("s.json");
+        let png = crate::images::check("a.png", b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x02\0\0\0\x02").unwrap().image;
+        let mut session = Session::default();
+        crate::agent::push_prompt(&mut session.messages, "what is this?", std::slice::from_ref(&png));
+        let saver = Saver::spawn(file.clone(), Path::new("/work/p"));
+        saver.save_messages(&session.messages);
+        session.push_prompt("and again");
+        session.messages.push(Message { role: Role::User, content: vec![Block::Image { source: png.clone() }].into() });
+        saver.save_messages(&session.messages);
+        saver.flush().unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains(png.base64()) && text.matches("\"sha256\"").count() == 2, "{text}");
+        let files: Vec<_> = std::fs::read_dir(crate::images::saved::dir_for(&file)).unwrap().collect();
+        assert_eq!(files.len(), 1, "one file for the one image");
+        match load(&file) {
+            Loaded::Restored(s) => assert_eq!(s.messages, session.messages),
+            _ => panic!("not restored"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     /// `Snapshot`'s bytes, kept between saves, are exactly `encode`'s.
     fn the_kept_bytes_are_the_whole_session_encoded_afresh() {
@@ -275,6 +326,12 @@ mod tests {
                     tool_use_id: format!("t{i}"),
                     content: "ok é\n".into(),
                     is_error: false,
+                    // Images are written by reference, the same whether kept or encoded afresh.
+                    images: if i % 5 == 1 {
+                        vec![crate::llm::Image::new("image/gif", format!("R0lGOD{i}="))]
+                    } else {
+                        vec![]
+                    },
                 }]
                 .into(),
             });

@@ -21,20 +21,22 @@ use gate::Gate;
 pub use gate::{prepare, will_ask, Prepared};
 
 /// The result of one tool call, as the model will read it, and the file change it made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub text: String,
     pub is_error: bool,
     pub change: Option<FileChange>,
+    /// What the model is shown besides the text (`read_file` of an image).
+    pub images: Vec<crate::llm::Image>,
 }
 
 impl ToolOutput {
     pub fn ok(text: impl Into<String>) -> Self {
-        ToolOutput { text: text.into(), is_error: false, change: None }
+        ToolOutput { text: text.into(), is_error: false, change: None, images: Vec::new() }
     }
     /// A result the model reads as a failure, as given.
     pub fn failed(text: impl Into<String>) -> Self {
-        ToolOutput { text: text.into(), is_error: true, change: None }
+        ToolOutput { text: text.into(), is_error: true, change: None, images: Vec::new() }
     }
     /// Errors reach the model as `Error: <message>`.
     pub fn error(message: impl AsRef<str>) -> Self {
@@ -133,7 +135,7 @@ async fn mcp_call<H: Host + ?Sized>(name: &str, input: &Value, gate: &Gate<'_>, 
         return ToolOutput::error(denied);
     }
     let answer = set.call(tool, input).await;
-    ToolOutput { text: answer.text, is_error: answer.is_error, change: None }
+    ToolOutput { is_error: answer.is_error, ..ToolOutput::ok(answer.text) }
 }
 
 async fn run<H: Host + ?Sized>(
@@ -173,6 +175,15 @@ async fn run<H: Host + ?Sized>(
             let (old, new) = (str_arg(input, name, "old_text")?, str_arg(input, name, "new_text")?);
             let change = files::edit(cx, &gate, &path, old, new).await?;
             Ok(ToolOutput { change: Some(change), ..ToolOutput::ok(format!("Edited {given}")) })
+        }
+        Handler::ReadFile => {
+            let path = resolve(cx.host.root(), str_arg(input, name, "path")?)?;
+            // An image (by its first bytes) is shown to the model; anything else is read as text.
+            match crate::images::read_file(&path).await {
+                Some(image) => image
+                    .map(|c| ToolOutput { images: vec![c.image.clone()], ..ToolOutput::ok(c.describe(&path.given)) }),
+                None => run_text(tool, input, cx).await.map(ToolOutput::ok),
+            }
         }
         Handler::Diagnostics | Handler::CodeNav | Handler::Rename => {
             let Some(intel) = cx.intel else { return Err(format!("Unknown tool: {name}")) };

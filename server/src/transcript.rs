@@ -51,6 +51,24 @@ pub struct Entry {
     pub text: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<ToolEntry>,
+    /// Images the entry shows: a prompt's, or those a tool showed the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageEntry>,
+}
+
+/// An image of an entry, by reference: `stepwise.image` gives its bytes, so entries stay small.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageEntry {
+    pub media_type: String,
+    /// What `stepwise.image` takes (the same for the same image, while the server runs).
+    pub id: String,
+}
+
+impl ImageEntry {
+    fn of(images: &[crate::llm::Image]) -> Vec<ImageEntry> {
+        images.iter().map(|i| ImageEntry { media_type: i.media_type().to_string(), id: i.id() }).collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -68,12 +86,12 @@ pub struct ToolEntry {
 
 /// The entries of `messages`, oldest first; `origins[i]` is where message `i` came from, if known.
 pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
-    let results: HashMap<&str, (&str, bool)> = messages
+    let results: HashMap<&str, (&str, bool, &[crate::llm::Image])> = messages
         .iter()
         .flat_map(|m| m.content.iter())
         .filter_map(|b| match b {
-            Block::ToolResult { tool_use_id, content, is_error } => {
-                Some((tool_use_id.as_str(), (content.as_str(), *is_error)))
+            Block::ToolResult { tool_use_id, content, is_error, images } => {
+                Some((tool_use_id.as_str(), (content.as_str(), *is_error, images.as_slice())))
             }
             _ => None,
         })
@@ -90,8 +108,15 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
             }
         }
         let run_id = origin.map(|o| o.run_id.clone()).unwrap_or_default();
+        let start = out.len();
         for b in m.content.iter() {
-            let entry = |kind, text: &str| Entry { kind, run_id: run_id.clone(), text: Some(text.into()), tool: None };
+            let entry = |kind, text: &str| Entry {
+                kind,
+                run_id: run_id.clone(),
+                text: Some(text.into()),
+                tool: None,
+                images: Vec::new(),
+            };
             match (b, m.role) {
                 (Block::Text { text }, Role::Assistant) => {
                     if !text.trim().is_empty() {
@@ -109,7 +134,7 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                     out.push(entry(kind, text));
                 }
                 (Block::ToolUse { id, name, input }, _) => {
-                    let (output, is_error) = results.get(id.as_str()).copied().unwrap_or(("", false));
+                    let (output, is_error, images) = results.get(id.as_str()).copied().unwrap_or(("", false, &[]));
                     let step = steps.current.clone();
                     if !is_error {
                         steps.planning_call(name, input);
@@ -126,9 +151,25 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                             is_error,
                             step,
                         }),
+                        images: ImageEntry::of(images),
                     });
                 }
                 (Block::ToolResult { .. }, _) => {}
+                // The user's image goes with the prompt it came with, or is an entry of its own.
+                (Block::Image { source }, _) => {
+                    let shown = ImageEntry::of(std::slice::from_ref(source));
+                    let here = out.len() > start;
+                    match out.last_mut() {
+                        Some(e) if here && e.kind == Kind::User => e.images.extend(shown),
+                        _ => out.push(Entry {
+                            kind: Kind::User,
+                            run_id: run_id.clone(),
+                            text: None,
+                            tool: None,
+                            images: shown,
+                        }),
+                    }
+                }
             }
         }
     }
@@ -236,8 +277,7 @@ mod tests {
     #[test]
     fn prompts_steers_tools_and_steps_are_told_apart() {
         let use_ = |id: &str, name: &str, input: Value| Block::ToolUse { id: id.into(), name: name.into(), input };
-        let result =
-            |id: &str, c: &str, e: bool| Block::ToolResult { tool_use_id: id.into(), content: c.into(), is_error: e };
+        let result = |id: &str, c: &str, e: bool| Block::result(id, c, e);
         let messages = vec![
             msg(Role::User, vec![text("fix it")]),
             msg(

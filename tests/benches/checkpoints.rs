@@ -103,12 +103,8 @@ fn grow(session: &mut Session, round: usize) {
     });
     session.messages.push(Message {
         role: Role::User,
-        content: vec![Block::ToolResult {
-            tool_use_id: format!("t{round}"),
-            content: format!("test output line {round}\n").repeat(80),
-            is_error: false,
-        }]
-        .into(),
+        content: vec![Block::result(format!("t{round}"), format!("test output line {round}\n").repeat(80), false)]
+            .into(),
     });
 }
 

@@ -3,6 +3,7 @@
 
 pub mod checkpoint_steps;
 pub mod disk;
+pub mod images;
 pub mod intel;
 pub mod lsp_client;
 pub mod mcp_servers;

@@ -1,17 +1,17 @@
 //! Anthropic Messages API with streaming.
 
-use serde::ser::{SerializeSeq, SerializeStruct};
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::anthropic_wire::{WireMessage, WireSystem, WireTools};
 use super::loose::{Count, Obj, Text};
 use super::prefix::{self, Frame, Pieces};
 use super::sse::SseStream;
 use super::wire::Wire;
-use super::{object_or_empty, Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, ToolSpec, Usage};
+use super::{Block, LlmError, Message, ModelRequest, ModelResponse, ProviderConfig, Usage};
 
 const PROVIDER: &str = "anthropic";
 
@@ -113,106 +113,6 @@ struct WireRequest<'a> {
     messages: Vec<WireMessage<'a>>,
     tools: WireTools<'a>,
     stream: bool,
-}
-
-/// `{"type": "ephemeral"}`: the prompt up to and including the marked block is cached. At most four per
-/// request; we use up to four: the tools, the system prompt, and two rolling ones in the history.
-#[derive(Serialize)]
-struct CacheControl {
-    #[serde(rename = "type")]
-    kind: &'static str,
-}
-
-const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
-
-/// A value with a cache breakpoint after it.
-#[derive(Serialize)]
-struct Cached<T> {
-    #[serde(flatten)]
-    inner: T,
-    cache_control: CacheControl,
-}
-
-/// The system prompt: a plain string, or one text block carrying a breakpoint. It never changes between
-/// rounds (plan renders and reminders go in the newest message), so the prefix stays byte-stable.
-struct WireSystem<'a> {
-    text: &'a str,
-    cache: bool,
-}
-
-impl Serialize for WireSystem<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if !self.cache {
-            return s.serialize_str(self.text);
-        }
-        #[derive(Serialize)]
-        struct Text<'a> {
-            #[serde(rename = "type")]
-            kind: &'static str,
-            text: &'a str,
-        }
-        [Cached { inner: Text { kind: "text", text: self.text }, cache_control: EPHEMERAL }].serialize(s)
-    }
-}
-
-/// The tool list, its last tool carrying a breakpoint when caching is on.
-struct WireTools<'a> {
-    tools: &'a [ToolSpec],
-    cache: bool,
-}
-
-impl Serialize for WireTools<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.tools.len()))?;
-        for (i, t) in self.tools.iter().enumerate() {
-            if self.cache && i + 1 == self.tools.len() {
-                seq.serialize_element(&Cached { inner: t, cache_control: EPHEMERAL })?;
-            } else {
-                seq.serialize_element(t)?;
-            }
-        }
-        seq.end()
-    }
-}
-
-/// A message as the Messages API takes it: `Block`'s own shape, except that a tool input which is not
-/// a JSON object (a model's malformed arguments) is sent back as `{}`; with `cache`, its last block
-/// carries a breakpoint.
-struct WireMessage<'a> {
-    message: &'a Message,
-    cache: bool,
-}
-
-impl Serialize for WireMessage<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Content<'a>(&'a [Block], bool);
-        impl Serialize for Content<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut seq = s.serialize_seq(Some(self.0.len()))?;
-                for (i, b) in self.0.iter().enumerate() {
-                    let fixed;
-                    let b = match b {
-                        Block::ToolUse { id, name, input } if !input.is_object() => {
-                            fixed =
-                                Block::ToolUse { id: id.clone(), name: name.clone(), input: object_or_empty(input) };
-                            &fixed
-                        }
-                        other => other,
-                    };
-                    if self.1 && i + 1 == self.0.len() {
-                        seq.serialize_element(&Cached { inner: b, cache_control: EPHEMERAL })?
-                    } else {
-                        seq.serialize_element(b)?
-                    }
-                }
-                seq.end()
-            }
-        }
-        let mut m = s.serialize_struct("Message", 2)?;
-        m.serialize_field("role", &self.message.role)?;
-        m.serialize_field("content", &Content(&self.message.content, self.cache))?;
-        m.end()
-    }
 }
 
 /// The whole prompt is `input_tokens` (uncached) + cache writes + cache reads; missing or malformed counts

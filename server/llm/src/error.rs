@@ -35,6 +35,18 @@ impl LlmError {
         .iter()
         .any(|p| m.contains(p))
     }
+
+    /// The provider refused images: an error status whose message names them (a model without vision,
+    /// OpenAI's "image_url is only supported by certain models", llama.cpp's "image input is not
+    /// supported", an image past Anthropic's limits). Meaningful only for a request that carried images;
+    /// the loop asks only then.
+    pub fn refuses_images(&self) -> bool {
+        let LlmError::Status { status, message, .. } = self else { return false };
+        (400..600).contains(status)
+            && !matches!(status, 429 | 503 | 529)
+            && !self.is_context_overflow()
+            && message.to_ascii_lowercase().contains("image")
+    }
 }
 
 impl std::fmt::Display for LlmError {

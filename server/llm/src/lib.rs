@@ -4,10 +4,12 @@
 //! formats); the OpenAI client translates at its edge.
 
 mod anthropic;
+mod anthropic_wire;
 pub mod client;
 mod content;
 mod error;
 mod http;
+mod image;
 mod loose;
 mod openai;
 mod openai_wire;
@@ -28,6 +30,7 @@ use serde_json::Value;
 
 pub use content::Content;
 pub use error::LlmError;
+pub use image::{DataUrl, Image};
 pub use prefix::KeptMessages;
 pub use replay::{Recorder, Replay};
 
@@ -54,7 +57,22 @@ pub enum Block {
         content: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// What the tool showed besides its text (`read_file` of an image): on Anthropic's wire inside
+        /// the result's content, on OpenAI's in a user message after the tool messages.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
+    /// An image the user gave with a prompt (`{"type": "image", "source": {...}}`, Anthropic's block).
+    Image {
+        source: Image,
+    },
+}
+
+impl Block {
+    /// A tool's result without images.
+    pub fn result(tool_use_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Block {
+        Block::ToolResult { tool_use_id: tool_use_id.into(), content: content.into(), is_error, images: Vec::new() }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

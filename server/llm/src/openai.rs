@@ -328,7 +328,7 @@ mod tests {
             Message {
                 role: Role::User,
                 content: vec![
-                    Block::ToolResult { tool_use_id: "c1".into(), content: "a.txt".into(), is_error: false },
+                    Block::result("c1", "a.txt", false),
                     Block::Text { text: "<reminder>Update your todos.</reminder>".into() },
                 ]
                 .into(),
@@ -361,6 +361,56 @@ mod tests {
             w[1],
             json!({"role": "assistant", "content": "one\n\ntwo", "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{not json"}}]})
+        );
+    }
+
+    #[test]
+    fn images_go_in_a_user_message_after_the_tool_messages() {
+        let png = crate::Image::new("image/png", "iVBORw0K");
+        let msgs = vec![Message {
+            role: Role::User,
+            content: vec![
+                Block::ToolResult {
+                    tool_use_id: "c1".into(),
+                    content: "Image a.png (image/png, 1x1, 1 KB) follows.".into(),
+                    is_error: false,
+                    images: vec![png.clone()],
+                },
+                Block::result("c2", "done", false),
+                Block::Text { text: "and this one?".into() },
+                Block::Image { source: crate::Image::new("image/gif", "R0lGOD") },
+            ]
+            .into(),
+        }];
+        let w = serde_json::to_value(WireMessages { system: "s", messages: &msgs }).unwrap();
+        assert_eq!(
+            w,
+            json!([
+                {"role": "system", "content": "s"},
+                {"role": "tool", "tool_call_id": "c1", "content": "Image a.png (image/png, 1x1, 1 KB) follows."},
+                {"role": "tool", "tool_call_id": "c2", "content": "done"},
+                {"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+                    {"type": "text", "text": "and this one?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lGOD"}}]}
+            ])
+        );
+        // A turn of tool results whose only image is a tool's: a user message of that image alone.
+        let only = vec![Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: "c1".into(),
+                content: "x".into(),
+                is_error: false,
+                images: vec![png],
+            }]
+            .into(),
+        }];
+        let w = serde_json::to_value(WireMessages { system: "s", messages: &only }).unwrap();
+        assert_eq!(
+            w[2],
+            json!({"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}}]})
         );
     }
 }

@@ -1,7 +1,8 @@
 //! The chat-completions request body, serialised straight from the conversation (no `serde_json::Value`
 //! tree of the whole history per round). Anthropic-shaped history becomes chat messages: tool results
 //! become `role: tool` messages, in order, followed by any text of the same user turn (the reminder, a
-//! follow-up prompt); an assistant turn's tool calls go in its `tool_calls`.
+//! follow-up prompt); an assistant turn's tool calls go in its `tool_calls`. Images (a tool's, the
+//! user's) go in that user message as `image_url` parts with a data URL: a tool message carries text only.
 
 use std::fmt;
 
@@ -9,7 +10,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::{Block, Message, Role, Schema, ToolSpec};
+use super::{Block, DataUrl, Image, Message, Role, Schema, ToolSpec};
 
 /// The body after the messages: the tools and the request's settings.
 #[derive(Serialize)]
@@ -153,11 +154,57 @@ impl Serialize for Calls<'_> {
     }
 }
 
+/// A user message's parts when it carries images: the tools' images, the text, the user's images.
+pub struct Parts<'a>(&'a [Block]);
+
+impl<'a> Serialize for Parts<'a> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Url<'a> {
+            url: DataUrl<'a>,
+        }
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Part<'a, 'b> {
+            ImageUrl { image_url: Url<'a> },
+            Text { text: Text<'a, 'b> },
+        }
+        let image = |i: &'a Image| Part::ImageUrl { image_url: Url { url: i.data_url() } };
+        let tools = self.0.iter().flat_map(|b| match b {
+            Block::ToolResult { images, .. } => images.as_slice(),
+            _ => &[],
+        });
+        let users = self.0.iter().filter_map(|b| match b {
+            Block::Image { source } => Some(source),
+            _ => None,
+        });
+        let joined = Joined(self.0);
+        let text = (!joined.is_empty()).then_some(Part::Text { text: Text(&joined) });
+        s.collect_seq(tools.map(image).chain(text).chain(users.map(image)))
+    }
+}
+
+fn has_images(blocks: &[Block]) -> bool {
+    blocks.iter().any(|b| match b {
+        Block::ToolResult { images, .. } => !images.is_empty(),
+        Block::Image { .. } => true,
+        _ => false,
+    })
+}
+
 /// One chat message of the body; a conversation message becomes several ([`elements`]).
 pub enum Element<'a> {
-    Tool { tool_call_id: &'a str, content: &'a str },
-    Assistant { text: Option<Joined<'a>>, calls: Option<Calls<'a>> },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+    Assistant {
+        text: Option<Joined<'a>>,
+        calls: Option<Calls<'a>>,
+    },
     User(Joined<'a>),
+    /// A user message with images: its content is a list of parts.
+    UserParts(Parts<'a>),
 }
 
 impl Serialize for Element<'_> {
@@ -182,6 +229,7 @@ impl Serialize for Element<'_> {
                     .serialize(s)
             }
             Element::User(text) => Plain { role: "user", content: Text(text) }.serialize(s),
+            Element::UserParts(parts) => Plain { role: "user", content: parts }.serialize(s),
         }
     }
 }
@@ -193,7 +241,7 @@ pub struct Plain<C: Serialize> {
 }
 
 /// The chat messages `m` becomes, in order: its tool results, then its text (with an assistant turn's
-/// tool calls); a user turn without text adds no message of its own.
+/// tool calls, or a user turn's images); a user turn without text or images adds no message of its own.
 pub fn elements<E>(m: &Message, mut f: impl FnMut(&Element<'_>) -> Result<(), E>) -> Result<(), E> {
     for b in &m.content {
         if let Block::ToolResult { tool_use_id, content, .. } = b {
@@ -209,6 +257,7 @@ pub fn elements<E>(m: &Message, mut f: impl FnMut(&Element<'_>) -> Result<(), E>
                 calls: has_calls.then_some(Calls(&m.content)),
             })
         }
+        Role::User if has_images(&m.content) => f(&Element::UserParts(Parts(&m.content))),
         Role::User if !text.is_empty() => f(&Element::User(text)),
         Role::User => Ok(()),
     }

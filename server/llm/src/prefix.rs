@@ -174,7 +174,7 @@ mod tests {
 
     use super::super::anthropic::{self, Anthropic};
     use super::super::openai::{self, OpenAi};
-    use super::super::{Block, ProviderKind, Role};
+    use super::super::{Block, Image, ProviderKind, Role};
     use super::*;
 
     fn cfg(kind: ProviderKind, prompt_cache: bool) -> ProviderConfig {
@@ -251,6 +251,8 @@ mod tests {
                         tool_use_id: format!("t{i}"),
                         content: "x".repeat(i * 10),
                         is_error: i.is_multiple_of(5),
+                        // Some rounds read an image.
+                        images: if i % 4 == 2 { vec![Image::new("image/png", format!("iVBOR{i}+/="))] } else { vec![] },
                     },
                     Block::Text { text: "<reminder>Update your todos.</reminder>".into() },
                 ]
@@ -283,14 +285,19 @@ mod tests {
                 assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{:?}", cfg.kind);
             };
             check(&messages, "sys", &specs);
-            messages.push(Message { role: Role::User, content: vec![Block::Text { text: "the task".into() }].into() });
+            let shot = Block::Image { source: Image::new("image/jpeg", "/9j/4AAQ") };
+            messages.push(Message {
+                role: Role::User,
+                content: vec![Block::Text { text: "the task".into() }, shot.clone()].into(),
+            });
             for i in 0..12 {
                 check(&messages, "sys", &specs);
                 messages.extend(round(i));
             }
-            // A follow-up prompt joins the last user turn (the message changes in place).
+            // A follow-up prompt joins the last user turn (the message changes in place), with an image.
             let Some(Message { content, .. }) = messages.last_mut() else { unreachable!() };
             content.push(Block::Text { text: "and then?".into() });
+            content.push(shot);
             check(&messages, "sys", &specs);
             // An old result is shortened (compaction).
             if let Block::ToolResult { content, .. } = &mut messages[4].content[0] {

@@ -25,6 +25,9 @@ impl Retry {
         }
         let backoff = self.base.saturating_mul(1 << attempt.min(10));
         match err {
+            // A server that cannot take images (llama.cpp without its projector answers 500) will not
+            // take them on a second try either.
+            _ if err.refuses_images() => None,
             LlmError::Status { status, retry_after, .. } if retryable(*status) => match retry_after {
                 Some(d) if *d > MAX_RETRY_AFTER => None,
                 Some(d) => Some(*d),
@@ -72,5 +75,16 @@ mod tests {
         assert_eq!(r.wait(0, &refused, false), None);
         let down = LlmError::Transport { provider: "p", message: String::new() };
         assert_eq!(r.wait(0, &down, false), Some(Duration::from_millis(100)));
+        let no_projector = LlmError::Status {
+            provider: "p",
+            status: 500,
+            message: "image input is not supported - hint: you may need to provide the mmproj".into(),
+            retry_after: None,
+        };
+        assert!(no_projector.refuses_images());
+        assert_eq!(r.wait(0, &no_projector, false), None, "a server without vision is not asked again");
+        let busy =
+            LlmError::Status { provider: "p", status: 503, message: "image service busy".into(), retry_after: None };
+        assert!(!busy.refuses_images() && r.wait(0, &busy, false).is_some(), "overload is not a refusal");
     }
 }

@@ -28,9 +28,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionModeRequest, SetSessionModeResponse,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, ConnectTo, Error, ErrorCode};
 use serde_json::json;
@@ -94,6 +94,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                         .agent_capabilities(
                             AgentCapabilities::new()
                                 .load_session(true)
+                                .prompt_capabilities(PromptCapabilities::new().image(true))
                                 .mcp_capabilities(McpCapabilities::new().http(true))
                                 .session_capabilities(
                                     SessionCapabilities::new()
@@ -214,7 +215,7 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
                 cx.spawn(async move {
                     let (shown, to) = (session.clone(), conn.clone());
                     // A panic in the run must not take the connection down: it answers this prompt only.
-                    let run = prompt::run(session, conn, fs, text, ticket);
+                    let run = prompt::run(session, conn, fs, text, req.prompt, ticket);
                     let answer = guarded(run).await.unwrap_or_else(|why| Err(panicked(why)));
                     // The tasks the turn started or ended, shown before its answer.
                     background::show_all(&to, &shown);

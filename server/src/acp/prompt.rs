@@ -14,6 +14,7 @@ use super::modes;
 use super::sessions::AcpSession;
 use super::{ClientFs, Conn};
 use crate::agent::FinishReason;
+use crate::images::Given;
 use crate::plan::{Mode, PlanComment};
 use crate::workspace::{Prepared, RunRequest, RunTicket};
 
@@ -36,16 +37,34 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
     parts.join("\n")
 }
 
+/// The prompt's `image` blocks, checked (`images`); `Err` says which cannot be taken and why.
+pub(crate) async fn prompt_images(
+    root: &std::path::Path,
+    blocks: &[ContentBlock],
+) -> Result<Vec<crate::llm::Image>, String> {
+    let given: Vec<_> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(Given::Data { media_type: Some(&i.mime_type), data: &i.data }),
+            _ => None,
+        })
+        .collect();
+    crate::images::for_prompt(root, &given).await
+}
+
 pub(crate) async fn run(
     session: Arc<AcpSession>,
     conn: Conn,
     fs: ClientFs,
     prompt: String,
+    blocks: Vec<ContentBlock>,
     mut ticket: RunTicket,
 ) -> Result<PromptResponse, Error> {
-    if prompt.trim().is_empty() {
+    let images = prompt_images(session.root(), &blocks).await.map_err(|e| Error::new(ErrorCode::INVALID_PARAMS, e))?;
+    if prompt.trim().is_empty() && images.is_empty() {
         return Err(Error::new(ErrorCode::INVALID_PARAMS, "the prompt has no text"));
     }
+    ticket.images = images;
     let conn = &conn;
     // Our own slash commands (`/compact`, `/plan`, `/checkpoints`, `/rewind`) run here and never reach the model.
     if let Some((command, args)) = super::commands::parse(&prompt) {

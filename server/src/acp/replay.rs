@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use agent_client_protocol::v1::schema::{SessionUpdate, ToolCallUpdate, ToolCallUpdateFields};
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, ImageContent, SessionUpdate, ToolCallUpdate, ToolCallUpdateFields,
+};
 use serde_json::Value;
 
 use super::events::{send, text_block};
@@ -39,7 +41,11 @@ pub(crate) async fn send_history(session: &AcpSession, conn: &Conn) {
                     let started = tool_calls::started(call, name, input, session.root());
                     send(conn, id, SessionUpdate::ToolCall(started));
                 }
-                (_, Block::ToolResult { tool_use_id, content, is_error }) => {
+                (_, Block::Image { source }) => {
+                    let image = ImageContent::new(source.base64(), source.media_type());
+                    send(conn, id, SessionUpdate::UserMessageChunk(ContentChunk::new(ContentBlock::Image(image))))
+                }
+                (_, Block::ToolResult { tool_use_id, content, is_error, .. }) => {
                     let name = calls.get(tool_use_id.as_str()).map(|(n, _)| *n).unwrap_or("");
                     let fields = ToolCallUpdateFields::new()
                         .status(tool_calls::status(*is_error))

@@ -11,7 +11,7 @@ use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::agent::{CONTINUE, REMINDER};
-use crate::llm::{Block, Message, Role};
+use crate::llm::Role;
 use crate::time::rfc3339;
 
 /// The longest title, in characters; a longer first line is cut with `…`.
@@ -87,7 +87,7 @@ impl<'de> Deserialize<'de> for FirstPrompt {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstPrompt, A::Error> {
                 let mut first = None;
                 while first.is_none() {
-                    match seq.next_element::<Message>()? {
+                    match seq.next_element::<Listed>()? {
                         Some(m) => first = prompt_of(&m),
                         None => return Ok(FirstPrompt(None)),
                     }
@@ -100,13 +100,34 @@ impl<'de> Deserialize<'de> for FirstPrompt {
     }
 }
 
+/// A message as far as a listing reads it: its role and its text (an image, saved by reference, and the
+/// other blocks are skipped unread).
+#[derive(Deserialize)]
+struct Listed {
+    role: Role,
+    #[serde(default)]
+    content: Vec<ListedBlock>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ListedBlock {
+    Text {
+        text: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
 /// The user's own text in a message (not the loop's reminders or continuations).
-fn prompt_of(m: &Message) -> Option<String> {
+fn prompt_of(m: &Listed) -> Option<String> {
     if m.role != Role::User {
         return None;
     }
     m.content.iter().find_map(|b| match b {
-        Block::Text { text } if text != REMINDER && text != CONTINUE && !text.trim().is_empty() => Some(text.clone()),
+        ListedBlock::Text { text } if text != REMINDER && text != CONTINUE && !text.trim().is_empty() => {
+            Some(text.clone())
+        }
         _ => None,
     })
 }
@@ -141,5 +162,11 @@ mod tests {
         let head: Head = serde_json::from_str(json).unwrap();
         assert_eq!(head.folder, Path::new("/p"));
         assert_eq!(head.session.messages.0.as_deref(), Some("first task"));
+        // A prompt of an image alone, saved by reference, is passed over for the next one's text.
+        let json = r#"{"folder":"/p","session":{"messages":[
+            {"role":"user","content":[{"type":"image","source":{"type":"file","media_type":"image/png","sha256":"ab"}}]},
+            {"role":"user","content":[{"type":"image","source":{"type":"file"}},{"type":"text","text":"what is it?"}]}]}}"#;
+        let head: Head = serde_json::from_str(json).unwrap();
+        assert_eq!(head.session.messages.0.as_deref(), Some("what is it?"));
     }
 }

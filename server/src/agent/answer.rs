@@ -99,10 +99,7 @@ pub(super) fn read<H: Host + ?Sized, E: EventSink + ?Sized>(
 
 /// One error result per call, none of them run, so the conversation stays valid.
 fn answer_unrun(messages: &mut Vec<Message>, calls: &[(String, String, Value)], text: &str) {
-    let results = calls
-        .iter()
-        .map(|(id, _, _)| Block::ToolResult { tool_use_id: id.clone(), content: text.to_string(), is_error: true })
-        .collect::<Vec<_>>();
+    let results = calls.iter().map(|(id, _, _)| Block::result(id.clone(), text, true)).collect::<Vec<_>>();
     if !results.is_empty() {
         messages.push(Message { role: Role::User, content: results.into() });
     }

@@ -146,6 +146,17 @@ impl Turn {
         r: &Run<'_, H, E>,
         e: crate::llm::LlmError,
     ) -> Next {
+        if e.refuses_images() && crate::images::count(messages) > 0 {
+            // The conversation goes on without them: what is sent next carries none.
+            let n = crate::images::remove_all(messages);
+            r.events.checkpoint(messages);
+            let what = if n == 1 { "the image".to_string() } else { format!("the {n} images") };
+            let why = format!(
+                "the model did not accept images ({e}); {what} of this conversation became the note \"{}\": send your prompt again without images, or choose a model that accepts them",
+                crate::images::REMOVED
+            );
+            return self.end(FinishReason::Error, String::new(), Some(why));
+        }
         let window = r.llm.context_window();
         if e.is_context_overflow() && !self.overflow_retried {
             self.overflow_retried = true;
@@ -192,7 +203,12 @@ impl Turn {
                     out
                 }
             };
-            results.push(Block::ToolResult { tool_use_id: id.clone(), content: out.text, is_error: out.is_error });
+            results.push(Block::ToolResult {
+                tool_use_id: id.clone(),
+                content: out.text,
+                is_error: out.is_error,
+                images: out.images,
+            });
         }
         // The servers have worked on the round's writes since each was applied; what is left is waited for
         // here, once (nothing at all when no file changed).

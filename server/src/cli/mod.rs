@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{self, FinishReason, RunOutcome};
 use crate::host::Host;
 use crate::host::{Approval, Ask, DiskHost};
-use crate::llm::Llm;
+use crate::llm::{Image, Llm};
 use crate::workspace::{Prepared, RunRequest, Workspace};
 use input::Input;
 
@@ -44,6 +44,8 @@ pub struct Options {
     pub plan_first: bool,
     /// `run --worktree`: the task in a worktree of its own (`worktree.rs`).
     pub worktree: bool,
+    /// `run --image FILE`: images the task comes with.
+    pub images: Vec<PathBuf>,
 }
 
 /// `stepwise demo`.
@@ -163,13 +165,14 @@ fn exit_code(reason: FinishReason) -> i32 {
     }
 }
 
-/// One task in the workspace, cancelled by Ctrl-C.
-async fn run_task(ws: &Arc<Workspace>, s: &Setup, task: &str) -> RunOutcome {
-    let ticket = match ws.begin() {
+/// One task in the workspace (with the images it comes with), cancelled by Ctrl-C.
+async fn run_task(ws: &Arc<Workspace>, s: &Setup, task: &str, images: Vec<Image>) -> RunOutcome {
+    let mut ticket = match ws.begin() {
         Ok(t) => t,
         // The command line runs one task at a time; a slot still held is a bug, said as an error.
         Err(e) => return agent::finish(FinishReason::Error, String::new(), Some(e), 0, Default::default()),
     };
+    ticket.images = images;
     run_ticket(ws, s, &ticket, task, &s.cfg).await
 }
 
@@ -193,6 +196,14 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
         eprintln!("stepwise run: the task is empty");
         return 2;
     }
+    // Read and checked before anything starts: an image that cannot be sent is a usage error.
+    let images = match opts.images.iter().map(|p| crate::images::read_user_file(p).map(|c| c.image)).collect() {
+        Ok(images) => images,
+        Err(e) => {
+            eprintln!("stepwise run: {e}");
+            return 2;
+        }
+    };
     let input = Input::stdin();
     let mut opts = opts;
     let made = match opts.worktree {
@@ -217,9 +228,9 @@ pub async fn run_once(opts: Options, task: String) -> i32 {
     };
     let watcher = jobs::watch(&ws);
     let reason = if opts.plan_first || s.cfg.mode == crate::plan::Mode::Plan {
-        plan_first::run(&ws, &s, &task, &input).await.reason
+        plan_first::run(&ws, &s, &task, images, &input).await.reason
     } else {
-        run_task(&ws, &s, &task).await.reason
+        run_task(&ws, &s, &task, images).await.reason
     };
     watcher.abort();
     jobs::end_all(&ws);
@@ -278,7 +289,7 @@ pub async fn chat(opts: Options) -> i32 {
                 continue;
             }
         }
-        let outcome = run_task(&ws, &s, task).await;
+        let outcome = run_task(&ws, &s, task, Vec::new()).await;
         if outcome.reason == FinishReason::Cancelled {
             eprintln!("(cancelled: the conversation and plan are kept)");
         }

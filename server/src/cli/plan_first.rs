@@ -12,10 +12,19 @@ use crate::workspace::{RunTicket, Workspace};
 
 /// Plans `task`, then asks until the plan is approved (the run that acts follows), declined, or the
 /// input ends. The outcome of the last run.
-pub(super) async fn run(ws: &Arc<Workspace>, s: &Setup, task: &str, input: &Input) -> RunOutcome {
+pub(super) async fn run(
+    ws: &Arc<Workspace>,
+    s: &Setup,
+    task: &str,
+    images: Vec<crate::llm::Image>,
+    input: &Input,
+) -> RunOutcome {
     let cfg = agent::AgentConfig { mode: Mode::Plan, ..s.cfg.clone() };
     let mut outcome = match ws.begin() {
-        Ok(ticket) => run_ticket(ws, s, &ticket, task, &cfg).await,
+        Ok(mut ticket) => {
+            ticket.images = images;
+            run_ticket(ws, s, &ticket, task, &cfg).await
+        }
         Err(e) => return failed(e),
     };
     loop {

@@ -90,7 +90,7 @@ pub(crate) async fn preview_disk(path: &ResolvedPath, limit: Option<u64>) -> Res
 
 /// Opens a file beneath the workspace for reading; anything but a regular file is refused (a FIFO
 /// would block, a device never end).
-fn open_regular(path: &ResolvedPath, what: &str) -> Result<std::fs::File, String> {
+pub(crate) fn open_regular(path: &ResolvedPath, what: &str) -> Result<std::fs::File, String> {
     // Non-blocking, so opening a FIFO returns at once; the type is checked on the opened file itself.
     let file = beneath::open(&path.root, &path.rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0)
         .map_err(|e| io_error(path, e))?;

@@ -32,10 +32,18 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
     let session_of = || shared.session(workspace, sid);
     match &command {
         Command::Run(args) => {
-            if args.prompt.trim().is_empty() {
+            if args.prompt.trim().is_empty() && args.images.is_empty() {
                 return Err(Error::invalid_params("stepwise.run needs a non-empty \"prompt\""));
             }
-            let run_id = run::start(shared, session_of()?, Job::Prompt(args.prompt.clone(), args.mode))?;
+            let session = session_of()?;
+            // Checked before the run starts: an image that cannot be taken is this request's error.
+            let given: Vec<_> = args.images.iter().map(ext::PromptImage::given).collect();
+            let images = crate::images::for_prompt(session.ws.root(), &given)
+                .await
+                .map_err(|e| Error::invalid_params(format!("stepwise.run: {e}")))?;
+            let mut ticket = session.ws.begin().map_err(invalid_request)?;
+            ticket.images = images;
+            let run_id = run::start_with(shared, session, ticket, Job::Prompt(args.prompt.clone(), args.mode));
             answer::<cmd::Run>(ext::RunStarted { run_id })
         }
         Command::CommentPlan(args) => {
@@ -133,6 +141,13 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             let skills =
                 found.list.into_iter().map(|s| ext::Skill { description: s.one_line(), name: s.name }).collect();
             answer::<cmd::Skills>(ext::Skills { skills })
+        }
+        Command::Image(args) => {
+            let image = session_of()?.ws.image(&args.id).ok_or_else(|| {
+                invalid_request(format!("no image {} in the conversation (it may have been compacted away)", args.id))
+            })?;
+            let data = ext::ImageData { media_type: image.media_type().to_string(), data: image.base64().to_string() };
+            answer::<cmd::Image>(data)
         }
     }
 }

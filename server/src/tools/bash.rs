@@ -18,7 +18,7 @@ pub(super) async fn run<H: Host + ?Sized>(
         Gate::Ask(_) => {
             gate::clear(cx, &gate).await?;
             let out = cx.host.run_command(command, cx.bash_timeout, None).await?;
-            return Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None });
+            return Ok(ToolOutput { is_error: out.is_error, ..ToolOutput::ok(out.text) });
         }
         Gate::Refused(out) => return Ok(out),
         // Never unconfined without a question.
@@ -28,7 +28,7 @@ pub(super) async fn run<H: Host + ?Sized>(
     // Stopped: a write or connection refused, or a write to a protected path undone after it.
     let stop = sandbox::stopped(&out.text, out.is_error, &policy);
     if out.put_back.is_empty() && stop.is_none() {
-        return Ok(ToolOutput { text: out.text, is_error: out.is_error, change: None });
+        return Ok(ToolOutput { is_error: out.is_error, ..ToolOutput::ok(out.text) });
     }
     // Read-only (plan mode) never writes, whatever the user would answer.
     let outcome = if !policy.write {
@@ -42,10 +42,10 @@ pub(super) async fn run<H: Host + ?Sized>(
     };
     let note = sandbox::stopped_note(&policy, stop.as_ref(), outcome);
     if outcome != Escalation::Approved {
-        return Ok(ToolOutput { text: format!("{}\n{note}", out.text), is_error: true, change: None });
+        return Ok(ToolOutput::failed(format!("{}\n{note}", out.text)));
     }
     let again = cx.host.run_command(command, cx.bash_timeout, None).await?;
-    Ok(ToolOutput { text: format!("{note}\n{}", again.text), is_error: again.is_error, change: None })
+    Ok(ToolOutput { is_error: again.is_error, ..ToolOutput::ok(format!("{note}\n{}", again.text)) })
 }
 
 /// What the sandbox stopped, for the question: the sandbox's own reading of the error (the path held

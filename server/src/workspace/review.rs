@@ -16,12 +16,22 @@ impl Workspace {
     /// The saved conversation as entries, oldest first; during a run, as of its latest consistent point.
     pub fn conversation_entries(&self) -> Vec<Entry> {
         let store = self.checkpoint_store();
-        let messages = match self.conversation.try_lock() {
-            Ok(convo) => convo.clone(),
-            Err(_) => store.map(|c| locks::lock(c).stored_messages()).unwrap_or_default(),
-        };
+        let messages = self.messages_now();
         let origins = store.map(|c| locks::lock(c).origins(&messages)).unwrap_or_default();
         transcript::entries(&messages, &origins)
+    }
+
+    /// An image of the conversation, by the id its entry gives (`images::find`).
+    pub fn image(&self, id: &str) -> Option<crate::llm::Image> {
+        crate::images::find(&self.messages_now(), id)
+    }
+
+    /// The conversation without waiting for a run: as the run last stored it while one goes on.
+    fn messages_now(&self) -> Vec<crate::llm::Message> {
+        match self.conversation.try_lock() {
+            Ok(convo) => convo.clone(),
+            Err(_) => self.checkpoint_store().map(|c| locks::lock(c).stored_messages()).unwrap_or_default(),
+        }
     }
 
     /// What the paths `scope` changed held before (for lenses and the pending set).

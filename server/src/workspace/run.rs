@@ -25,6 +25,8 @@ pub struct RunTicket {
     pub cancel: CancellationToken,
     /// What the run answers (plan first: comments on a plan, its approval).
     pub(super) start: Start,
+    /// The images the prompt comes with (checked by `images`), set by the adapter before it runs.
+    pub images: Vec<crate::llm::Image>,
 }
 
 impl Drop for RunTicket {
@@ -63,8 +65,13 @@ where
 impl Workspace {
     /// Takes the run slot; `Err` (saying so) when a run goes on.
     pub fn begin(self: &Arc<Self>) -> Result<RunTicket, String> {
-        let ticket =
-            RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new(), start: Start::Prompt };
+        let ticket = RunTicket {
+            ws: self.clone(),
+            id: next_run_id(),
+            cancel: CancellationToken::new(),
+            start: Start::Prompt,
+            images: Vec::new(),
+        };
         let taken = self.run.send_if_modified(|slot| {
             if slot.is_some() {
                 return false;
@@ -82,8 +89,13 @@ impl Workspace {
     /// The run slot, kept, for a run that follows at once (plan first: the approved run after the ACP
     /// prompt that planned): a new id and cancellation; the old ticket frees nothing when dropped.
     pub fn renew(self: &Arc<Self>, old: RunTicket) -> RunTicket {
-        let ticket =
-            RunTicket { ws: self.clone(), id: next_run_id(), cancel: CancellationToken::new(), start: old.start };
+        let ticket = RunTicket {
+            ws: self.clone(),
+            id: next_run_id(),
+            cancel: CancellationToken::new(),
+            start: old.start,
+            images: Vec::new(),
+        };
         self.run.send_modify(|slot| *slot = Some(Running { id: ticket.id.clone(), cancel: ticket.cancel.clone() }));
         ticket
     }
@@ -146,7 +158,7 @@ impl Workspace {
             shared: self.shared(),
             intel: intel.as_deref(),
         };
-        let outcome = agent::run(&mut convo, prompt, &run).await;
+        let outcome = agent::run(&mut convo, prompt, &ticket.images, &run).await;
         self.save_messages(&convo);
         self.settle_plan_gate(ticket, prompt, mode, outcome.reason);
         outcome

@@ -272,7 +272,12 @@ pub fn tool_results(m: &Value) -> Vec<(String, String, bool)> {
                 Some(Value::Bool(v)) => *v,
                 Some(other) => panic!("is_error is not a bool: {other}"),
             };
-            (b["tool_use_id"].as_str().unwrap().to_string(), b["content"].as_str().unwrap().to_string(), is_error)
+            // A string, or blocks (a result with images): their text.
+            let content = match &b["content"] {
+                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+                other => other.as_str().unwrap().to_string(),
+            };
+            (b["tool_use_id"].as_str().unwrap().to_string(), content, is_error)
         })
         .collect()
 }

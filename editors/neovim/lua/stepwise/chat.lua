@@ -113,7 +113,9 @@ function M._restore(ch, entries)
     for _, e in ipairs(entries) do
       local kind = e.kind
       if kind == 'user' or kind == 'steer' then
-        add_user(ch, e.text)
+        add_user(ch, e.text, vim.tbl_map(function(i)
+          return i.mediaType
+        end, type(e.images) == 'table' and e.images or {}))
       elseif kind == 'assistant' then
         ch.last = nil -- a saved message is whole: the next one does not join it
         add_text(ch, e.text)
@@ -188,12 +190,25 @@ end
 ---@param ch stepwise.Chat
 function M.send(ch)
   local text, row = M.prompt(ch.buf)
-  if text == '' then
+  -- the buffer's session, also one not known since a restart (the server opens it when named)
+  local folder = state.session(ch.uri, ch.session)
+  local attach = require('stepwise.attach')
+  -- A prompt takes the images `:Stepwise attach` gave (a steer does not: they wait for the next prompt).
+  local images = folder and folder.state == 'idle' and attach.count(folder) > 0
+  if text == '' and not images then
     util.notify('nothing to send: write your message below the last "' .. M.prompt_header .. '" line', vim.log.levels.WARN)
     return
   end
-  -- the buffer's session, also one not known since a restart (the server opens it when named)
-  local folder = state.session(ch.uri, ch.session)
+  if not folder then
+    return
+  end
+  local sent_images, taken = nil, nil
+  if images then
+    sent_images, taken = attach.take(folder)
+  end
+  local names = vim.tbl_map(function(i)
+    return i.name
+  end, taken or {})
   local draft = api.nvim_buf_get_lines(ch.buf, row + 1, -1, false)
   local function put_back()
     -- the text is not lost: it goes back below the header
@@ -206,9 +221,9 @@ function M.send(ch)
     api.nvim_buf_set_lines(ch.buf, row + 1, -1, false, { '' })
     if ch.queue then
       -- the history is still loading: shown after it
-      ch.queue[#ch.queue + 1] = { 'user', { text = text } }
+      ch.queue[#ch.queue + 1] = { 'user', { text = text, names = names } }
     else
-      add_user(ch, text)
+      add_user(ch, text, names)
     end
   end)
   vim.bo[ch.buf].modified = false
@@ -218,6 +233,7 @@ function M.send(ch)
   local function sent(kind, err)
     if err then
       put_back()
+      attach.restore(folder, taken)
     end
     util.emit('StepwiseChatSent', { workspace = ch.uri, session = ch.session, kind = kind, text = text, error = err and err.message })
   end
@@ -230,7 +246,7 @@ function M.send(ch)
     return steer()
   end
   folder.prompt = text
-  execute(folder, 'stepwise.run', { prompt = text }, function(err, result)
+  execute(folder, 'stepwise.run', { prompt = text, images = sent_images }, function(err, result)
     if err then
       -- a run started meanwhile (from elsewhere): the text steers it
       if tostring(err.message or ''):find('already in progress', 1, true) then

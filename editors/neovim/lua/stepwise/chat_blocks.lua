@@ -121,10 +121,16 @@ end
 -- what is shown (the same for live events and the restored history)
 
 ---@param ch stepwise.Chat
----@param text string
-local function add_user(ch, text)
+---@param text string?
+---@param images string[]? what each image of the prompt is called (its file, or its media type)
+local function add_user(ch, text, images)
   local lines = { M.prompt_header, '' }
-  vim.list_extend(lines, split(text))
+  if text and text ~= '' then
+    vim.list_extend(lines, split(text))
+  end
+  for _, name in ipairs(images or {}) do
+    lines[#lines + 1] = '[image: ' .. name .. ']'
+  end
   block(ch, lines, 'user')
   ch.speaker = 'user'
 end
@@ -208,7 +214,7 @@ end
 local apply = {}
 
 function apply.user(ch, d)
-  add_user(ch, d.text)
+  add_user(ch, d.text, d.names)
 end
 
 function apply.text(ch, d)

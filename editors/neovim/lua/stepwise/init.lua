@@ -16,7 +16,7 @@ local lenses = require('stepwise.lenses')
 -- The client (below) gets the handlers of the server's messages (above it) here, where the plugin is put together.
 client.use_handlers(require('stepwise.handlers').handlers)
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill', 'sessions', 'new', 'apply', 'close', 'discard' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill', 'sessions', 'new', 'apply', 'close', 'discard', 'attach' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -78,8 +78,13 @@ function M.run(prompt, opts)
   local folder = opts.folder or M.current_folder()
   folder.prompt = prompt
   folder.prompt_pending = prompt
-  M.execute(folder, 'stepwise.run', { prompt = prompt, mode = require('stepwise.plan_first').mode(opts.plan) }, function(err, result)
-    if not err and type(result) == 'table' and result.runId then
+  -- The images `:Stepwise attach` gave go with it (and wait again if it does not start).
+  local attach = require('stepwise.attach')
+  local images, taken = attach.take(folder)
+  M.execute(folder, 'stepwise.run', { prompt = prompt, mode = require('stepwise.plan_first').mode(opts.plan), images = images }, function(err, result)
+    if err then
+      attach.restore(folder, taken)
+    elseif type(result) == 'table' and result.runId then
       folder.run_id = result.runId
     end
   end)
@@ -232,6 +237,8 @@ function M.command(o)
     return pf.approve(M.current_folder(), o.bang or o.fargs[2] == 'approve!')
   elseif sub == 'steer' then
     return M.steer(o.args:match('^%s*steer%s+(.-)%s*$'))
+  elseif sub == 'attach' then
+    return require('stepwise.attach').command(M.current_folder(), o.args:match('^%s*attach%s+(.-)%s*$'))
   elseif sub == 'plan' and o.fargs[2] == 'edit' then
     return M.plan_edit()
   elseif sub == 'checkpoints' then
@@ -273,7 +280,7 @@ function M.command(o)
   elseif vim.tbl_contains({ 'sessions', 'new', 'apply', 'close', 'discard' }, sub) then
     return require('stepwise.sessions').command(M.current_folder(), o.fargs)
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id}, sessions, new [worktree] [title], apply|close|discard [session])', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id}, sessions, new [worktree] [title], apply|close|discard [session], attach [path])', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -295,6 +302,9 @@ function M.complete(arglead, cmdline, _)
   if before:match('^review%s+comment%s') then
     return {}
   end
+  if before:match('^attach%s') then
+    return vim.fn.getcompletion(arglead, 'file')
+  end
   if before:match('^review%s+%S+%s+%S*$') then
     return require('stepwise.review').complete(M.current_folder(), arglead)
   end
@@ -312,7 +322,7 @@ function M.create_command()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id} | sessions | new [worktree] | apply|close|discard [session]',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id} | sessions | new [worktree] | apply|close|discard [session] | attach [path]',
   })
 end
 

@@ -4,6 +4,7 @@
 
 import type * as wire from '../protocol/generated';
 import type { Choice, Question } from './ask';
+import { imagesOf, type ImageRef } from './images';
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'diagnostics' | 'background' | 'note';
 
@@ -48,6 +49,8 @@ export interface Entry {
   text?: string;
   tool?: ToolInfo;
   approval?: Approval;
+  /** A prompt's images, or those a tool showed the model. */
+  images?: ImageRef[];
 }
 
 /** `stepwise/toolCall` as the view reads it: `wire.ToolCallParams`, any part possibly missing (the view draws
@@ -63,7 +66,7 @@ export type Event =
   | { type: 'text'; runId?: string; text: string }
   | { type: 'tool'; call: ToolEvent }
   | { type: 'note'; kind: 'reminder' | 'planEdit' | 'note'; text: string; runId?: string }
-  | { type: 'user'; kind: 'user' | 'steer'; text: string; runId?: string }
+  | { type: 'user'; kind: 'user' | 'steer'; text: string; runId?: string; images?: ImageRef[] }
   | { type: 'approval'; approval: Approval }
   | { type: 'answered'; id: number; answer: Outcome }
   | { type: 'diagnostics'; runId?: string; calls: string[]; lines: DiagnosticLine[] }
@@ -82,6 +85,8 @@ export function entryOf(raw: unknown): Entry | undefined {
   const kind = str(r.kind) as EntryKind;
   if (!KINDS.includes(kind)) return undefined;
   const e: Entry = { kind, runId: str(r.runId), text: str(r.text) };
+  const images = imagesOf(r.images);
+  if (images) e.images = images;
   if (kind === 'tool') {
     const t = (r.tool && typeof r.tool === 'object' ? r.tool : {}) as Record<string, unknown>;
     e.tool = {
@@ -126,7 +131,7 @@ export class ConversationLog {
       case 'note':
         return e.text ? this.push({ kind: e.kind, text: e.text, runId: e.runId }) : undefined;
       case 'user':
-        return e.text ? this.user(e.kind, e.text, e.runId) : undefined;
+        return e.text || e.images?.length ? this.user(e.kind, e.text, e.runId, e.images) : undefined;
       case 'approval':
         return this.approval(e.approval);
       case 'answered':
@@ -189,7 +194,7 @@ export class ConversationLog {
   }
 
   /** A prompt: the view adds it when it sends, the run's start names it again (from a command): once. */
-  private user(kind: 'user' | 'steer', text: string, runId: string | undefined): number | undefined {
+  private user(kind: 'user' | 'steer', text: string, runId: string | undefined, images?: ImageRef[]): number | undefined {
     if (kind === 'user' && runId) {
       for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 20; i--, n++) {
         const e = this.entries[i];
@@ -201,7 +206,7 @@ export class ConversationLog {
         }
       }
     }
-    return this.push({ kind, text, runId });
+    return this.push({ kind, text, runId, ...(images?.length ? { images } : {}) });
   }
 
   private push(e: Entry): number {

@@ -257,6 +257,8 @@ export interface Entry {
   runId: string;
   text?: string;
   tool?: ToolEntry;
+  /** Images the entry shows: a prompt's, or those a tool showed the model. */
+  images?: ImageEntry[];
 }
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'background' | 'diagnostics';
@@ -298,6 +300,27 @@ export interface Hunk {
   beforeStart: number;
   beforeEnd: number;
   reviewed: boolean;
+}
+
+/** `stepwise.image`: an image of the conversation, by the id its entry gives. */
+export interface ImageArgs {
+  workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
+  id: string;
+}
+
+/** `stepwise.image`: the image's bytes in base64, and their media type. */
+export interface ImageData {
+  mediaType: string;
+  data: string;
+}
+
+/** An image of an entry, by reference: `stepwise.image` gives its bytes, so entries stay small. */
+export interface ImageEntry {
+  mediaType: string;
+  /** What `stepwise.image` takes (the same for the same image, while the server runs). */
+  id: string;
 }
 
 /** `stepwise.killBackground`: stop a background task (the user's Stop). */
@@ -389,6 +412,14 @@ export interface PlanParams {
 }
 
 export type PlanStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+/** An image of a prompt: a file of the workspace, or the bytes themselves. */
+export type PromptImage = {
+  path: string;
+} | {
+  mediaType: string;
+  data: string;
+};
 
 /** A document the agent wrote, at the version its text had then. */
 export interface QueryDocument {
@@ -492,12 +523,18 @@ export interface Rewound {
 
 /** `stepwise.run`. */
 export interface RunArgs {
+  /** May be empty when `images` are given. */
   prompt: string;
   workspace?: string;
   /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
   session?: string;
   /** `plan` plans first (`default`: acts, whatever `planFirst` says). */
   mode?: Mode;
+  /**
+   * Images the prompt comes with (PNG, JPEG, GIF or WebP; at most 20, each up to 3.75 MB and 8000
+   * pixels a side).
+   */
+  images?: PromptImage[];
 }
 
 /** `stepwise.run`, `stepwise.commentPlan`, `stepwise.approvePlan`: the run goes on in the background. */
@@ -703,4 +740,5 @@ export interface Commands {
   'stepwise.applySession': { arguments: SessionArgs; result: AppliedSession };
   'stepwise.closeSession': { arguments: CloseSessionArgs; result: null };
   'stepwise.skills': { arguments: WorkspaceArgs; result: Skills };
+  'stepwise.image': { arguments: ImageArgs; result: ImageData };
 }

@@ -7,9 +7,10 @@ import * as vscode from 'vscode';
 import type { Connection } from '../connection/client';
 import { EXTENSION_COMMANDS, PLAN_COMMANDS, REWIND_COMMANDS, SERVER_COMMANDS, SESSION_COMMANDS, steerArguments } from '../model/commands';
 import { CHOICES, type Choice, type Question } from '../model/ask';
-import { entriesOf, hrefPlace, parseInput, type ConversationLog, type Entry, type Event } from '../model/conversation';
+import { entriesOf, parseInput, type ConversationLog, type Entry, type Event } from '../model/conversation';
 import { SessionLogs } from '../model/sessionLogs';
 import { MAIN, sessionTabs } from '../model/sessions';
+import { runImages, type ImageRef } from '../model/images';
 import { Core, errorText, folderName, folderRefs, showError, workspaceFolderOf } from '../setup/core';
 import type { Checkpoint } from '../model/checkpoints';
 import { planActionCommand, planReady } from '../model/planFirstArgs';
@@ -18,13 +19,15 @@ import { Approvals } from './approvals';
 import { pageHtml } from './conversationPage';
 import { BackgroundTasksPanel } from './backgroundTasks';
 import * as completion from './completion';
+import { fetchImage, openLink, pasted } from './viewRequests';
 
 export const CONVERSATION_VIEW = 'stepwise.conversationView';
 
 /** What the webview sends. */
 type FromView =
   | { type: 'ready' }
-  | { type: 'send'; text: string }
+  | { type: 'send'; text: string; images?: ImageRef[] }
+  | { type: 'image'; id: string }
   | { type: 'stop' }
   | { type: 'approve'; id: number; answer: Choice }
   | { type: 'rewind'; index: number }
@@ -209,7 +212,9 @@ export class ConversationView implements vscode.WebviewViewProvider {
         this.ready = true;
         return this.reset();
       case 'send':
-        return this.send(String(m.text ?? ''));
+        return this.send(String(m.text ?? ''), pasted(m.images));
+      case 'image':
+        return this.image(String(m.id ?? ''));
       case 'stop':
         return this.stop();
       case 'approve':
@@ -244,8 +249,12 @@ export class ConversationView implements vscode.WebviewViewProvider {
         if (command && this.folder) await vscode.commands.executeCommand(command, this.folder, typeof m.session === 'string' ? m.session : undefined);
         return;
       }
-      case 'open':
-        return this.open(String(m.href ?? ''));
+      case 'open': {
+        // A worktree session's paths are its worktree's.
+        const ws = this.folder;
+        const worktree = ws ? this.core.folders.list(ws).find((x) => x.session === this.core.folders.viewed(ws))?.worktree : undefined;
+        return ws ? openLink(ws, String(m.href ?? ''), worktree) : undefined;
+      }
       case 'command':
         if (VIEW_COMMANDS.has(String(m.id))) await vscode.commands.executeCommand(String(m.id));
         return;
@@ -268,12 +277,13 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return String(this.core.folders.plan(ws)?.items.find((i) => String(i.id) === id)?.text ?? '');
   }
 
-  /** The input's line: a slash command, else a task (a steer while a run goes on), to the session in view. */
-  private async send(raw: string): Promise<void> {
+  /** The input's line: a slash command, else a task (a steer while a run goes on), to the session in view, with
+   * the images pasted. */
+  private async send(raw: string, images: ImageRef[]): Promise<void> {
     const ws = this.currentFolder();
-    const input = parseInput(raw);
+    const input = parseInput(raw) ?? (images.length > 0 ? { text: '' } : undefined);
     if (!ws || !input) return;
-    if ('slash' in input) return this.slash(ws, input.slash, input.arg);
+    if ('slash' in input) return this.slash(ws, input.slash, input.arg, images);
     const session = this.core.folders.viewed(ws);
     const client = await this.connection.ensureClient(true);
     if (!client) return;
@@ -286,17 +296,19 @@ export class ConversationView implements vscode.WebviewViewProvider {
       this.add(ws, session, log, { type: 'user', kind: 'steer', text: args[0].text, runId: this.core.folders.get(ws, session)?.status?.runId });
       return;
     }
-    await this.run(ws, session, log, input.text);
+    await this.run(ws, session, log, input.text, undefined, images);
   }
 
-  private async run(ws: string, session: string, log: ConversationLog, prompt: string, mode?: 'plan'): Promise<void> {
+  private async run(ws: string, session: string, log: ConversationLog, prompt: string, mode?: 'plan', images: ImageRef[] = []): Promise<void> {
     const folder = workspaceFolderOf(ws);
     if (!folder || !(await this.setup.readyToRun(folder))) return;
     const client = await this.connection.ensureClient(true);
     if (!client) return;
     this.core.folders.ensure(ws, session).prompt = prompt;
-    const index = this.add(ws, session, log, { type: 'user', kind: 'user', text: prompt });
-    const result = (await this.core.execute(client, SERVER_COMMANDS.run, [{ prompt, workspace: ws, session, ...(mode ? { mode } : {}) }])) as { runId?: string } | null;
+    const index = this.add(ws, session, log, { type: 'user', kind: 'user', text: prompt, images });
+    const sent = runImages(images);
+    const args = { prompt, workspace: ws, session, ...(mode ? { mode } : {}), ...(sent.length ? { images: sent } : {}) };
+    const result = (await this.core.execute(client, SERVER_COMMANDS.run, [args])) as { runId?: string } | null;
     if (index !== undefined && result?.runId) {
       log.setRunId(index, result.runId);
       if (this.inView(ws, session)) this.post({ type: 'entry', index, entry: log.entries[index] });
@@ -323,7 +335,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return true;
   }
 
-  private async slash(ws: string, name: string, arg: string): Promise<void> {
+  private async slash(ws: string, name: string, arg: string, images: ImageRef[]): Promise<void> {
     switch (name) {
       case 'compact': {
         const client = await this.connection.ensureClient(true);
@@ -333,7 +345,7 @@ export class ConversationView implements vscode.WebviewViewProvider {
       case 'plan': {
         if (!arg) return void vscode.commands.executeCommand(PLAN_COMMANDS.editAsText);
         const session = this.core.folders.viewed(ws);
-        return this.run(ws, session, await this.logs.log(ws, session), arg, 'plan');
+        return this.run(ws, session, await this.logs.log(ws, session), arg, 'plan', images);
       }
       case 'checkpoints':
       case 'rewind':
@@ -372,22 +384,11 @@ export class ConversationView implements vscode.WebviewViewProvider {
     await this.reset();
   }
 
-  /** Links in the model's text: web pages open outside, a path of the folder in an editor. */
-  private async open(href: string): Promise<void> {
-    if (/^https?:\/\//i.test(href)) {
-      await vscode.env.openExternal(vscode.Uri.parse(href));
-      return;
-    }
-    const folder = this.folder ? workspaceFolderOf(this.folder) : undefined;
-    const rel = href.replace(/^\.?\//, '').replace(/#.*$/, '');
-    if (!folder || !rel || rel.split(/[\\/]/).includes('..')) return;
-    // A worktree session's paths are its worktree's.
-    const worktree = this.core.folders.list(this.folder).find((s) => s.session === this.core.folders.viewed(this.folder))?.worktree;
-    const root = worktree ? vscode.Uri.file(worktree) : folder.uri;
-    // A diagnostic's line opens at its place (`#L3C7`, 1-based).
-    const place = hrefPlace(href);
-    const at = place ? new vscode.Position(Math.max(place.line - 1, 0), Math.max(place.column - 1, 0)) : undefined;
-    await vscode.window.showTextDocument(vscode.Uri.joinPath(root, rel), { preview: true, ...(at ? { selection: new vscode.Range(at, at) } : {}) });
+  /** An image of the conversation the view draws, known by id (stepwise.image): a data URL, or none when gone. */
+  private async image(id: string): Promise<void> {
+    const client = this.connection.running();
+    const dataUrl = this.folder && client ? await fetchImage(this.core, client, this.folder, id) : undefined;
+    this.post({ type: 'image', id, ...(dataUrl ? { dataUrl } : {}) });
   }
 
   /** A question of the server (`stepwise/ask`) about a tool call: in its session's card (approvals.ts), or
@@ -396,3 +397,4 @@ export class ConversationView implements vscode.WebviewViewProvider {
     return this.approvals.ask(question, token);
   }
 }
+

@@ -4,6 +4,7 @@
 import { CHOICES, questionText, type Choice } from '../model/ask';
 import { savedEndLine, savedEnds } from '../model/background';
 import { diagnosticHref, diagnosticLines, errorCount, uncheckedCount, type DiagnosticLine, type Entry } from '../model/conversation';
+import { imagesRow } from './attachments';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
 
@@ -12,6 +13,10 @@ export interface EntryActions {
   rewind(index: number): void;
   /** Whether a run is going on (no rewind then). */
   busy(): boolean;
+  /** Images fetched so far, by id (their data URLs). */
+  images: Map<string, string>;
+  /** Asks for an image known only by id; it comes back as a data URL. */
+  fetchImage(id: string): void;
 }
 
 const TOOL_ICON: Record<string, string> = { running: '◌', done: '✓', failed: '✗' };
@@ -69,7 +74,8 @@ function userTurn(e: Entry, index: number, actions: EntryActions): HTMLElement {
     b.addEventListener('click', () => !actions.busy() && actions.rewind(index));
     head.append(b);
   }
-  return el('div', { class: `entry turn ${e.kind}`, 'data-index': String(index) }, head, el('div', { class: 'user-text' }, e.text ?? ''));
+  const text = e.text ? el('div', { class: 'user-text' }, e.text) : undefined;
+  return el('div', { class: `entry turn ${e.kind}`, 'data-index': String(index) }, head, text, imagesRow(e.images, actions.images, actions.fetchImage));
 }
 
 function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
@@ -86,6 +92,8 @@ function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
   );
   card.append(head);
   if (t.step) card.append(el('div', { class: 'step' }, `step: ${t.step}`));
+  const images = imagesRow(e.images, actions.images, actions.fetchImage);
+  if (images) card.append(images);
   if (t.output !== undefined && t.output !== '') {
     const details = el('details', { class: 'output' }, el('summary', {}, t.isError ? 'error' : 'output'), el('pre', {}, t.output));
     if (t.isError) details.open = true;

@@ -6,6 +6,8 @@ import { el } from './dom';
 
 export interface InputActions {
   send(text: string): void;
+  /** Whether images wait to be sent (then an empty text sends too). */
+  hasImages(): boolean;
   /** Asks for the files matching `query`; they come back through `showFiles`. */
   files(query: string): void;
   /** Asks for the folder's skills; they come back through `showSkills`. */
@@ -83,8 +85,8 @@ export class Input {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       const text = this.box.value;
-      if (!text.trim()) return;
-      if (this.history[this.history.length - 1] !== text) this.history.push(text);
+      if (!text.trim() && !this.actions.hasImages()) return;
+      if (text.trim() && this.history[this.history.length - 1] !== text) this.history.push(text);
       if (this.history.length > MAX_HISTORY) this.history.shift();
       this.recall = -1;
       this.box.value = '';

@@ -6,6 +6,7 @@ import type { Entry } from '../model/conversation';
 import type { FolderRef, PlanParams } from '../model/plan';
 import type { SessionTab } from '../model/sessions';
 import type { StatusParams, UsageParams } from '../model/status';
+import { Attachments } from './attachments';
 import { BackgroundList } from './background';
 import { el } from './dom';
 import { drawEntry, drawMarkdown, type EntryActions } from './entries';
@@ -34,10 +35,18 @@ let state: State = {};
 let entries: Entry[] = [];
 let nodes: HTMLElement[] = [];
 
+/** Images asked for by id, not yet come. */
+const asked = new Set<string>();
 const actions: EntryActions = {
   approve: (id, answer) => post({ type: 'approve', id, answer }),
   rewind: (index) => post({ type: 'rewind', index }),
   busy: () => !!state.busy,
+  images: new Map(),
+  fetchImage: (id) => {
+    if (asked.has(id)) return;
+    asked.add(id);
+    post({ type: 'image', id });
+  },
 };
 
 // ---- layout -----------------------------------------------------------------------------------------------
@@ -76,7 +85,12 @@ const usageLine = el('span', { class: 'usage' });
 const stop = el('button', { class: 'secondary stop', title: 'Cancel the run' }, 'Stop');
 stop.addEventListener('click', () => post({ type: 'stop' }));
 const sendButton = el('button', { class: 'primary send' }, 'Send');
-const input = new Input({ send: (text) => post({ type: 'send', text }), files: (query) => post({ type: 'files', query }), skills: () => post({ type: 'skills' }) }, vscode.getState()?.prompts ?? []);
+const attachments = new Attachments();
+// Images go with a prompt; while a run goes on the text steers it and the images wait for the next prompt.
+const send = (text: string) => (state.busy ? text.trim() && post({ type: 'send', text }) : post({ type: 'send', text, images: attachments.take() }));
+const input = new Input({ send, files: (query) => post({ type: 'files', query }), skills: () => post({ type: 'skills' }), hasImages: () => !state.busy && attachments.count > 0 }, vscode.getState()?.prompts ?? []);
+attachments.listen(input.root);
+input.root.prepend(attachments.root);
 sendButton.addEventListener('click', () => input.box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })));
 const footer = el('div', { class: 'footer' }, statusLine, usageLine);
 const controls = el('div', { class: 'controls' }, stop, sendButton);
@@ -222,6 +236,15 @@ window.addEventListener('message', (event) => {
     case 'skills':
       input.showSkills(Array.isArray(m.items) ? m.items : []);
       break;
+    case 'image': {
+      // An image fetched by id: every thumbnail of it is filled in.
+      const id = String(m.id ?? '');
+      asked.delete(id);
+      if (typeof m.dataUrl !== 'string' || !m.dataUrl.startsWith('data:image/')) break;
+      actions.images.set(id, m.dataUrl);
+      for (const img of list.querySelectorAll<HTMLImageElement>('img[data-image-id]')) if (img.dataset.imageId === id) img.src = m.dataUrl;
+      break;
+    }
   }
 });
 

@@ -59,7 +59,7 @@ test('a saved <background-results> block is read as the tasks\' ends, each with 
 
 test('after a reload the view draws background ends and diagnostics as notes, only the prompt as the user\'s turn', async () => {
   const { drawEntry } = await import('../../src/webview/entries');
-  const actions = { approve: () => {}, rewind: () => {}, busy: () => false };
+  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: new Map<string, string>(), fetchImage: () => {} };
   const drawn = entriesOf(SAVED).map((e, i) => drawEntry(e, i, actions) as unknown as FakeElement);
   const classes = drawn.map((d) => d.attrs.get('class'));
   assert.deepEqual(classes, ['entry turn user', 'entry note background', 'entry note diagnostics']);
@@ -77,4 +77,29 @@ test('after a reload the view draws background ends and diagnostics as notes, on
   assert.ok(!diag.textContent.includes('<diagnostics>'), 'the tags are not shown');
   // Neither is a turn of the user's.
   for (const d of [bg, diag]) assert.ok(!d.all().some((e) => /\bturn\b|user-text/.test(e.attrs.get('class') ?? '')));
+});
+
+test('after a reload a prompt\'s images are drawn as thumbnails, those not fetched yet asked for by id', async () => {
+  const { drawEntry } = await import('../../src/webview/entries');
+  const asked: string[] = [];
+  const known = new Map([['b2', 'data:image/png;base64,iVBO']]);
+  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: known, fetchImage: (id: string) => asked.push(id) };
+  const saved = {
+    entries: [
+      { kind: 'user', runId: 'r', text: 'what is wrong here?', images: [{ mediaType: 'image/png', id: 'a1' }, { mediaType: 'image/png', id: 'b2' }, { mediaType: 'image/png' }] },
+      { kind: 'user', runId: 'r2', images: [{ mediaType: 'image/jpeg', id: 'c3' }] },
+      { kind: 'tool', runId: 'r2', tool: { id: 't', name: 'read_file', summary: 'shot.png', output: 'Image shot.png (image/png, 6x4, 1 KB) follows.' }, images: [{ mediaType: 'image/png', id: 'd4' }] },
+    ],
+  };
+  const entries = entriesOf(saved);
+  assert.deepEqual(entries[0].images, [{ mediaType: 'image/png', id: 'a1' }, { mediaType: 'image/png', id: 'b2' }], 'one without an id is dropped');
+  const drawn = entries.map((e, i) => drawEntry(e, i, actions) as unknown as FakeElement);
+  const thumbs = (d: FakeElement) => d.all().filter((e) => e.tag === 'img').map((e) => [e.attrs.get('data-image-id'), e.attrs.get('src')]);
+  assert.deepEqual(thumbs(drawn[0]), [['a1', undefined], ['b2', 'data:image/png;base64,iVBO']]);
+  assert.equal(drawn[0].all().find((e) => e.attrs.get('class') === 'user-text')?.textContent, 'what is wrong here?');
+  // A prompt of images alone: no text, its image.
+  assert.equal(drawn[1].all().filter((e) => e.attrs.get('class') === 'user-text').length, 0);
+  assert.deepEqual(thumbs(drawn[1]), [['c3', undefined]]);
+  assert.deepEqual(thumbs(drawn[2]), [['d4', undefined]], 'a tool\'s image in its card');
+  assert.deepEqual(asked, ['a1', 'c3', 'd4'], 'what the view has is not asked for');
 });

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tower_lsp_server::jsonrpc::Error;
 
-use super::{AppliedSession, EditedPlan, Reviewed, Rewound, RunStarted, SessionList, SessionMade};
+use super::{AppliedSession, EditedPlan, ImageData, Reviewed, Rewound, RunStarted, SessionList, SessionMade};
 use crate::checkpoint::{Info, Restore};
 use crate::plan::{EditItem, Mode, PlanComment};
 
@@ -86,6 +86,7 @@ commands! {
     ApplySession "stepwise.applySession" (SessionArgs) -> AppliedSession;
     CloseSession "stepwise.closeSession" (CloseSessionArgs) -> ();
     Skills "stepwise.skills" (WorkspaceArgs) -> crate::lsp::ext::Skills;
+    Image "stepwise.image" (ImageArgs) -> ImageData;
 }
 
 impl Command {
@@ -109,6 +110,7 @@ impl Command {
             Command::CommentPlan(a) => of(&a.workspace, &a.session),
             Command::ApprovePlan(a) => of(&a.workspace, &a.session),
             Command::KillBackground(a) => of(&a.workspace, &a.session),
+            Command::Image(a) => of(&a.workspace, &a.session),
             Command::NewSession(a) => (a.workspace.as_deref(), None),
             Command::ApplySession(a) => (None, Some(a.session.as_str())),
             Command::CloseSession(a) => (None, Some(a.session.as_str())),
@@ -176,6 +178,7 @@ pub struct WorkspaceArgs {
 /// `stepwise.run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
+    /// May be empty when `images` are given.
     pub prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
@@ -185,6 +188,44 @@ pub struct RunArgs {
     /// `plan` plans first (`default`: acts, whatever `planFirst` says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
+    /// Images the prompt comes with (PNG, JPEG, GIF or WebP; at most 20, each up to 3.75 MB and 8000
+    /// pixels a side).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<PromptImage>,
+}
+
+/// An image of a prompt: a file of the workspace, or the bytes themselves.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PromptImage {
+    /// Relative to the workspace, or absolute inside it.
+    File { path: String },
+    /// The bytes in base64, and their media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+    Data {
+        #[serde(rename = "mediaType")]
+        media_type: String,
+        data: String,
+    },
+}
+
+impl PromptImage {
+    pub fn given(&self) -> crate::images::Given<'_> {
+        match self {
+            PromptImage::File { path } => crate::images::Given::Path(path),
+            PromptImage::Data { media_type, data } => crate::images::Given::Data { media_type: Some(media_type), data },
+        }
+    }
+}
+
+/// `stepwise.image`: an image of the conversation, by the id its entry gives.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct ImageArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    pub id: String,
 }
 
 /// `stepwise.editPlan`: the whole list, or the same as text in the plan's render form.
@@ -363,9 +404,22 @@ mod tests {
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
         assert!(matches!(Command::parse("stepwise.skills", &[]), Ok(Command::Skills(_))));
-        assert_eq!(COMMANDS.len(), 20);
+        assert_eq!(COMMANDS.len(), 21);
         let c = Command::parse("stepwise.plan", &[json!({"session": "s1"})]).unwrap();
         assert_eq!(c.target(), (None, Some("s1")));
+        let c = Command::parse(
+            "stepwise.run",
+            &[json!({"prompt": "", "images": [{"path": "shot.png"}, {"mediaType": "image/png", "data": "iVBO"}]})],
+        );
+        let Ok(Command::Run(a)) = c else { panic!("{c:?}") };
+        assert!(matches!(&a.images[0], PromptImage::File { path } if path == "shot.png"));
+        assert!(
+            matches!(&a.images[1], PromptImage::Data { media_type, data } if media_type == "image/png" && data == "iVBO")
+        );
+        let e = error("stepwise.run", json!({"prompt": "x", "images": [{"bytes": "iVBO"}]}));
+        assert!(e.starts_with("stepwise.run: \"images\": "), "{e}");
+        let c = Command::parse("stepwise.image", &[json!({"id": "00ff"})]);
+        assert!(matches!(c, Ok(Command::Image(ImageArgs { id, .. })) if id == "00ff"));
     }
 
     #[test]

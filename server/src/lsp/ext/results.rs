@@ -12,6 +12,14 @@ pub struct RunStarted {
     pub run_id: String,
 }
 
+/// `stepwise.image`: the image's bytes in base64, and their media type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageData {
+    pub media_type: String,
+    pub data: String,
+}
+
 /// `stepwise.editPlan`: the plan as the edit left it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EditedPlan {
