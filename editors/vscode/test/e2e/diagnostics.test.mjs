@@ -107,17 +107,6 @@ step("the TypeScript error of the agent's edit reaches the model and shows on it
   await waitFor('the cursor at the error', () => statusBarText(), (t) => t.includes(`Ln 1, Col ${col}`), SHORT);
 });
 
-step('after a reload the block is a diagnostics entry, not the user\'s words', async () => {
-  await page.reload({ timeout: LONG });
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
-  frame = await viewFrame();
-  await frame.locator('.turn.user', { hasText: TASK }).waitFor({ timeout: LONG });
-  const entry = frame.locator('.entry.note.diagnostics');
-  await entry.locator('ul.diagnostic-lines a', { hasText: ERROR }).waitFor({ timeout: LONG });
-  assert.equal(await frame.locator('.turn.user').count(), 1, 'only the task is the user\'s');
-  await waitFor('the screenshot', () => screenshot('reloaded.png'), (f) => !!f, SHORT);
-});
-
 /** The labels of the editor tabs, in order. */
 async function tabs() {
   return (await page.locator('.part.editor .tab').evaluateAll((all) => all.map((t) => t.getAttribute('aria-label') ?? ''))).map((l) => l.split(',')[0]);
@@ -173,4 +162,18 @@ step("the error of the agent's edit of a file in no tab reaches the model compar
   assert.deepEqual(await dirtyTabs(), dirtyBefore, 'no other tab is dirty');
   assert.equal(await explorerLabel(), unsavedBefore, 'no unsaved document more, shown or hidden');
   assert.deepEqual(await tabs(), before, 'the tabs did not change');
+});
+
+step('after a reload the block is a diagnostics entry, not the user\'s words', async () => {
+  await page.reload({ timeout: LONG });
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });
+  frame = await viewFrame();
+  await frame.locator('.turn.user', { hasText: TASK }).waitFor({ timeout: LONG });
+  // Both runs' blocks (total.ts's, then app.ts's) are entries of their own; only the two prompts are the user's.
+  const entries = frame.locator('.entry.note.diagnostics');
+  await entries.nth(1).locator('ul.diagnostic-lines a', { hasText: 'app.ts' }).waitFor({ timeout: LONG });
+  await entries.nth(0).locator('ul.diagnostic-lines a', { hasText: 'total.ts' }).waitFor({ timeout: LONG });
+  const users = await frame.locator('.turn.user').allInnerTexts();
+  assert.equal(users.length, 2, `only the prompts are the user's: ${users}`);
+  await waitFor('the screenshot', () => screenshot('reloaded.png'), (f) => !!f, SHORT);
 });
