@@ -5,7 +5,10 @@
 //! its tools, close the round.
 
 mod answer;
+mod child;
 mod round;
+
+pub use child::{run_child, stopped, Child, ChildOutcome, CHILD_NOTE};
 
 use std::time::Duration;
 
@@ -71,6 +74,8 @@ pub struct Shared<'a> {
     pub approvals: &'a Approvals,
     pub sandbox: &'a crate::sandbox::Sandbox,
     pub background: &'a crate::background::Background,
+    /// The session's children (`task`): a child's run shares its parent's register.
+    pub subagents: &'a crate::subagents::Subagents,
 }
 
 /// Everything one run works with besides the conversation.
@@ -84,6 +89,8 @@ pub struct Run<'a, H: Host + ?Sized, E: EventSink + ?Sized> {
     /// The session's code intelligence (`intel/`): its tools, and the `<diagnostics>` block after a round
     /// that changed files. The loop knows nothing of where it comes from.
     pub intel: Option<&'a crate::intel::Session>,
+    /// Set for a child's run (`task`): its agent's prompt and tools; it is offered no `task` itself.
+    pub child: Option<&'a Child>,
 }
 
 /// One user prompt (with the images it came with), run to the end of the model's turn (or until a

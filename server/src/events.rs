@@ -79,6 +79,22 @@ pub enum Event<'a> {
     RunFinished {
         outcome: &'a RunOutcome,
     },
+    /// A child agent (`task`) started, went on (a round, a call) or ended (`stepwise/subagent`).
+    Subagent {
+        tool_call_id: &'a str,
+        id: &'a str,
+        description: &'a str,
+        agent: &'a str,
+        state: crate::subagents::State,
+        rounds: u32,
+        last_tool: Option<&'a str>,
+        tokens: u64,
+    },
+    /// An event of the child `id`'s run, told as its own (its calls, its text, its plan).
+    Child {
+        id: &'a str,
+        inner: &'a Event<'a>,
+    },
 }
 
 pub trait EventSink: Send + Sync {

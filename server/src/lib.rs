@@ -31,6 +31,7 @@ pub mod skills;
 pub mod snapshot;
 pub mod steering;
 pub mod store;
+pub mod subagents;
 pub mod text_file;
 pub mod time;
 pub mod tools;

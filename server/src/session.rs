@@ -13,6 +13,9 @@ pub struct Session {
     /// The plan's revision (raised by every change, the model's and the user's).
     #[serde(default)]
     pub revision: u64,
+    /// The children of its runs (`task`), their conversations kept apart from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<crate::subagents::Record>,
 }
 
 impl Session {

@@ -20,8 +20,10 @@ pub struct Snapshot {
     /// The folder the head was written for, and `{"format":…,"folder":…,"session":{"messages":[`.
     head: Option<(PathBuf, Vec<u8>)>,
     messages: KeptMessages,
-    /// `],"plan":…}}`.
+    /// `],"plan":…,"revision":…`.
     tail: Vec<u8>,
+    /// `,"children":[…]` when the session has any.
+    children: Vec<u8>,
     /// Images of the messages encoded since the writer last took them.
     images: Vec<Pending>,
 }
@@ -45,9 +47,20 @@ impl Snapshot {
     /// Brings the bytes up to date with `session` (all of it).
     pub fn update(&mut self, session: &Session) -> serde_json::Result<()> {
         // Every field of the session is written below; a field added to `Session` fails to compile here.
-        let Session { messages, plan, revision } = session;
+        let Session { messages, plan, revision, children } = session;
         self.update_messages(messages)?;
+        self.update_children(children)?;
         self.update_plan(plan, *revision)
+    }
+
+    /// The children of the session's runs, as they are now.
+    pub fn update_children(&mut self, children: &[crate::subagents::Record]) -> serde_json::Result<()> {
+        self.children.clear();
+        if !children.is_empty() {
+            self.children.extend_from_slice(br#","children":"#);
+            serde_json::to_writer(&mut self.children, children)?;
+        }
+        Ok(())
     }
 
     /// The conversation as of its latest consistent point: only new or changed messages are encoded.
@@ -82,7 +95,6 @@ impl Snapshot {
         serde_json::to_writer(&mut self.tail, plan)?;
         self.tail.extend_from_slice(br#","revision":"#);
         serde_json::to_writer(&mut self.tail, &revision)?;
-        self.tail.extend_from_slice(b"}}");
         Ok(())
     }
 
@@ -90,10 +102,12 @@ impl Snapshot {
     pub fn bytes(&self) -> Vec<u8> {
         let Some((_, head)) = &self.head else { return Vec::new() };
         let kept = self.messages.encoded();
-        let mut out = Vec::with_capacity(head.len() + kept.len() + self.tail.len());
+        let mut out = Vec::with_capacity(head.len() + kept.len() + self.tail.len() + self.children.len() + 2);
         out.extend_from_slice(head);
         out.extend_from_slice(kept);
         out.extend_from_slice(&self.tail);
+        out.extend_from_slice(&self.children);
+        out.extend_from_slice(b"}}");
         out
     }
 }

@@ -32,6 +32,8 @@ struct SavedSession<'a> {
     messages: Vec<SavedMessage<'a>>,
     plan: &'a crate::plan::Plan,
     revision: u64,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    children: &'a [crate::subagents::Record],
 }
 
 pub use crate::trust::state_dir;
@@ -105,9 +107,9 @@ fn set_aside(file: &Path, error: String) -> Loaded {
 /// The session file's bytes; the images it names are left to the caller (`images::saved::write`).
 pub fn encode(folder: &Path, session: &Session) -> Option<Vec<u8>> {
     // Every field of the session is written; a field added to `Session` fails to compile here.
-    let Session { messages, plan, revision } = session;
+    let Session { messages, plan, revision, children } = session;
     let messages = messages.iter().map(|m| SavedMessage::new(m).0).collect();
-    let session = SavedSession { messages, plan, revision: *revision };
+    let session = SavedSession { messages, plan, revision: *revision, children };
     serde_json::to_vec(&SessionFile { format: FORMAT, folder, session }).ok()
 }
 
@@ -193,6 +195,11 @@ impl Saver {
     /// The plan changed: saved with the conversation as of its last consistent point.
     pub fn save_plan(&self, plan: &crate::plan::Plan, revision: u64) {
         self.save_with(|s| s.update_plan(plan, revision));
+    }
+
+    /// The children of the session's runs changed (one ended).
+    pub fn save_children(&self, children: &[crate::subagents::Record]) {
+        self.save_with(|s| s.update_children(children));
     }
 
     fn save_with(&self, update: impl FnOnce(&mut Snapshot) -> serde_json::Result<()>) {

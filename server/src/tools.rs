@@ -160,6 +160,8 @@ async fn run<H: Host + ?Sized>(
             let Some(skills) = cx.skills else { return Err(format!("Unknown tool: {name}")) };
             skills.load_for_model(str_arg(input, name, "name")?).map(ToolOutput::ok)
         }
+        // The loop runs `task` itself; only a child, which is not offered it, gets here.
+        Handler::Task => Err("task: a subagent cannot hand work to subagents of its own".into()),
         Handler::WriteFile => {
             let path = resolved(path)?;
             let content = str_arg(input, name, "content")?;
@@ -246,7 +248,8 @@ async fn run_text<H: Host + ?Sized>(tool: &Tool, input: &Value, cx: &mut ToolCon
         | Handler::Diagnostics
         | Handler::CodeNav
         | Handler::Rename
-        | Handler::LoadSkill => Err(format!("Unknown tool: {name}")),
+        | Handler::LoadSkill
+        | Handler::Task => Err(format!("Unknown tool: {name}")),
     }
 }
 

@@ -54,6 +54,9 @@ pub struct Entry {
     /// Images the entry shows: a prompt's, or those a tool showed the model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageEntry>,
+    /// A child agent's entry (`task`): its id, `sa-<n>`; it follows the `task` call that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
 }
 
 /// An image of an entry, by reference: `stepwise.image` gives its bytes, so entries stay small.
@@ -116,6 +119,7 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                 text: Some(text.into()),
                 tool: None,
                 images: Vec::new(),
+                subagent: None,
             };
             match (b, m.role) {
                 (Block::Text { text }, Role::Assistant) => {
@@ -152,6 +156,7 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                             step,
                         }),
                         images: ImageEntry::of(images),
+                        subagent: None,
                     });
                 }
                 (Block::ToolResult { .. }, _) => {}
@@ -167,6 +172,7 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                             text: None,
                             tool: None,
                             images: shown,
+                            subagent: None,
                         }),
                     }
                 }
@@ -174,6 +180,30 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// `entries` with each child's calls and text after the `task` call that made it, marked as the child's
+/// (its prompt is the call's; its plan shows in its `todo` calls).
+pub fn with_children(entries: Vec<Entry>, children: &[crate::subagents::Record]) -> Vec<Entry> {
+    if children.is_empty() {
+        return entries;
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let call = entry.tool.as_ref().filter(|t| t.name == crate::tools::catalog::TASK.name).map(|t| t.id.clone());
+        let run_id = entry.run_id.clone();
+        out.push(entry);
+        for child in children.iter().filter(|c| Some(&c.tool_call_id) == call.as_ref()) {
+            let theirs =
+                entries_of(&child.messages).into_iter().filter(|e| matches!(e.kind, Kind::Tool | Kind::Assistant));
+            out.extend(theirs.map(|e| Entry { run_id: run_id.clone(), subagent: Some(child.id.clone()), ..e }));
+        }
+    }
+    out
+}
+
+fn entries_of(messages: &[Message]) -> Vec<Entry> {
+    entries(messages, &[])
 }
 
 /// A user turn's text: the harness's notes, the user's plan edit, the run's prompt, or a steer.

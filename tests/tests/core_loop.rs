@@ -206,6 +206,7 @@ async fn events_of_a_run_in_order() {
             Ev::Usage { .. } => "usage",
             Ev::Compacted { .. } => "compacted",
             Ev::Finished(_) => "end",
+            Ev::Subagent { .. } | Ev::Child { .. } => "subagent",
         })
         .collect::<Vec<_>>();
     let mut dedup = kinds.clone();

@@ -85,6 +85,7 @@ impl EventSink for AcpEvents {
     fn emit(&self, event: Event<'_>) {
         match event {
             Event::Thinking { .. } | Event::RunFinished { .. } | Event::Checkpoint { .. } => {}
+            Event::Subagent { .. } | Event::Child { .. } => {}
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input, asks, .. } => {
                 *lock(&self.state.current) = Some(id.to_string());

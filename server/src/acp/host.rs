@@ -81,7 +81,9 @@ impl Host for AcpHost {
         let folder = folder_name(self.session.root());
         // The question is about the call in flight (the client already shows it).
         let id = call_id.to_string();
-        let fields = ToolCallUpdateFields::new().title(ask.question(&folder));
+        let asking = self.session.ws.subagents().owner_of(call_id);
+        let fields =
+            ToolCallUpdateFields::new().title(crate::subagents::question(ask.question(&folder), asking.as_ref()));
         let options = vec![
             PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new(ALLOW_ALWAYS, "Allow for this session", PermissionOptionKind::AllowAlways),

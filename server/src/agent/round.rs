@@ -48,19 +48,37 @@ impl Turn {
         mcp: Option<Arc<McpTools>>,
         skills: crate::skills::Skills,
     ) -> Turn {
+        // A child in plan mode (`explore`) is read-only, not planning: it is told no planning prompt.
+        let prompt_mode = if r.child.is_some() { crate::plan::Mode::Default } else { r.cfg.mode };
+        // Instruction files and skills are read once per run: the prompt's prefix stays byte-stable.
+        let mut system = tools::system_prompt(r.host.root(), r.cfg.planning, prompt_mode)
+            + &instructions::load(r.host.root()).prompt
+            + &skills.catalogue();
+        // Not where every language server the workspace uses is known not to start: they could only fail.
+        let mut specs = tools::specs(
+            r.cfg.planning,
+            r.cfg.mode,
+            mcp.as_deref(),
+            r.intel.is_some_and(|i| i.source.can_answer()),
+            skills.offered(),
+        );
+        match r.child {
+            Some(child) => {
+                specs.retain(|s| s.name != catalog::TASK.name);
+                if let Some(tools) = &child.tools {
+                    specs.retain(|s| tools.iter().any(|t| *t == s.name));
+                }
+                for part in [child.prompt.as_str(), super::CHILD_NOTE] {
+                    if !part.is_empty() {
+                        system = format!("{system}\n\n{part}");
+                    }
+                }
+            }
+            None => system += &crate::subagents::agents::catalogue(r.host.root()),
+        }
         Turn {
-            // Instruction files and skills are read once per run: the prompt's prefix stays byte-stable.
-            system: tools::system_prompt(r.host.root(), r.cfg.planning, r.cfg.mode)
-                + &instructions::load(r.host.root()).prompt
-                + &skills.catalogue(),
-            // Not where every language server the workspace uses is known not to start: they could only fail.
-            specs: tools::specs(
-                r.cfg.planning,
-                r.cfg.mode,
-                mcp.as_deref(),
-                r.intel.is_some_and(|i| i.source.can_answer()),
-                skills.offered(),
-            ),
+            system,
+            specs,
             mcp,
             skills,
             round: 0,
@@ -73,6 +91,11 @@ impl Turn {
             after_compaction: None,
             just_compacted: false,
         }
+    }
+
+    /// The run's system prompt (a child's summary request is sent with it).
+    pub fn system(&self) -> &str {
+        &self.system
     }
 
     pub fn end(&self, reason: FinishReason, text: String, error: Option<String>) -> Next {
@@ -186,12 +209,36 @@ impl Turn {
         let mut changed_by: Option<&str> = None;
         let mut used_plan = false;
         let mut stop: Option<FinishReason> = None;
+        // The response's `task` calls, run together when the first of them is reached (`subagents/`).
+        let mut tasks: Option<std::collections::HashMap<String, ToolOutput>> = None;
         for (id, name, input) in &calls {
             if stop.is_none() && r.cancel.is_cancelled() {
                 stop = Some(FinishReason::Cancelled);
             }
+            // A child that ran has its own result, whatever stopped the round since.
+            let ran = tasks.as_mut().and_then(|t| t.remove(id.as_str()));
             let out = match stop {
+                _ if ran.is_some() => ran.unwrap_or_else(|| ToolOutput::error("task: no result")),
                 Some(reason) => ToolOutput::failed(answer::skipped(reason)),
+                None if name == catalog::TASK.name && r.child.is_none() => {
+                    if tasks.is_none() {
+                        let all: Vec<(&str, &Value)> = calls
+                            .iter()
+                            .filter(|(_, n, _)| n == catalog::TASK.name)
+                            .map(|(i, _, v)| (i.as_str(), v))
+                            .collect();
+                        let step = r.shared.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
+                        let (outs, usage) = crate::subagents::run_tasks(&all, r, step.as_deref()).await;
+                        // The children's tokens are the session's (the next `Usage` counts them).
+                        self.usage.add(usage);
+                        tasks = Some(outs);
+                    }
+                    if r.cancel.is_cancelled() {
+                        stop = Some(FinishReason::Cancelled);
+                    }
+                    let out = tasks.as_mut().and_then(|t| t.remove(id.as_str()));
+                    out.unwrap_or_else(|| ToolOutput::error("task: a call of this id ran already"))
+                }
                 None => {
                     let planning = catalog::is_planning_in(name, r.cfg.planning);
                     used_plan |= planning;

@@ -51,7 +51,7 @@ impl Stored {
 /// Stores `session`: the object of the rest and the message hashes, in order.
 pub fn store(pack: &Pack, stored: &mut Stored, session: &Session) -> Result<(Hash, Vec<Hash>), String> {
     // Every field of the session is stored; a field added to `Session` fails to compile here.
-    let Session { messages, plan, revision } = session;
+    let Session { messages, plan, revision, children: _ } = session;
     store_parts(pack, stored, messages, plan, *revision)
 }
 

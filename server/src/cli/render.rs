@@ -166,6 +166,37 @@ impl EventSink for Terminal {
             }
             // Listed on demand (`/checkpoints`), not announced in the transcript.
             Event::Checkpoint { .. } => return,
+            Event::Subagent { id, description, agent, state, rounds, tokens, .. } => {
+                let line = match state {
+                    crate::subagents::State::Running if rounds == 0 => format!("  {id} ({agent}): {description}"),
+                    crate::subagents::State::Running => return,
+                    _ => format!("  {id} {}: {rounds} rounds, {tokens} tokens", state.as_str()),
+                };
+                self.spin(false);
+                let _ = writeln!(out, "{}", self.paint(DIM, &line));
+            }
+            // A child's calls, indented under its `task` call and named for it (children run at once).
+            Event::Child { id, inner } => {
+                let lines = match inner {
+                    Event::ToolStarted { name, input, .. } => {
+                        vec![self.paint("\x1b[1m", &format!("  {id} > {name}: {}", tools_summary(name, input)))]
+                    }
+                    Event::ToolFinished { name, output, is_error, .. }
+                        if !crate::tools::catalog::is_planning(name) || *is_error =>
+                    {
+                        let short = crate::host::output::truncate_chars(output, 200);
+                        short.lines().map(|l| self.paint(DIM, &format!("  {id}   {l}"))).collect()
+                    }
+                    Event::PlanChanged { state } => {
+                        self.plan_text(&state.plan).lines().map(|l| format!("  {id}   {l}")).collect()
+                    }
+                    _ => return,
+                };
+                self.spin(false);
+                for line in lines {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
             Event::RunFinished { outcome } => {
                 self.spin(false);
                 let _ = writeln!(out);

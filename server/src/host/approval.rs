@@ -86,6 +86,12 @@ impl Approvals {
     pub fn clear(&self) {
         locks::lock(&self.granted).clear();
     }
+
+    /// A child's (`task`): what the user allowed for the session holds for it; what it is allowed stays
+    /// its own and never widens the session's.
+    pub fn inherit(&self) -> Approvals {
+        Approvals { granted: Mutex::new(locks::lock(&self.granted).clone()) }
+    }
 }
 
 /// One thing the agent asks leave for.

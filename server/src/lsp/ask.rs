@@ -27,6 +27,15 @@ pub struct Asking<'a> {
     pub folder_name: String,
     pub run_id: &'a str,
     pub call_id: &'a str,
+    /// The child agent asking (`task`), if one is: its id and description.
+    pub subagent: Option<(String, String)>,
+}
+
+impl Asking<'_> {
+    /// The question as the user reads it, naming the child that asks.
+    fn message(&self, ask: &Ask<'_>) -> String {
+        crate::subagents::question(ask.question(&self.folder_name), self.subagent.as_ref())
+    }
 }
 
 impl AskParams {
@@ -36,13 +45,14 @@ impl AskParams {
             run_id: at.run_id.to_string(),
             call_id: at.call_id.to_string(),
             kind: AskKind::Command,
-            message: ask.question(&at.folder_name),
+            message: at.message(ask),
             command: None,
             stopped: None,
             path: None,
             why: None,
             server: None,
             tool: None,
+            subagent: at.subagent.as_ref().map(|(id, _)| id.clone()),
         };
         match *ask {
             Ask::Command(command) => p.command = Some(command.into()),
@@ -67,7 +77,7 @@ pub async fn ask(shared: &Shared, ask: &Ask<'_>, at: &Asking<'_>, timeout: Durat
     }
     let actions =
         [ALLOW, ALLOW_SESSION, DENY].map(|t| MessageActionItem { title: t.into(), properties: Default::default() });
-    let message = ask.question(&at.folder_name);
+    let message = at.message(ask);
     let asked = shared.client.show_message_request(MessageType::WARNING, message, Some(actions.to_vec()));
     match tokio::time::timeout(timeout, asked).await {
         Ok(Ok(Some(item))) if item.title == ALLOW => Approval::Allow,
@@ -152,6 +162,7 @@ mod tests {
             folder_name: "w".into(),
             run_id: "r1",
             call_id: "c1",
+            subagent: None,
         };
         let v = |ask: Ask<'_>| serde_json::to_value(AskParams::of(&ask, &at)).unwrap();
         let p = v(Ask::Unsandboxed { command: "touch /x", stopped: "touch: /x: Permission denied" });

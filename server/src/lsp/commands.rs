@@ -68,6 +68,15 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
             let said = ws.background().kill(&args.task_id, crate::background::Killer::User).await;
             answer::<cmd::KillBackground>(said.map_err(invalid_request)?)
         }
+        Command::CancelSubagent(args) => {
+            let session = session_of()?;
+            if !session.ws.subagents().cancel(&args.id) {
+                let running = session.ws.subagents().running();
+                let now = if running.is_empty() { "none runs now".to_string() } else { running.join(", ") };
+                return Err(invalid_request(format!("no subagent {} runs in {} ({now})", args.id, session.name())));
+            }
+            answer::<cmd::CancelSubagent>(())
+        }
         Command::Cancel(_) => {
             session_of()?.ws.cancel();
             answer::<cmd::Cancel>(())

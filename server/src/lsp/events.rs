@@ -30,32 +30,36 @@ impl EventSink for EditorEvents {
         let at = self.session.at();
         let run = self.run_id.clone();
         let out = match event {
+            Event::Subagent { tool_call_id, id, description, agent, state, rounds, last_tool, tokens } => {
+                Outgoing::Subagent(ext::Subagent {
+                    at: at.clone(),
+                    run_id: run,
+                    tool_call_id: tool_call_id.into(),
+                    id: id.into(),
+                    description: description.into(),
+                    agent: agent.into(),
+                    state,
+                    rounds,
+                    last_tool: last_tool.map(str::to_string),
+                    tokens,
+                })
+            }
+            // A child's calls, marked as its own; the rest of a child's events are its card's to sum up.
+            Event::Child { id, inner } => match tool_call(&at, &run, inner) {
+                Some(mut call) => {
+                    call.subagent = Some(id.to_string());
+                    Outgoing::ToolCall(call)
+                }
+                None => return,
+            },
             Event::Thinking { .. } => return,
             Event::AssistantText { text } => {
                 Outgoing::AssistantText(ext::AssistantText { at: at.clone(), run_id: run, text: text.into() })
             }
-            Event::ToolStarted { id, name, input, step, .. } => Outgoing::ToolCall(ext::ToolCall {
-                at: at.clone(),
-                run_id: run,
-                id: id.into(),
-                name: name.into(),
-                phase: ext::Phase::Started,
-                summary: tools::summary(name, input),
-                output: None,
-                is_error: None,
-                step: step.map(str::to_string),
-            }),
-            Event::ToolFinished { id, name, input, output, is_error, step, .. } => Outgoing::ToolCall(ext::ToolCall {
-                at: at.clone(),
-                run_id: run,
-                id: id.into(),
-                name: name.into(),
-                phase: ext::Phase::Finished,
-                summary: tools::summary(name, input),
-                output: Some(crate::host::output::truncate_chars(output, SHORT_OUTPUT).to_string()),
-                is_error: Some(is_error),
-                step: step.map(str::to_string),
-            }),
+            Event::ToolStarted { .. } | Event::ToolFinished { .. } => match tool_call(&at, &run, &event) {
+                Some(call) => Outgoing::ToolCall(call),
+                None => return,
+            },
             Event::PlanChanged { state } => {
                 let plan = &state.plan;
                 let total = plan.items.len();
@@ -118,6 +122,30 @@ impl EventSink for EditorEvents {
         };
         self.notifier.send(out);
     }
+}
+
+/// A call's start or end as `stepwise/toolCall`.
+fn tool_call(at: &ext::At, run: &str, event: &Event<'_>) -> Option<ext::ToolCall> {
+    let (id, name, input, step, phase, output, is_error) = match *event {
+        Event::ToolStarted { id, name, input, step, .. } => (id, name, input, step, ext::Phase::Started, None, None),
+        Event::ToolFinished { id, name, input, output, is_error, step, .. } => {
+            let short = crate::host::output::truncate_chars(output, SHORT_OUTPUT).to_string();
+            (id, name, input, step, ext::Phase::Finished, Some(short), Some(is_error))
+        }
+        _ => return None,
+    };
+    Some(ext::ToolCall {
+        at: at.clone(),
+        run_id: run.into(),
+        id: id.into(),
+        name: name.into(),
+        phase,
+        summary: tools::summary(name, input),
+        output,
+        is_error,
+        step: step.map(str::to_string),
+        subagent: None,
+    })
 }
 
 /// A plan change, the model's or the user's: the notification, a log line for plain clients, lenses.

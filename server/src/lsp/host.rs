@@ -285,7 +285,9 @@ impl Host for EditorHost {
         self.status(ext::RunState::Waiting);
         // The call's own notifications first, so the question finds its card.
         self.shared.notifier.flush().await;
-        let at = Asking { at: self.session.at(), folder_name: self.session.name(), run_id: &self.run_id, call_id };
+        let subagent = self.session.ws.subagents().owner_of(call_id);
+        let at =
+            Asking { at: self.session.at(), folder_name: self.session.name(), run_id: &self.run_id, call_id, subagent };
         let answer = super::ask::ask(&self.shared, ask, &at, self.approval_timeout).await;
         self.status(ext::RunState::Running);
         answer

@@ -22,6 +22,7 @@ pub enum Outgoing {
     Review(ext::Review),
     Diagnostics(ext::Diagnostics),
     Sessions(ext::Sessions),
+    Subagent(ext::Subagent),
     Status(ext::Status),
     AssistantText(ext::AssistantText),
     ToolCall(ext::ToolCall),
@@ -122,6 +123,7 @@ impl Notifier {
                     Outgoing::Review(v) => client.send_notification::<ReviewNotification>(v).await,
                     Outgoing::Diagnostics(v) => client.send_notification::<DiagnosticsNotification>(v).await,
                     Outgoing::Sessions(v) => client.send_notification::<ext::SessionsNotification>(v).await,
+                    Outgoing::Subagent(v) => client.send_notification::<ext::SubagentNotification>(v).await,
                     Outgoing::Status(v) => client.send_notification::<StatusNotification>(v).await,
                     Outgoing::AssistantText(v) => client.send_notification::<AssistantTextNotification>(v).await,
                     Outgoing::ToolCall(v) => client.send_notification::<ToolCallNotification>(v).await,
@@ -225,6 +227,7 @@ mod tests {
             output: None,
             is_error: None,
             step: None,
+            subagent: None,
         })
     }
 

@@ -12,7 +12,7 @@
 //! workspace, so a symlink cannot lead the read out of it, without waiting on a FIFO, up to a bound.
 
 mod find;
-mod frontmatter;
+pub(crate) mod frontmatter;
 mod prompt;
 #[cfg(test)]
 mod tests;

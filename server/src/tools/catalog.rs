@@ -43,6 +43,8 @@ pub enum Handler {
     Rename,
     /// `load_skill` (`skills/`): offered only where the run found a skill the model may load.
     LoadSkill,
+    /// `task` (`subagents/`): the agent loop runs it, not `tools::execute`.
+    Task,
 }
 
 /// When a call asks the user before it runs.
@@ -273,8 +275,27 @@ pub const LOAD_SKILL: Tool = Tool {
     schema: r#"{"type": "object", "properties": {"name": {"type": "string", "description": "The skill's name"}}, "required": ["name"]}"#,
 };
 
+pub const TASK: Tool = Tool {
+    name: "task",
+    title: "Delegate",
+    kind: Kind::Other,
+    handler: Handler::Task,
+    // Offered in plan mode too, where only a read-only agent (`explore`) may run.
+    read_only: true,
+    asks: Asks::Never,
+    style: None,
+    description: "Hand a sub-task to a subagent with a fresh context: it sees only your prompt (give it all it needs), works with your tools (less task) and returns its summary. Several task calls in one response run at the same time. agent: general (default), explore (read-only: reads and searches), or one the system prompt lists.",
+    schema: concat!(
+        r#"{"type": "object", "properties": {"#,
+        r#""prompt": {"type": "string", "description": "The whole task, self-contained"}, "#,
+        r#""description": {"type": "string", "description": "A few words shown to the user"}, "#,
+        r#""agent": {"type": "string", "description": "general, explore, or an agent the system prompt lists"}"#,
+        r#"}, "required": ["prompt"]}"#,
+    ),
+};
+
 /// The built-in tools, in the order the model is offered them.
-pub const BUILTIN: [Tool; 14] = [
+pub const BUILTIN: [Tool; 15] = [
     BASH,
     READ_FILE,
     WRITE_FILE,
@@ -289,6 +310,7 @@ pub const BUILTIN: [Tool; 14] = [
     CODE_NAV,
     RENAME_SYMBOL,
     LOAD_SKILL,
+    TASK,
 ];
 
 impl Handler {

@@ -139,7 +139,7 @@ impl Workspace {
 
     fn session_now(&self, messages: &[Message]) -> Session {
         let state = self.plan.snapshot();
-        Session { messages: messages.to_vec(), plan: state.plan, revision: state.revision }
+        Session { messages: messages.to_vec(), plan: state.plan, revision: state.revision, children: Vec::new() }
     }
 
     /// Before a run's first round: the conversation as it is before the run's prompt.

@@ -67,6 +67,8 @@ pub struct Workspace {
     awaiting: std::sync::Mutex<Option<String>>,
     /// Its background commands; every one's process tree ends when the workspace goes.
     background: crate::background::Background,
+    /// The children of its runs (`task`): those running, and the conversations of all, saved.
+    subagents: crate::subagents::Subagents,
     /// The language servers stepwise would start here (`intel.rs`), found at the first run's preparation.
     servers: tokio::sync::OnceCell<Option<intel::Decided>>,
     /// The code-intelligence session runs share (`intel.rs`).
@@ -95,6 +97,8 @@ impl Workspace {
         if let Some(s) = &saver {
             s.prime(&saved);
         }
+        let subagents = crate::subagents::Subagents::default();
+        subagents.restore(saved.children);
         Arc::new_cyclic(|me: &std::sync::Weak<Workspace>| Workspace {
             siblings: crate::sessions::siblings::join(&root, crate::host::folder_name(&root), me.clone()),
             seen: Default::default(),
@@ -112,6 +116,7 @@ impl Workspace {
             mcp: tokio::sync::OnceCell::new(),
             awaiting: std::sync::Mutex::new(None),
             background: Default::default(),
+            subagents,
             servers: tokio::sync::OnceCell::new(),
             intel: std::sync::Mutex::new(None),
             root,
@@ -219,6 +224,10 @@ impl Workspace {
         convo.clear();
         self.approvals.clear();
         self.seen.clear();
+        self.subagents.clear();
+        if let Some(s) = &self.saver {
+            s.save_children(&[]);
+        }
         *crate::locks::lock(&self.awaiting) = None;
         if let Some(c) = self.checkpoint_store() {
             crate::locks::lock(c).clear();
@@ -253,6 +262,17 @@ impl Workspace {
     fn save_messages(&self, messages: &[Message]) {
         if let Some(s) = &self.saver {
             s.save_messages(messages);
+        }
+    }
+
+    /// The session's children (`task`): to stop one, to name the one asking, for the transcript.
+    pub fn subagents(&self) -> &crate::subagents::Subagents {
+        &self.subagents
+    }
+
+    fn save_children(&self) {
+        if let Some(s) = &self.saver {
+            s.save_children(&self.subagents.records());
         }
     }
 

@@ -18,7 +18,7 @@ impl Workspace {
         let store = self.checkpoint_store();
         let messages = self.messages_now();
         let origins = store.map(|c| locks::lock(c).origins(&messages)).unwrap_or_default();
-        transcript::entries(&messages, &origins)
+        transcript::with_children(transcript::entries(&messages, &origins), &self.subagents.records())
     }
 
     /// An image of the conversation, by the id its entry gives (`images::find`).

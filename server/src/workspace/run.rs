@@ -107,6 +107,7 @@ impl Workspace {
             approvals: &self.approvals,
             sandbox: &self.sandbox,
             background: &self.background,
+            subagents: &self.subagents,
         }
     }
 
@@ -157,6 +158,7 @@ impl Workspace {
             cancel: &ticket.cancel,
             shared: self.shared(),
             intel: intel.as_deref(),
+            child: None,
         };
         let outcome = agent::run(&mut convo, prompt, &ticket.images, &run).await;
         self.save_messages(&convo);

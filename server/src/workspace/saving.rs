@@ -13,8 +13,11 @@ pub(super) struct Saving<'a, E: EventSink + ?Sized> {
 
 impl<E: EventSink + ?Sized> EventSink for Saving<'_, E> {
     fn emit(&self, event: Event<'_>) {
-        if let Event::PlanChanged { state } = &event {
-            self.ws.save_plan(state);
+        match &event {
+            Event::PlanChanged { state } => self.ws.save_plan(state),
+            // A child that ended is saved with the session, its conversation and all.
+            Event::Subagent { state, .. } if *state != crate::subagents::State::Running => self.ws.save_children(),
+            _ => {}
         }
         self.inner.emit(event);
     }

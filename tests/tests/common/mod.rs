@@ -37,14 +37,43 @@ pub use stepwise_tests::TempDir;
 pub enum Ev {
     Thinking(u32),
     Text(String),
-    ToolStarted { id: String, name: String, input: Value },
-    ToolFinished { id: String, name: String, output: String, is_error: bool },
+    ToolStarted {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolFinished {
+        id: String,
+        name: String,
+        output: String,
+        is_error: bool,
+    },
     Plan(String),
     Reminder(String),
     Diagnostics(String),
-    Usage { round: Usage, run: Usage },
-    Compacted { before: u64, after: u64, error: Option<String> },
+    Usage {
+        round: Usage,
+        run: Usage,
+    },
+    Compacted {
+        before: u64,
+        after: u64,
+        error: Option<String>,
+    },
     Finished(RunOutcome),
+    /// A child agent's state (`task`): its id, the call that made it, its state, rounds and tokens.
+    Subagent {
+        id: String,
+        call: String,
+        state: String,
+        rounds: u32,
+        tokens: u64,
+    },
+    /// A child's own event.
+    Child {
+        id: String,
+        ev: Box<Ev>,
+    },
 }
 
 #[derive(Default)]
@@ -84,31 +113,41 @@ impl Collect {
 
 impl EventSink for Collect {
     fn emit(&self, event: Event<'_>) {
-        let ev = match event {
-            Event::Thinking { round } => Ev::Thinking(round),
-            Event::AssistantText { text } => Ev::Text(text.to_string()),
-            Event::ToolStarted { id, name, input, .. } => {
-                Ev::ToolStarted { id: id.into(), name: name.into(), input: input.clone() }
-            }
-            Event::ToolFinished { id, name, output, is_error, .. } => {
-                Ev::ToolFinished { id: id.into(), name: name.into(), output: output.into(), is_error }
-            }
-            Event::PlanChanged { state } => Ev::Plan(state.plan.render()),
-            Event::Reminder { text } => Ev::Reminder(text.into()),
-            Event::Diagnostics { text, .. } => Ev::Diagnostics(text.into()),
-            Event::Usage { round, run, .. } => Ev::Usage { round, run },
-            Event::Compacted { tokens_before, tokens_after, error } => {
-                Ev::Compacted { before: tokens_before, after: tokens_after, error: error.map(str::to_string) }
-            }
-            Event::RunFinished { outcome } => Ev::Finished(outcome.clone()),
-            Event::Checkpoint { .. } => return,
-        };
-        self.events.lock().unwrap().push(ev);
+        if let Some(ev) = owned(&event) {
+            self.events.lock().unwrap().push(ev);
+        }
     }
 
     fn checkpoint(&self, _messages: &[Message]) {
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// An engine event as an owned `Ev` (`None`: not collected).
+pub fn owned(event: &Event<'_>) -> Option<Ev> {
+    Some(match *event {
+        Event::Thinking { round } => Ev::Thinking(round),
+        Event::AssistantText { text } => Ev::Text(text.to_string()),
+        Event::ToolStarted { id, name, input, .. } => {
+            Ev::ToolStarted { id: id.into(), name: name.into(), input: input.clone() }
+        }
+        Event::ToolFinished { id, name, output, is_error, .. } => {
+            Ev::ToolFinished { id: id.into(), name: name.into(), output: output.into(), is_error }
+        }
+        Event::PlanChanged { state } => Ev::Plan(state.plan.render()),
+        Event::Reminder { text } => Ev::Reminder(text.into()),
+        Event::Diagnostics { text, .. } => Ev::Diagnostics(text.into()),
+        Event::Usage { round, run, .. } => Ev::Usage { round, run },
+        Event::Compacted { tokens_before, tokens_after, error } => {
+            Ev::Compacted { before: tokens_before, after: tokens_after, error: error.map(str::to_string) }
+        }
+        Event::RunFinished { outcome } => Ev::Finished(outcome.clone()),
+        Event::Checkpoint { .. } => return None,
+        Event::Subagent { id, tool_call_id, state, rounds, tokens, .. } => {
+            Ev::Subagent { id: id.into(), call: tool_call_id.into(), state: state.as_str().into(), rounds, tokens }
+        }
+        Event::Child { id, inner } => Ev::Child { id: id.into(), ev: Box::new(owned(inner)?) },
+    })
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -209,7 +248,12 @@ impl Harness {
     /// The conversation and plan as they are now.
     pub async fn session(&self) -> Session {
         let state = self.work.plan();
-        Session { messages: self.work.messages().await, plan: state.plan, revision: state.revision }
+        Session {
+            messages: self.work.messages().await,
+            plan: state.plan,
+            revision: state.revision,
+            ..Default::default()
+        }
     }
 
     /// The JSON bodies of every request the model received so far.

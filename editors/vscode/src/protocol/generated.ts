@@ -60,6 +60,8 @@ export interface AskParams {
   /** `mcpTool`: the MCP server and its tool. */
   server?: string;
   tool?: string;
+  /** Asked by a child agent (`task`): its id, `sa-<n>` (the message names it too). */
+  subagent?: string;
 }
 
 /** `stepwise/assistantText`: a piece of the model's text as it streams. */
@@ -96,6 +98,15 @@ export interface BackgroundTask {
 
 /** Who made the latest change. */
 export type By = 'model' | 'user';
+
+/** `stepwise.cancelSubagent`: end one child agent (`task`) alone (the user's Stop on its card). */
+export interface CancelSubagentArgs {
+  workspace?: string;
+  /** The session (`stepwise.newSession`'s id); without it, the folder's own. */
+  session?: string;
+  /** `sa-<n>`. */
+  id: string;
+}
 
 export type ChangeStatus = 'modified' | 'created' | 'deleted';
 
@@ -259,6 +270,8 @@ export interface Entry {
   tool?: ToolEntry;
   /** Images the entry shows: a prompt's, or those a tool showed the model. */
   images?: ImageEntry[];
+  /** A child agent's entry (`task`): its id, `sa-<n>`; it follows the `task` call that made it. */
+  subagent?: string;
 }
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'background' | 'diagnostics';
@@ -613,6 +626,9 @@ export interface Skills {
   skills: Skill[];
 }
 
+/** Where a child is (`stepwise/subagent`'s `state`). */
+export type State = 'running' | 'done' | 'failed' | 'cancelled';
+
 /** `stepwise/status`. */
 export interface StatusParams {
   workspace: string;
@@ -639,6 +655,27 @@ export interface SteerArgs {
   text: string;
 }
 
+/** `stepwise/subagent`: a child agent (`task`) started, went on (a round, a call) or ended. */
+export interface SubagentParams {
+  workspace: string;
+  /** The session (`stepwise.newSession`'s id; `main`: the folder's own). */
+  session: string;
+  runId: string;
+  /** The `task` call that made it. */
+  toolCallId: string;
+  /** `sa-<n>`. */
+  id: string;
+  description: string;
+  /** The agent it runs as (`general`, `explore`, or one defined in a file). */
+  agent: string;
+  state: State;
+  rounds: number;
+  /** The tool of its latest call. */
+  lastTool?: string;
+  /** Its tokens so far (input and output), counted in the session's usage. */
+  tokens: number;
+}
+
 /**
  * `stepwise/toolCall`: around every tool call. `step` is the plan step in progress when it ran (the
  * edits it makes carry the same step in their label).
@@ -656,6 +693,8 @@ export interface ToolCallParams {
   output?: string;
   isError?: boolean;
   step: string | null;
+  /** A child's call (`task`): the child's id, `sa-<n>`. */
+  subagent?: string;
 }
 
 export interface ToolEntry {
@@ -709,6 +748,7 @@ export interface Notifications {
   'stepwise/background': BackgroundParams;
   'stepwise/diagnostics': DiagnosticsParams;
   'stepwise/sessions': SessionsParams;
+  'stepwise/subagent': SubagentParams;
 }
 
 /** Requests from the server: method to params and result. */
@@ -741,4 +781,5 @@ export interface Commands {
   'stepwise.closeSession': { arguments: CloseSessionArgs; result: null };
   'stepwise.skills': { arguments: WorkspaceArgs; result: Skills };
   'stepwise.image': { arguments: ImageArgs; result: ImageData };
+  'stepwise.cancelSubagent': { arguments: CancelSubagentArgs; result: null };
 }

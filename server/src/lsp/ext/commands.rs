@@ -87,6 +87,7 @@ commands! {
     CloseSession "stepwise.closeSession" (CloseSessionArgs) -> ();
     Skills "stepwise.skills" (WorkspaceArgs) -> crate::lsp::ext::Skills;
     Image "stepwise.image" (ImageArgs) -> ImageData;
+    CancelSubagent "stepwise.cancelSubagent" (CancelSubagentArgs) -> ();
 }
 
 impl Command {
@@ -111,6 +112,7 @@ impl Command {
             Command::ApprovePlan(a) => of(&a.workspace, &a.session),
             Command::KillBackground(a) => of(&a.workspace, &a.session),
             Command::Image(a) => of(&a.workspace, &a.session),
+            Command::CancelSubagent(a) => of(&a.workspace, &a.session),
             Command::NewSession(a) => (a.workspace.as_deref(), None),
             Command::ApplySession(a) => (None, Some(a.session.as_str())),
             Command::CloseSession(a) => (None, Some(a.session.as_str())),
@@ -163,6 +165,18 @@ pub struct KillBackgroundArgs {
     pub session: Option<String>,
     /// `bg-<n>`.
     pub task_id: String,
+}
+
+/// `stepwise.cancelSubagent`: end one child agent (`task`) alone (the user's Stop on its card).
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+pub struct CancelSubagentArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The session (`stepwise.newSession`'s id); without it, the folder's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// `sa-<n>`.
+    pub id: String,
 }
 
 /// Commands that take only the folder (without it: the only folder, or the first).

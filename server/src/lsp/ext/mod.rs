@@ -50,6 +50,7 @@ notifications! {
     BackgroundNotification "stepwise/background" (Background);
     DiagnosticsNotification "stepwise/diagnostics" (Diagnostics);
     SessionsNotification "stepwise/sessions" (Sessions);
+    SubagentNotification "stepwise/subagent" (Subagent);
 }
 
 /// `stepwise/saveDocuments`: the editor saves the listed documents and says which it saved.

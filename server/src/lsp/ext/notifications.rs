@@ -162,6 +162,33 @@ pub struct ToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     pub step: Option<String>,
+    /// A child's call (`task`): the child's id, `sa-<n>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
+}
+
+/// `stepwise/subagent`: a child agent (`task`) started, went on (a round, a call) or ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "SubagentParams")]
+#[serde(rename_all = "camelCase")]
+pub struct Subagent {
+    #[serde(flatten)]
+    pub at: At,
+    pub run_id: String,
+    /// The `task` call that made it.
+    pub tool_call_id: String,
+    /// `sa-<n>`.
+    pub id: String,
+    pub description: String,
+    /// The agent it runs as (`general`, `explore`, or one defined in a file).
+    pub agent: String,
+    pub state: crate::subagents::State,
+    pub rounds: u32,
+    /// The tool of its latest call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tool: Option<String>,
+    /// Its tokens so far (input and output), counted in the session's usage.
+    pub tokens: u64,
 }
 
 /// `stepwise/usage`.

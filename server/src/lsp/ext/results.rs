@@ -144,6 +144,9 @@ pub struct AskParams {
     pub server: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Asked by a child agent (`task`): its id, `sa-<n>` (the message names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
 }
 
 /// What a question is about.
