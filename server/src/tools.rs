@@ -260,6 +260,12 @@ pub fn summary(name: &str, input: &Value) -> String {
         Some(Handler::Shell | Handler::BackgroundRun) => field("command"),
         Some(Handler::CheckBackground | Handler::KillBackground) => field("task_id"),
         Some(Handler::LoadSkill) => field("name"),
+        // The agent and what it was asked, as a view names the child.
+        Some(Handler::Task) => Some(format!(
+            "{}: {}",
+            field("agent").unwrap_or_else(|| "general".into()),
+            field("description").or_else(|| field("prompt")).unwrap_or_default()
+        )),
         Some(Handler::ReadFile | Handler::WriteFile | Handler::EditFile) => field("path"),
         Some(Handler::Diagnostics) => match input.get("paths") {
             Some(Value::Array(a)) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),

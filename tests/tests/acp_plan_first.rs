@@ -56,7 +56,7 @@ async fn acp_plan_mode_plans_read_only_asks_and_acts_once_approved() {
     assert_eq!(resp["result"]["stopReason"], "end_turn", "{resp}");
     assert_eq!(ws.read("a.txt"), "alpha\n", "nothing changes while planning");
     let reqs = mock.requests();
-    assert_eq!(tool_names(&reqs[0].body), ["bash", "read_file", "todo"], "the shell only read-only");
+    assert_eq!(tool_names(&reqs[0].body), ["bash", "read_file", "todo", "task"], "the shell only read-only");
     assert!(!ws.join("b.txt").exists(), "the read-only sandbox stopped the command's write");
     let refused = of_kind(&updates, "tool_call_update")
         .into_iter()

@@ -89,7 +89,7 @@ async fn lsp_plan_mode_offers_only_what_changes_nothing_and_refuses_the_rest_eve
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 4);
     for r in &reqs {
-        assert_eq!(tool_names(&r.body), ["read_file", "todo"], "offered in plan mode");
+        assert_eq!(tool_names(&r.body), ["read_file", "todo", "task"], "offered in plan mode");
         assert!(system(&r.body).contains("You are planning, not acting"), "{}", system(&r.body));
     }
     let refused = tool_results(&reqs[1].body);
@@ -138,7 +138,7 @@ async fn lsp_plan_mode_runs_the_shell_read_only_in_the_sandbox_without_asking() 
     assert_eq!(tree(dir.path()), before, "plan mode changed the workspace");
     assert!(!outside.exists(), "nor anything outside it");
     let reqs = mock.requests();
-    assert_eq!(tool_names(&reqs[0].body), ["bash", "read_file", "todo"], "the shell is offered, read-only");
+    assert_eq!(tool_names(&reqs[0].body), ["bash", "read_file", "todo", "task"], "the shell is offered, read-only");
     let results = tool_results(&reqs[1].body);
     assert_eq!(results.len(), 4);
     for (text, is_error) in &results[..3] {

@@ -85,6 +85,8 @@ pub struct Report {
     mcp: crate::mcp::report::McpReport,
     /// The skills a run would find: valid ones, those another of their name hides, and those skipped.
     skills: crate::skills::Skills,
+    /// The agents a `task` call may name, and the files that are no agent.
+    agents: crate::subagents::agents::Agents,
     sandbox: crate::sandbox::SandboxSettings,
     /// The language servers stepwise would start where no editor answers `stepwise/query`, and what is
     /// wrong in the user's `language-servers.json`.
@@ -168,6 +170,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides, start_servers: bo
     let mcp = crate::mcp::report::report(&root, o.mcp_servers.as_ref().map(|s| &s.0));
     let started = start_servers.then(|| started(&root, sandbox, diagnostics));
     let skills = crate::skills::find(&root);
+    let agents = crate::subagents::agents::find(&root);
     Report {
         workspace: root,
         env_files,
@@ -183,6 +186,7 @@ pub fn report(workspace: &Path, dirs: &[&Path], o: &Overrides, start_servers: bo
         mcp,
         started,
         skills,
+        agents,
         sandbox,
         language_servers: crate::intel::servers::spec::discover(),
     }
@@ -251,6 +255,7 @@ impl Report {
                 .collect::<Vec<_>>(),
             "skillProblems": self.skills.problems.iter().map(|p| json!({"path": p.path, "problem": p.problem}))
                 .collect::<Vec<_>>(),
+            "agents": super::doctor_loads::agents_json(&self.agents),
             "sandbox": self.sandbox_json(),
             "languageServers": self.language_servers.0.iter().map(|s| self.server_json(s)).collect::<Vec<_>>(),
             "languageServerProblems": self.language_servers.1,
@@ -325,27 +330,6 @@ impl Report {
         v
     }
 
-    /// A line per skill found, hidden by another of its name, or skipped.
-    fn skills_text(&self, line: &mut impl FnMut(&str, String)) {
-        let s = &self.skills;
-        if s.list.is_empty() {
-            line("skills", "none (.agents/skills or .claude/skills in the workspace, ~/.agents/skills)".into());
-        }
-        for (i, k) in s.list.iter().enumerate() {
-            let who = if k.user_only { ", only the user calls it" } else { "" };
-            line(
-                if i == 0 { "skills" } else { "" },
-                format!("{} ({}{who}): {}", k.name, k.scope.name(), k.dir.display()),
-            );
-        }
-        for h in &s.hidden {
-            line("skill hidden", format!("{} in {}: the one in {} wins", h.name, h.dir.display(), h.by.display()));
-        }
-        for p in &s.problems {
-            line("skill problem", format!("{}: {} (skipped)", p.path.display(), p.problem));
-        }
-    }
-
     pub fn text(&self) -> String {
         let mut out = format!("stepwise {}\n", env!("CARGO_PKG_VERSION"));
         let mut line = |name: &str, value: String| out.push_str(&format!("{name:<11} {value}\n"));
@@ -391,7 +375,8 @@ impl Report {
         for p in &self.mcp.problems {
             line("MCP problem", p.clone());
         }
-        self.skills_text(&mut line);
+        super::doctor_loads::skills_text(&self.skills, &mut line);
+        super::doctor_loads::agents_text(&self.agents, &mut line);
         let (servers, problems) = &self.language_servers;
         if servers.is_empty() {
             line(

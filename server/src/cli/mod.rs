@@ -4,6 +4,7 @@ mod asker;
 mod checkpoints;
 mod demo;
 pub mod doctor;
+mod doctor_loads;
 mod input;
 mod jobs;
 mod plan_edit;

@@ -473,7 +473,7 @@ mod tests {
     }
 
     /// What a run offers by default (the `todo` style, no code intelligence), and the code-intelligence tools.
-    const DEFAULT: [&str; 8] = [
+    const DEFAULT: [&str; 9] = [
         "bash",
         "read_file",
         "write_file",
@@ -482,6 +482,7 @@ mod tests {
         "background_run",
         "check_background",
         "kill_background",
+        "task",
     ];
     const INTEL: [&str; 3] = ["diagnostics", "code_nav", "rename_symbol"];
 
@@ -492,16 +493,16 @@ mod tests {
         }
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, (false, false), false)),
-            ["read_file", "todo"]
+            ["read_file", "todo", "task"]
         );
         assert_eq!(
             names(&specs_where(PlanningStyle::Tasks, Mode::Plan, None, (false, false), false)),
-            ["read_file", "create_todos", "update_todo"]
+            ["read_file", "create_todos", "update_todo", "task"]
         );
         // With a read-only sandbox the shell comes back, and only the shell.
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, (false, false), true)),
-            ["bash", "read_file", "todo"]
+            ["bash", "read_file", "todo", "task"]
         );
     }
 
@@ -509,11 +510,11 @@ mod tests {
     fn code_intelligence_is_offered_only_with_a_source_and_read_only_in_plan_mode() {
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Default, None, (true, false), false)),
-            [&DEFAULT[..], &INTEL[..]].concat()
+            [&DEFAULT[..DEFAULT.len() - 1], &INTEL[..], &["task"]].concat()
         );
         assert_eq!(
             names(&specs_where(PlanningStyle::Todo, Mode::Plan, None, (true, false), false)),
-            ["read_file", "todo", "diagnostics", "code_nav"]
+            ["read_file", "todo", "diagnostics", "code_nav", "task"]
         );
         assert!(refusal_where("rename_symbol", Mode::Plan, true).is_some());
     }
@@ -523,9 +524,13 @@ mod tests {
         let with =
             |mode, skills| names(&specs_where(PlanningStyle::Todo, mode, None, (false, skills), false)).join(" ");
         assert!(!with(Mode::Default, false).contains("load_skill"));
-        assert!(with(Mode::Default, true).ends_with("kill_background load_skill"), "{}", with(Mode::Default, true));
+        assert!(
+            with(Mode::Default, true).ends_with("kill_background load_skill task"),
+            "{}",
+            with(Mode::Default, true)
+        );
         // It changes nothing: plan mode offers it, and does not refuse it.
-        assert_eq!(with(Mode::Plan, true), "read_file todo load_skill");
+        assert_eq!(with(Mode::Plan, true), "read_file todo load_skill task");
         assert_eq!(refusal_where("load_skill", Mode::Plan, false), None);
     }
 

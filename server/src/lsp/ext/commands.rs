@@ -418,7 +418,10 @@ mod tests {
         // Fields a command does not read are left alone (an editor may send one bag to every command).
         assert!(matches!(Command::parse("stepwise.cancel", &[json!({"prompt": 1})]), Ok(Command::Cancel(_))));
         assert!(matches!(Command::parse("stepwise.skills", &[]), Ok(Command::Skills(_))));
-        assert_eq!(COMMANDS.len(), 21);
+        let c = Command::parse("stepwise.cancelSubagent", &[json!({"id": "sa-2", "session": "s1"})]);
+        let Ok(Command::CancelSubagent(a)) = c else { panic!("{c:?}") };
+        assert_eq!((a.id.as_str(), a.session.as_deref()), ("sa-2", Some("s1")));
+        assert_eq!(COMMANDS.len(), 22);
         let c = Command::parse("stepwise.plan", &[json!({"session": "s1"})]).unwrap();
         assert_eq!(c.target(), (None, Some("s1")));
         let c = Command::parse(
