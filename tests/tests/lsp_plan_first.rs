@@ -192,7 +192,7 @@ async fn lsp_comments_reach_the_model_as_one_block_and_it_keeps_planning() {
         "one block, each comment under its item"
     );
     let offered = tool_names(&reqs[2].body);
-    assert!(offered.ends_with(&["read_file".to_string(), "todo".to_string()]), "{offered:?}");
+    assert!(offered.ends_with(&["read_file".to_string(), "todo".to_string(), "task".to_string()]), "{offered:?}");
     assert!(!offered.iter().any(|t| t == "write_file" || t == "edit_file"), "still planning: {offered:?}");
     assert!(system(&reqs[3].body).contains("You are planning"));
     // Commenting again works on the revised plan.

@@ -184,7 +184,7 @@ async fn compact(session: &Arc<AcpSession>, conn: &Conn, ticket: &RunTicket) -> 
         }
     };
     let state = Arc::new(RunState::default());
-    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state, subagents: false };
     let outcome = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,

@@ -73,10 +73,12 @@ pub(crate) struct AcpEvents {
     pub session: Arc<AcpSession>,
     pub conn: Conn,
     pub state: Arc<RunState>,
+    /// The client understands subagent sessions (`clientCapabilities.subagents`): acp/subagents.rs.
+    pub subagents: bool,
 }
 
 impl AcpEvents {
-    fn send(&self, update: SessionUpdate) {
+    pub(super) fn send(&self, update: SessionUpdate) {
         send(&self.conn, &self.session.id, update);
     }
 }
@@ -85,7 +87,10 @@ impl EventSink for AcpEvents {
     fn emit(&self, event: Event<'_>) {
         match event {
             Event::Thinking { .. } | Event::RunFinished { .. } | Event::Checkpoint { .. } => {}
-            Event::Subagent { .. } | Event::Child { .. } => {}
+            Event::Subagent { id, description, agent, state, .. } => {
+                super::subagents::announce(self, id, description, agent, state)
+            }
+            Event::Child { id, inner } => super::subagents::child_event(self, id, inner),
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input, asks, .. } => {
                 *lock(&self.state.current) = Some(id.to_string());

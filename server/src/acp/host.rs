@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    SessionUpdate, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 
 use super::events::RunState;
@@ -79,17 +79,22 @@ impl Host for AcpHost {
 
     async fn approve(&self, ask: &Ask<'_>, call_id: &str) -> Approval {
         let folder = folder_name(self.session.root());
-        // The question is about the call in flight (the client already shows it).
+        // The question is about the call in flight (the client already shows it): a child's is asked on the
+        // child's session where the client has them, and names the child either way.
         let id = call_id.to_string();
-        let asking = self.session.ws.subagents().owner_of(call_id);
-        let fields =
-            ToolCallUpdateFields::new().title(crate::subagents::question(ask.question(&folder), asking.as_ref()));
+        let child = self.session.ws.subagents().owner_of(call_id);
+        let on = match (&child, self.fs.subagents) {
+            (Some((sa, _)), true) => super::subagents::child_session(&self.session.id, sa),
+            _ => self.session.id.clone(),
+        };
+        let question = crate::subagents::question(ask.question(&folder), child.as_ref());
+        let fields = ToolCallUpdateFields::new().title(question);
         let options = vec![
             PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new(ALLOW_ALWAYS, "Allow for this session", PermissionOptionKind::AllowAlways),
             PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
         ];
-        let req = RequestPermissionRequest::new(self.session.id.clone(), ToolCallUpdate::new(id, fields), options);
+        let req = RequestPermissionRequest::new(on.clone(), ToolCallUpdate::new(id.clone(), fields), options);
         let answer = match self.conn.send_request(req).block_task().await {
             Ok(r) => match r.outcome {
                 RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ONCE => Approval::Allow,
@@ -102,8 +107,13 @@ impl Host for AcpHost {
             }
         };
         // Allowed, the call runs now (`in_progress`); refused, it stays `pending` until it ends `failed`.
-        if answer.allowed() {
-            self.state.allowed(&self.conn, &self.session.id);
+        match (answer.allowed(), child.is_some()) {
+            (true, false) => self.state.allowed(&self.conn, &self.session.id),
+            (true, true) => {
+                let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+                super::events::send(&self.conn, &on, SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields)));
+            }
+            (false, _) => {}
         }
         answer
     }

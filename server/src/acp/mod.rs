@@ -18,6 +18,7 @@ mod replay;
 mod session_list;
 mod sessions;
 mod stdio;
+mod subagents;
 mod terminal;
 mod tool_calls;
 
@@ -46,6 +47,8 @@ pub(crate) struct ClientFs {
     pub write: bool,
     /// `terminal/*`: shell commands run in the client's terminals (acp/terminal.rs).
     pub terminal: bool,
+    /// Subagent sessions: each child agent a session of its own (acp/subagents.rs).
+    pub subagents: bool,
 }
 
 pub(crate) struct Acp {
@@ -86,7 +89,9 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
             async move |req: InitializeRequest, responder, _cx| {
                 let fs = &req.client_capabilities.fs;
                 let terminal = req.client_capabilities.terminal;
-                *locks::write(&a1.fs) = ClientFs { read: fs.read_text_file, write: fs.write_text_file, terminal };
+                let subagents = req.client_capabilities.subagents.is_some();
+                *locks::write(&a1.fs) =
+                    ClientFs { read: fs.read_text_file, write: fs.write_text_file, terminal, subagents };
                 // We speak v1 only; a client asking for a newer version gets ours and decides.
                 let info = Implementation::new("stepwise", env!("CARGO_PKG_VERSION")).title("stepwise".to_string());
                 responder.respond(
@@ -229,11 +234,17 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
         )
         .on_receive_notification(
             async move |note: CancelNotification, _cx| {
-                match a5.sessions.get(&note.session_id.0) {
-                    Some(s) => {
+                let id = &note.session_id.0;
+                match (a5.sessions.get(id), subagents::split(id)) {
+                    (Some(s), _) => {
                         s.ws.cancel();
                     }
-                    None => tracing::warn!("session/cancel for unknown session {}", note.session_id.0),
+                    // A child's session: that child ends alone.
+                    (None, Some((parent, sa))) => match a5.sessions.get(parent) {
+                        Some(s) if s.ws.subagents().cancel(sa) => {}
+                        _ => tracing::warn!("session/cancel for {id}: no such child runs"),
+                    },
+                    (None, None) => tracing::warn!("session/cancel for unknown session {id}"),
                 }
                 Ok(())
             },

@@ -89,7 +89,7 @@ pub(crate) async fn run(
     };
     let state = Arc::new(RunState::default());
     let host = AcpHost { session: session.clone(), conn: conn.clone(), fs, state: state.clone() };
-    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state };
+    let sink = AcpEvents { session: session.clone(), conn: conn.clone(), state, subagents: fs.subagents };
     let mut prompt = prompt;
     if cfg.mode == Mode::Plan && session.ws.awaiting_approval().is_some() {
         // A plan waits: what the user says now is a comment on it, one more planning round.
