@@ -7,7 +7,7 @@ return H.spec({
     name = ':Stepwise completes its subcommands',
     fn = function()
       require('stepwise').setup({ keymaps = false, autostart = false })
-      H.eq({ 'allow', 'apply', 'attach', 'cancel', 'chat', 'checkpoints', 'close', 'compact', 'deny', 'discard', 'jobs', 'kill', 'log', 'new', 'plan', 'reset', 'review', 'rewind', 'run', 'sessions', 'status', 'steer' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
+      H.eq({ 'allow', 'apply', 'attach', 'cancel', 'chat', 'checkpoints', 'close', 'compact', 'deny', 'discard', 'jobs', 'kill', 'log', 'new', 'plan', 'reset', 'review', 'rewind', 'run', 'sessions', 'status', 'steer', 'stop' }, vim.fn.sort(vim.fn.getcompletion('Stepwise ', 'cmdline')), 'all subcommands')
       H.eq({ 'reset', 'review', 'rewind', 'run' }, vim.fn.sort(vim.fn.getcompletion('Stepwise r', 'cmdline')), "subcommands starting with r")
       H.eq({}, vim.fn.getcompletion('Stepwise run ', 'cmdline'), 'nothing after a subcommand')
       H.eq({ 'edit', 'first', 'approve' }, vim.fn.getcompletion('Stepwise plan ', 'cmdline'), 'plan edit, first, approve')

@@ -68,7 +68,7 @@ return H.spec({
       H.eq({ 'alpha' }, api.nvim_buf_get_lines(file, 0, -1, false), 'nor in the buffer')
       local reqs = H.recorded(m)
       -- (Neovim answers stepwise/query: the read-only code-intelligence tools are offered too, never rename_symbol)
-      H.eq({ 'read_file', 'todo', 'diagnostics', 'code_nav' }, planning_tools(reqs[1]), 'plan mode offers only what changes nothing')
+      H.eq({ 'read_file', 'todo', 'diagnostics', 'code_nav', 'task' }, planning_tools(reqs[1]), 'plan mode offers only what changes nothing (task: a read-only child, explore)')
       H.truthy(has(reqs[2], 'Error: plan mode: write_file'), 'the write is refused')
       local told = vim.tbl_filter(function(n)
         return n.msg:find('plan ready: :Stepwise plan approve[!], or comment with > lines in :Stepwise plan edit', 1, true) ~= nil
@@ -86,7 +86,7 @@ return H.spec({
       reqs = H.recorded(m)
       local block = has(reqs[4], '<plan-comments>')
       H.truthy(block and block:find('On #1 (Change a.txt): and check it afterwards', 1, true), 'the comment under its item: ' .. tostring(block))
-      H.eq({ 'read_file', 'todo', 'diagnostics', 'code_nav' }, planning_tools(reqs[4]), 'still in plan mode')
+      H.eq({ 'read_file', 'todo', 'diagnostics', 'code_nav', 'task' }, planning_tools(reqs[4]), 'still in plan mode')
       H.eq({ '[ ] #1: Change a.txt', '[ ] #2: Check it', '', '(0/2 completed)' }, api.nvim_buf_get_lines(buf, 0, -1, false), 'the revised plan, comments gone')
 
       -- The chat is open when the plan is approved: it says so, not that the plan was edited.

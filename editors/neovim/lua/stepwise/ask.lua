@@ -36,10 +36,30 @@ end
 local pending = {}
 local unsubscribe ---@type fun()[]?
 
---- What a question concerns, as lines: a title, the command or path (in backticks), a detail.
+--- The child agent asking (`subagent`), as the server's message names it: `[subagent sa-1: <description>]`.
+local function asker(p)
+  if type(p.subagent) ~= 'string' then
+    return nil
+  end
+  local named = type(p.message) == 'string' and p.message:match('^(%[subagent ' .. vim.pesc(p.subagent) .. ':.-%]) ')
+  return named or ('[subagent ' .. p.subagent .. ']')
+end
+
+--- What a question concerns, as lines: a title (naming the child agent that asks, if one does), the command or
+--- path (in backticks), a detail.
 ---@param p table
 ---@return string[]
 function M.lines(p)
+  local out = M.what(p)
+  local who = asker(p)
+  if who and not out[1]:find(who, 1, true) then
+    out[1] = who .. ' ' .. out[1]
+  end
+  return out
+end
+
+--- The question's own lines (M.lines without who asks).
+function M.what(p)
   local s = function(v)
     return type(v) == 'string' and v or '?'
   end

@@ -1,7 +1,8 @@
 -- The conversation as a buffer (`:Stepwise chat`, `stepwise://chat`, filetype markdown): the plan on top,
 -- the conversation below it as it streams, and the prompt after the last line `## You` (`:w` sends it; during
 -- a run it steers). History comes from `stepwise.conversation` when the buffer is made (after a restart too).
--- Streaming only appends or rewrites the last lines (never the whole buffer). A buffer per session of a folder:
+-- Streaming only appends or rewrites the last lines, or a child's (`task`) under its call: never the whole
+-- buffer. A buffer per session of a folder:
 -- `stepwise://chat` the folder's own, `stepwise://chat/<session>` another; `:w` sends to the buffer's session.
 local M = {}
 
@@ -13,10 +14,11 @@ local execute = require('stepwise.execute').execute
 local blocks = require('stepwise.chat_blocks')
 local ask = require('stepwise.ask')
 local skills = require('stepwise.skills')
+local children = require('stepwise.chat_subagents')
 
 local edit, header_row, one_line, plan_lines = blocks.edit, blocks.header_row, blocks.one_line, blocks.plan_lines
 local add_user, add_text, add_tool, add_note = blocks.add_user, blocks.add_text, blocks.add_tool, blocks.add_note
-local is_planning, apply = blocks.is_planning, blocks.apply
+local is_planning, apply = blocks.is_planning, children.apply
 
 M.name = 'stepwise://chat'
 M.prompt_header = blocks.prompt_header
@@ -75,7 +77,7 @@ local function subscribe()
     end
     return false
   end
-  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked', 'diagnostics', 'job_ended' }) do
+  for _, kind in ipairs({ 'text', 'tool', 'reminder', 'status', 'plan', 'approval', 'ask', 'asked', 'diagnostics', 'job_ended', 'subagent' }) do
     unsubscribe[#unsubscribe + 1] = events.on(kind, function(d)
       dispatch(kind, d)
     end)
@@ -109,10 +111,13 @@ function M._restore(ch, entries)
   edit(ch, function()
     local row = header_row(ch)
     api.nvim_buf_set_lines(ch.buf, ch.plan_n, row - 1, false, {})
-    ch.speaker, ch.last, ch.tools = nil, nil, {}
+    ch.speaker, ch.last, ch.tools, ch.subs = nil, nil, {}, {}
     for _, e in ipairs(entries) do
       local kind = e.kind
-      if kind == 'user' or kind == 'steer' then
+      if type(e.subagent) == 'string' then
+        -- a child's entry, after its `task` call
+        children.restored_entry(ch, e)
+      elseif kind == 'user' or kind == 'steer' then
         add_user(ch, e.text, vim.tbl_map(function(i)
           return i.mediaType
         end, type(e.images) == 'table' and e.images or {}))
@@ -121,6 +126,7 @@ function M._restore(ch, entries)
         add_text(ch, e.text)
       elseif kind == 'tool' and type(e.tool) == 'table' and not is_planning(e.tool) then
         add_tool(ch, e.tool, 'finished')
+        children.restored_task(ch, e.tool)
       elseif kind == 'reminder' then
         add_note(ch, '⚑ ' .. one_line(e.text))
       elseif kind == 'planEdit' then

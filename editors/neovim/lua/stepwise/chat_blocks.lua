@@ -24,6 +24,7 @@ local ns = api.nvim_create_namespace('stepwise.chat')
 ---@field last 'text'|'tool'|'note'|'user'|nil what the last conversation line is
 ---@field tools table<string, integer> tool call id -> extmark of its line
 ---@field queue table[]? live events held while the history loads
+---@field subs table<string, stepwise.ChatChild>? the children (`task`) shown, by id (chat_subagents.lua)
 
 local function split(text)
   return vim.split(tostring(text or ''), '\n', { plain = true })
@@ -365,5 +366,6 @@ M.apply = apply
 M.split, M.one_line, M.header_row, M.edit, M.plan_lines = split, one_line, header_row, edit, plan_lines
 M.add_user, M.add_text, M.add_tool, M.add_note, M.is_planning = add_user, add_text, add_tool, add_note, is_planning
 M.add_diagnostics, M.diagnostic_lines, M.background_notes = add_diagnostics, diagnostic_lines, background_notes
+M.ns, M.block, M.ensure_agent, M.tool_line, M.error_lines = ns, block, ensure_agent, tool_line, error_lines
 
 return M

@@ -207,6 +207,7 @@ function M.handlers()
     ['stepwise/compacted'] = on_compacted,
     ['stepwise/mcp'] = on_mcp,
     ['stepwise/background'] = require('stepwise.jobs').on_background,
+    ['stepwise/subagent'] = require('stepwise.subagents').on_subagent,
     ['stepwise/sessions'] = require('stepwise.sessions').on_sessions,
     ['stepwise/review'] = function(_, params)
       events.emit('review', params)

@@ -16,7 +16,7 @@ local lenses = require('stepwise.lenses')
 -- The client (below) gets the handlers of the server's messages (above it) here, where the plugin is put together.
 client.use_handlers(require('stepwise.handlers').handlers)
 
-M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill', 'sessions', 'new', 'apply', 'close', 'discard', 'attach' }
+M.subcommands = { 'run', 'steer', 'cancel', 'reset', 'plan', 'log', 'status', 'compact', 'checkpoints', 'rewind', 'chat', 'review', 'allow', 'deny', 'jobs', 'kill', 'sessions', 'new', 'apply', 'close', 'discard', 'attach', 'stop' }
 
 local group = api.nvim_create_augroup('stepwise', { clear = true })
 
@@ -250,6 +250,8 @@ function M.command(o)
     return require('stepwise.checkpoints').rewind(M.execute, M.current_folder(), o.fargs[2])
   elseif sub == 'cancel' then
     return M.cancel()
+  elseif sub == 'stop' then
+    return require('stepwise.subagents').stop(M.current_folder(), o.fargs[2])
   elseif sub == 'reset' then
     return M.reset()
   elseif sub == 'plan' then
@@ -280,7 +282,7 @@ function M.command(o)
   elseif vim.tbl_contains({ 'sessions', 'new', 'apply', 'close', 'discard' }, sub) then
     return require('stepwise.sessions').command(M.current_folder(), o.fargs)
   end
-  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id}, sessions, new [worktree] [title], apply|close|discard [session], attach [path])', vim.log.levels.ERROR)
+  util.notify('unknown subcommand: ' .. sub .. ' (run[!], steer, cancel, reset, plan [edit|first|approve[!]], log, status, compact, checkpoints, rewind, chat, review [keep|undo [path] | comment {text}], allow [session], deny, jobs, kill {id}, stop {sa-n}, sessions, new [worktree] [title], apply|close|discard [session], attach [path])', vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
@@ -296,6 +298,8 @@ function M.complete(arglead, cmdline, _)
     return starting({ 'keep', 'undo', 'comment' })
   elseif before:match('^kill%s+%S*$') then
     return starting(require('stepwise.jobs').running_ids(M.current_folder()))
+  elseif before:match('^stop%s+%S*$') then
+    return starting(require('stepwise.subagents').running_ids(M.current_folder()))
   elseif before:match('^%a+%s+%S*$') and vim.tbl_contains({ 'new', 'apply', 'close', 'discard' }, before:match('^%a+')) then
     return starting(require('stepwise.sessions').complete(M.current_folder(), before:match('^%a+')))
   end
@@ -322,7 +326,7 @@ function M.create_command()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id} | sessions | new [worktree] | apply|close|discard [session] | attach [path]',
+    desc = 'stepwise: run[!] {task} | steer {text} | cancel | reset | plan [edit|first|approve[!]] | log | checkpoints | rewind {id} | chat | review [keep|undo [path]] | allow [session] | deny | jobs | kill {id} | stop {sa-n} | sessions | new [worktree] | apply|close|discard [session] | attach [path]',
   })
 end
 

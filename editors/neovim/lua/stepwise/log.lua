@@ -140,11 +140,13 @@ end
 function M.tool_call(p)
   prefix_ws(type(p.workspace) == 'string' and state.key(p.workspace, p.session) or nil)
   local summary = tostring(p.summary or ''):gsub('\n', ' ')
+  -- a child's call (`task`): named for the child
+  local who = type(p.subagent) == 'string' and ('  ' .. p.subagent .. ' ') or ''
   if p.phase == 'started' then
-    append({ '→ ' .. tostring(p.name) .. ': ' .. summary }, 'StepwiseLogTool')
+    append({ who .. '→ ' .. tostring(p.name) .. ': ' .. summary }, 'StepwiseLogTool')
   else
     local ok = not p.isError
-    local lines = { (ok and '✓ ' or '✗ ') .. tostring(p.name) .. ': ' .. summary }
+    local lines = { who .. (ok and '✓ ' or '✗ ') .. tostring(p.name) .. ': ' .. summary }
     if p.output and p.output ~= vim.NIL and p.output ~= '' then
       local out = split(p.output)
       for i = 1, math.min(#out, 12) do

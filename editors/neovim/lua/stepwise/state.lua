@@ -31,6 +31,7 @@ M.MAIN = 'main'
 ---@field step string? the plan step of the tool call in flight (from stepwise/toolCall)
 ---@field mcp stepwise.McpServer[]? the folder's MCP servers (stepwise/mcp)
 ---@field jobs stepwise.Job[]? the session's background tasks (stepwise/background, jobs.lua)
+---@field subagents table<string, table>? the session's children (`task`) running, by id (subagents.lua)
 
 ---@type table<string, stepwise.Folder> the folders' own sessions, by folder uri
 M.folders = {}
