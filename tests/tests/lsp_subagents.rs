@@ -152,3 +152,36 @@ async fn lsp_cancel_subagent_ends_one_child_alone_and_an_unknown_one_is_refused(
     assert!(results[1].0.starts_with("B's answer"), "{results:?}");
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_children_commands_at_the_same_time_are_all_recorded_and_all_rewound() {
+    let (dir, state) = folder_and_state("lsp-subagents-commands");
+    let both = Turn::default()
+        .with_tool_id("ta", "task", json!({"prompt": "CHILD-A: write a", "description": "a"}))
+        .with_tool_id("tb", "task", json!({"prompt": "CHILD-B: write b", "description": "b"}));
+    let mock = MockModel::start(vec![both.into(), Step::text("parent done")]).await;
+    // The commands overlap (each waits for the other's marker), and B writes after A's command ended.
+    let a = "touch a-here; while [ ! -e b-here ]; do sleep 0.02; done; echo a > a.txt";
+    let b = "touch b-here; while [ ! -e a.txt ]; do sleep 0.02; done; sleep 0.2; echo b > b.txt";
+    mock.route("CHILD-A", vec![Step::tool("bash", json!({"command": a})), Step::text("a done")]);
+    mock.route("CHILD-B", vec![Step::tool("bash", json!({"command": b})), Step::text("b done")]);
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .option("approval", json!("auto"))
+        .ignore(&["stepwise/review"])
+        .start()
+        .await;
+    let log = ed.run("two children writing").await;
+    assert_eq!(log.reason(), "end_turn");
+    assert!(dir.join("a.txt").exists() && dir.join("b.txt").exists());
+    let cps = ed.execute("stepwise.checkpoints", json!({})).await.unwrap();
+    let mut files: Vec<&str> = cps[0]["files"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    files.sort();
+    assert_eq!(files, ["a-here", "a.txt", "b-here", "b.txt"], "both children's commands are the round's changes");
+    let first = cps[0]["id"].as_str().unwrap().to_string();
+    let r = ed.execute("stepwise.rewind", json!({"checkpoint": first, "restore": "files"})).await.unwrap();
+    assert_eq!(r["conflicts"], json!([]), "{r}");
+    for f in ["a-here", "a.txt", "b-here", "b.txt"] {
+        assert!(!dir.join(f).exists(), "{f} went with the rewind");
+    }
+    ed.finish().await;
+}

@@ -69,9 +69,27 @@ impl Checkpoints {
         seen
     }
 
+    /// A shell command starts (`before_command`, counted: see `command_ended`).
+    pub fn command_started(&mut self) -> Vec<PathBuf> {
+        let seen = self.before_command();
+        self.commands += 1;
+        seen
+    }
+
+    /// A shell command ended: what changed is recorded (`after_command`); the scan stays armed while
+    /// another of the session's commands still runs (a child agent's), so its changes are recorded too.
+    pub fn command_ended(&mut self) -> Vec<PathBuf> {
+        self.commands = self.commands.saturating_sub(1);
+        self.after_command()
+    }
+
     /// After a shell command: what it created, modified or deleted (relative paths), now recorded.
     pub fn after_command(&mut self) -> Vec<PathBuf> {
-        if !std::mem::take(&mut self.armed) {
+        let armed = match self.commands {
+            0 => std::mem::take(&mut self.armed),
+            _ => self.armed,
+        };
+        if !armed {
             return Vec::new();
         }
         let synced = locks::lock(&self.scan).sync(&self.pack, &self.limits);

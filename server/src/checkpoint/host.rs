@@ -118,7 +118,11 @@ impl<H: Host + ?Sized> Host for Tracked<'_, H> {
         if let Some(intel) = self.intel {
             intel.command_starting().await;
         }
-        self.before_command();
+        if let Some(c) = self.checkpoints {
+            let changed = locks::lock(c).command_started();
+            self.tell_siblings(Some(&changed));
+            self.tell_intel(Some(changed));
+        }
         // A cancelled run drops this future mid-command: what the command did so far is still recorded.
         let siblings = self.session.as_ref().and_then(|s| s.siblings);
         let _after = AfterCommand(self.checkpoints, self.intel, std::time::SystemTime::now(), siblings);
@@ -221,7 +225,7 @@ impl Drop for AfterCommand<'_> {
     fn drop(&mut self) {
         match (self.0, self.1) {
             (Some(c), intel) => {
-                let changed = locks::lock(c).after_command();
+                let changed = locks::lock(c).command_ended();
                 if let Some(m) = self.3 {
                     let following = locks::lock(c).following();
                     m.looked(&changed, following);

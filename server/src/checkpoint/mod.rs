@@ -127,6 +127,9 @@ pub struct Checkpoints {
     copy: Option<copy::Background>,
     /// A command is running: `before_command` scanned.
     armed: bool,
+    /// Shell commands of this session running now (child agents run theirs at the same time): the scan
+    /// stays armed until the last one ends.
+    commands: u32,
     /// The store's size after the last compaction.
     compacted_at: u64,
     /// Paths a file tool wrote whose text the disk may not hold yet (an editor's unsaved buffer).
@@ -211,6 +214,7 @@ impl Checkpoints {
             last_list: None,
             stored: Default::default(),
             armed: false,
+            commands: 0,
             compacted_at: 0,
             unflushed: Default::default(),
             user_saved: Default::default(),
