@@ -295,3 +295,34 @@ async fn an_agent_file_narrows_the_tools_and_brings_its_prompt_claude_code_forma
     let found = stepwise::subagents::agents::find(h.ws.path());
     assert_eq!(found.problems.len(), 1, "the broken file is said: {:?}", found.problems);
 }
+
+#[tokio::test]
+async fn a_childs_write_over_what_another_child_changed_since_it_read_is_refused() {
+    let parent = tasks(&[task("ta", "CHILD-A: rewrite f", "a"), task("tb", "CHILD-B: write f", "b")]);
+    let mut h = Harness::new(vec![parent, Step::text("both back")]).await;
+    std::fs::write(h.ws.path().join("f.txt"), "first\n").unwrap();
+    // A reads at once; B writes a little later; A's write comes after both.
+    let a_write = Turn::default().with_tool("write_file", json!({"path": "f.txt", "content": "A's\n"})).with_delay_ms(800);
+    h.mock.route("CHILD-A", vec![call("read_file", json!({"path": "f.txt"})), a_write.into(), Step::text("A tried")]);
+    let b_write = Turn::default().with_tool("write_file", json!({"path": "f.txt", "content": "B's\n"})).with_delay_ms(300);
+    h.mock.route("CHILD-B", vec![b_write.into(), Step::text("B wrote")]);
+    let out = h.run("two children, one file").await;
+    assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
+    assert_eq!(std::fs::read_to_string(h.ws.path().join("f.txt")).unwrap(), "B's\n", "B's write stands");
+    let a = requests_of(&h, "CHILD-A");
+    let told = results(&a[2]);
+    assert_eq!(told[0].1, "Error: f.txt changed since you last read it; read it again", "{told:?}");
+}
+
+#[tokio::test]
+async fn a_child_in_a_loop_is_stopped_by_the_duplicate_guard_and_still_returns_a_summary() {
+    let mut h = Harness::new(vec![tasks(&[task("t1", "CHILD-L: echo", "loops")]), Step::text("ok")]).await;
+    let again = || call("bash", json!({"command": "echo same"}));
+    h.mock.route("CHILD-L", vec![again(), again(), Step::text("I kept echoing the same thing.")]);
+    let out = h.run("delegate").await;
+    assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
+    let (text, _) = result_of(h.bodies().last().unwrap(), "t1");
+    assert!(text.starts_with("I kept echoing"), "{text}");
+    assert!(text.contains("(subagent sa-1: 2 rounds, ") && text.ends_with("it repeated a call in a loop; asked once more, it summarized)"), "{text}");
+    assert_eq!(requests_of(&h, "CHILD-L").len(), 3, "two rounds, then the summary");
+}

@@ -9,10 +9,27 @@ use std::sync::Mutex;
 use crate::host::preview::text_hash;
 use crate::locks;
 
-/// The text a file held when this session last read or wrote it, by its fingerprint (relative paths).
+/// The text a file held when this session last read or wrote it, by its fingerprint (relative paths),
+/// for the session itself and apart for each of its child agents (`task`), which run at the same time
+/// through the same host: a child's write over what another changed since it read is refused as well.
 #[derive(Default)]
 pub struct Seen {
-    texts: Mutex<HashMap<PathBuf, u64>>,
+    texts: Mutex<HashMap<(Option<String>, PathBuf), u64>>,
+}
+
+tokio::task_local! {
+    /// The child agent whose calls the running future makes (its `sa-<n>`). A task-local rather than a
+    /// parameter: the host between the tools and `Seen` is the session's, shared by its children.
+    static AGENT: String;
+}
+
+/// Runs `fut` as the child agent `id`: what its file tools see is remembered as its own.
+pub async fn as_agent<F: std::future::Future>(id: String, fut: F) -> F::Output {
+    AGENT.scope(id, fut).await
+}
+
+fn key(rel: &Path) -> (Option<String>, PathBuf) {
+    (AGENT.try_with(Clone::clone).ok(), rel.to_path_buf())
 }
 
 fn hash(text: &str) -> u64 {
@@ -27,18 +44,18 @@ impl Seen {
 
     /// The same, by the text's fingerprint (`preview::text_hash`).
     pub fn saw_hash(&self, rel: &Path, hash: u64) {
-        locks::lock(&self.texts).insert(rel.to_path_buf(), hash);
+        locks::lock(&self.texts).insert(key(rel), hash);
     }
 
     /// What `rel` holds is not known any more (read only in part): a write over it is not checked.
     pub fn forget(&self, rel: &Path) {
-        locks::lock(&self.texts).remove(rel);
+        locks::lock(&self.texts).remove(&key(rel));
     }
 
     /// Whether `rel`, holding `now` (`None`: no such file), is not what this session last saw of it. A
     /// file it never saw is not stale.
     pub fn stale(&self, rel: &Path, now: Option<&str>) -> bool {
-        let seen = locks::lock(&self.texts).get(rel).copied();
+        let seen = locks::lock(&self.texts).get(&key(rel)).copied();
         match (seen, now) {
             (None, _) => false,
             (Some(h), Some(text)) => h != hash(text),

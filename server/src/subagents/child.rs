@@ -145,6 +145,7 @@ async fn run_one<H: Host + ?Sized, E: EventSink + ?Sized>(
     let mode = if agent.read_only { Mode::Plan } else { r.cfg.mode };
     let cfg = AgentConfig { max_rounds: ROUND_LIMIT, mode, ..r.cfg.clone() };
     let setup = Child { prompt: agent.prompt.clone(), tools: agent.tools.clone() };
+    let id = events.who.id.to_string();
     // Behind a `dyn`: a child's run is the loop over the same types whatever its parent's sink is, so the
     // loop (which may call `task` again, in a parent) is built once, not once per depth without end.
     let events: &dyn EventSink = events;
@@ -159,7 +160,8 @@ async fn run_one<H: Host + ?Sized, E: EventSink + ?Sized>(
         child: Some(&setup),
     };
     let mut messages = Vec::new();
-    run_child(&mut messages, task.prompt, &run, || r.cancel.is_cancelled()).await
+    let run = run_child(&mut messages, task.prompt, &run, || r.cancel.is_cancelled());
+    crate::sessions::seen::as_agent(id, run).await
 }
 
 /// The call's result: the child's text, then the contract's line saying how it ended.
