@@ -151,7 +151,7 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
                             id: id.clone(),
                             name: name.clone(),
                             summary: crate::tools::summary(name, input),
-                            output: crate::host::output::truncate_chars(output, OUTPUT_CHARS).to_string(),
+                            output: shown_output(name, output),
                             is_error,
                             step,
                         }),
@@ -180,6 +180,18 @@ pub fn entries(messages: &[Message], origins: &[Option<Origin>]) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// A result as an entry shows it: cut to `OUTPUT_CHARS`; a `task` result keeps its last line too (how the
+/// child ended, which views read back after a reload).
+fn shown_output(name: &str, output: &str) -> String {
+    let cut = crate::host::output::truncate_chars(output, OUTPUT_CHARS);
+    match output.rsplit_once('\n') {
+        Some((_, last)) if cut.len() < output.len() && name == crate::tools::catalog::TASK.name => {
+            format!("{cut}\n…\n{last}")
+        }
+        _ => cut.to_string(),
+    }
 }
 
 /// `entries` with each child's calls and text after the `task` call that made it, marked as the child's
@@ -292,6 +304,14 @@ mod tests {
 
     fn text(t: &str) -> Block {
         Block::Text { text: t.into() }
+    }
+
+    #[test]
+    fn a_long_task_result_keeps_its_last_line() {
+        let long = format!("{}\n\n(subagent sa-1: 2 rounds, 9 tokens, done)", "x".repeat(OUTPUT_CHARS + 10));
+        let shown = shown_output("task", &long);
+        assert!(shown.ends_with("\n…\n(subagent sa-1: 2 rounds, 9 tokens, done)"), "{shown}");
+        assert_eq!(shown_output("bash", &long).chars().count(), OUTPUT_CHARS);
     }
 
     #[test]

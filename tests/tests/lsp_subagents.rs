@@ -185,3 +185,34 @@ async fn lsp_children_commands_at_the_same_time_are_all_recorded_and_all_rewound
     }
     ed.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_a_childs_question_never_answered_is_a_refusal_said_to_it_and_nothing_hangs() {
+    let (dir, state) = folder_and_state("lsp-subagents-unanswered");
+    let mock = MockModel::start(vec![task("t1", "CHILD-Q: run it", "runs a command"), Step::text("parent done")]).await;
+    mock.route("CHILD-Q", vec![Step::tool("bash", json!({"command": "echo ran > ran.txt"})), Step::text("Could not run it.")]);
+    // The editor shows the question and nobody answers it.
+    let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
+        .capabilities(declares_ask)
+        .option("approvalTimeoutSecs", json!(1))
+        .ignore(&["stepwise/review", "$/cancelRequest"])
+        .start()
+        .await;
+    let ws = ed.folder_uri(0);
+    let run = ed.start_run(&ws, "delegate").await;
+    let (_id, p) = ed.await_request("stepwise/ask", T).await;
+    assert_eq!(p["subagent"], "sa-1");
+    let waiting = |p: &Value| p["state"] == "waiting";
+    ed.await_notification_matching("stepwise/status", waiting, T).await;
+    let log = ed.await_run(&ws, &run, T).await;
+    assert_eq!(log.reason(), "end_turn", "the run goes on");
+    assert!(!dir.join("ran.txt").exists(), "not answered: not run");
+    let child = mock.requests().into_iter().map(|r| r.body).find(|b| {
+        stepwise_tests::mock::first_user_text(b).contains("CHILD-Q") && b["messages"].as_array().is_some_and(|m| m.len() == 3)
+    });
+    let told = child.map(|b| b["messages"][2].to_string()).unwrap_or_default();
+    assert!(told.contains("denied"), "the child read that it was refused: {told}");
+    let result = &tool_results(&mock.requests().last().unwrap().body)[0].0;
+    assert!(result.starts_with("Could not run it.") && result.ends_with("done)"), "{result}");
+    ed.finish().await;
+}
