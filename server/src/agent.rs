@@ -7,6 +7,7 @@
 mod answer;
 mod child;
 mod round;
+mod tasks;
 
 pub use child::{run_child, stopped, Child, ChildOutcome, CHILD_NOTE};
 

@@ -26,7 +26,10 @@ fn call(i: usize) -> (&'static str, Value) {
     match i % 3 {
         0 => ("todo", json!({"items": [{"id": "1", "text": format!("Step {i}"), "status": "in_progress"}]})),
         1 => ("read_file", json!({"path": "big.txt", "limit": 40})),
-        _ => ("edit_file", json!({"path": "big.txt", "old_text": format!("line {i:04}: alpha"), "new_text": format!("line {i:04}: omega")})),
+        _ => (
+            "edit_file",
+            json!({"path": "big.txt", "old_text": format!("line {i:04}: alpha"), "new_text": format!("line {i:04}: omega")}),
+        ),
     }
 }
 
@@ -35,7 +38,10 @@ fn answer(content: Value, stop: &str) -> String {
 }
 
 fn tool_answer(id: String, name: &str, input: Value) -> String {
-    answer(json!([{"type": "text", "text": "Going on."}, {"type": "tool_use", "id": id, "name": name, "input": input}]), "tool_use")
+    answer(
+        json!([{"type": "text", "text": "Going on."}, {"type": "tool_use", "id": id, "name": name, "input": input}]),
+        "tool_use",
+    )
 }
 
 fn done(text: &str) -> String {
@@ -46,7 +52,11 @@ fn done(text: &str) -> String {
 fn script(child: bool) -> String {
     let mut lines = Vec::new();
     if child {
-        lines.push(tool_answer("task_1".into(), "task", json!({"prompt": "Do the 28 steps on big.txt", "description": "steps"})));
+        lines.push(tool_answer(
+            "task_1".into(),
+            "task",
+            json!({"prompt": "Do the 28 steps on big.txt", "description": "steps"}),
+        ));
     }
     for i in 0..ROUNDS {
         let (name, input) = call(i);

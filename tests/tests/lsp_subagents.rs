@@ -190,7 +190,10 @@ async fn lsp_children_commands_at_the_same_time_are_all_recorded_and_all_rewound
 async fn lsp_a_childs_question_never_answered_is_a_refusal_said_to_it_and_nothing_hangs() {
     let (dir, state) = folder_and_state("lsp-subagents-unanswered");
     let mock = MockModel::start(vec![task("t1", "CHILD-Q: run it", "runs a command"), Step::text("parent done")]).await;
-    mock.route("CHILD-Q", vec![Step::tool("bash", json!({"command": "echo ran > ran.txt"})), Step::text("Could not run it.")]);
+    mock.route(
+        "CHILD-Q",
+        vec![Step::tool("bash", json!({"command": "echo ran > ran.txt"})), Step::text("Could not run it.")],
+    );
     // The editor shows the question and nobody answers it.
     let ed = editor(ClientPreset::VsCode, &dir, &state, &mock)
         .capabilities(declares_ask)
@@ -208,7 +211,8 @@ async fn lsp_a_childs_question_never_answered_is_a_refusal_said_to_it_and_nothin
     assert_eq!(log.reason(), "end_turn", "the run goes on");
     assert!(!dir.join("ran.txt").exists(), "not answered: not run");
     let child = mock.requests().into_iter().map(|r| r.body).find(|b| {
-        stepwise_tests::mock::first_user_text(b).contains("CHILD-Q") && b["messages"].as_array().is_some_and(|m| m.len() == 3)
+        stepwise_tests::mock::first_user_text(b).contains("CHILD-Q")
+            && b["messages"].as_array().is_some_and(|m| m.len() == 3)
     });
     let told = child.map(|b| b["messages"][2].to_string()).unwrap_or_default();
     assert!(told.contains("denied"), "the child read that it was refused: {told}");

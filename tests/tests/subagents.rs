@@ -302,9 +302,11 @@ async fn a_childs_write_over_what_another_child_changed_since_it_read_is_refused
     let mut h = Harness::new(vec![parent, Step::text("both back")]).await;
     std::fs::write(h.ws.path().join("f.txt"), "first\n").unwrap();
     // A reads at once; B writes a little later; A's write comes after both.
-    let a_write = Turn::default().with_tool("write_file", json!({"path": "f.txt", "content": "A's\n"})).with_delay_ms(800);
+    let a_write =
+        Turn::default().with_tool("write_file", json!({"path": "f.txt", "content": "A's\n"})).with_delay_ms(800);
     h.mock.route("CHILD-A", vec![call("read_file", json!({"path": "f.txt"})), a_write.into(), Step::text("A tried")]);
-    let b_write = Turn::default().with_tool("write_file", json!({"path": "f.txt", "content": "B's\n"})).with_delay_ms(300);
+    let b_write =
+        Turn::default().with_tool("write_file", json!({"path": "f.txt", "content": "B's\n"})).with_delay_ms(300);
     h.mock.route("CHILD-B", vec![b_write.into(), Step::text("B wrote")]);
     let out = h.run("two children, one file").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
@@ -323,16 +325,24 @@ async fn a_child_in_a_loop_is_stopped_by_the_duplicate_guard_and_still_returns_a
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
     let (text, _) = result_of(h.bodies().last().unwrap(), "t1");
     assert!(text.starts_with("I kept echoing"), "{text}");
-    assert!(text.contains("(subagent sa-1: 2 rounds, ") && text.ends_with("it repeated a call in a loop; asked once more, it summarized)"), "{text}");
+    assert!(
+        text.contains("(subagent sa-1: 2 rounds, ")
+            && text.ends_with("it repeated a call in a loop; asked once more, it summarized)"),
+        "{text}"
+    );
     assert_eq!(requests_of(&h, "CHILD-L").len(), 3, "two rounds, then the summary");
 }
 
 #[tokio::test]
 async fn at_most_four_children_run_at_once_and_the_fifth_waits_for_a_slot() {
-    let list: Vec<(String, Value)> = (1..=5).map(|i| task(&format!("t{i}"), &format!("CHILD-{i}: work"), "works")).collect();
+    let list: Vec<(String, Value)> =
+        (1..=5).map(|i| task(&format!("t{i}"), &format!("CHILD-{i}: work"), "works")).collect();
     let mut h = Harness::new(vec![tasks(&list), Step::text("all back")]).await;
     for i in 1..=5 {
-        h.mock.route(format!("CHILD-{i}"), vec![call("bash", json!({"command": "sleep 0.3"})), Step::text(format!("child {i} done"))]);
+        h.mock.route(
+            format!("CHILD-{i}"),
+            vec![call("bash", json!({"command": "sleep 0.3"})), Step::text(format!("child {i} done"))],
+        );
     }
     let out = h.run("five children").await;
     assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
@@ -342,7 +352,10 @@ async fn at_most_four_children_run_at_once_and_the_fifth_waits_for_a_slot() {
     let starts: Vec<usize> = evs.iter().enumerate().filter(|(_, e)| started(e)).map(|(i, _)| i).collect();
     let first_end = evs.iter().position(ended).expect("a child ended");
     assert_eq!(starts.len(), 5);
-    assert!(starts[3] < first_end && starts[4] > first_end, "four at once, the fifth after one ended: {starts:?} / {first_end}");
+    assert!(
+        starts[3] < first_end && starts[4] > first_end,
+        "four at once, the fifth after one ended: {starts:?} / {first_end}"
+    );
     let last = h.bodies().last().cloned().unwrap();
     for i in 1..=5 {
         assert!(result_of(&last, &format!("t{i}")).0.starts_with(&format!("child {i} done")));

@@ -5,8 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, Terminal, TextContent, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    SessionUpdate, Terminal, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 
 use super::sessions::AcpSession;
@@ -58,16 +57,7 @@ impl RunState {
     }
 }
 
-/// Sends one update; a client that is gone is noticed by the connection, not here.
-pub(crate) fn send(conn: &Conn, session_id: &str, update: SessionUpdate) {
-    if let Err(e) = conn.send_notification(SessionNotification::new(session_id.to_string(), update)) {
-        tracing::debug!("session/update not sent: {}", e.message);
-    }
-}
-
-pub(crate) fn text_block(text: impl Into<String>) -> ContentChunk {
-    ContentChunk::new(ContentBlock::Text(TextContent::new(text.into())))
-}
+pub(crate) use super::updates::{send, text_block};
 
 pub(crate) struct AcpEvents {
     pub session: Arc<AcpSession>,
@@ -78,7 +68,17 @@ pub(crate) struct AcpEvents {
 }
 
 impl AcpEvents {
-    pub(super) fn send(&self, update: SessionUpdate) {
+    /// Where a child's updates go from this run (acp/subagents.rs).
+    fn to(&self) -> super::subagents::To<'_> {
+        super::subagents::To {
+            conn: &self.conn,
+            parent: &self.session.id,
+            root: self.session.root(),
+            subagents: self.subagents,
+        }
+    }
+
+    fn send(&self, update: SessionUpdate) {
         send(&self.conn, &self.session.id, update);
     }
 }
@@ -88,9 +88,9 @@ impl EventSink for AcpEvents {
         match event {
             Event::Thinking { .. } | Event::RunFinished { .. } | Event::Checkpoint { .. } => {}
             Event::Subagent { id, description, agent, state, .. } => {
-                super::subagents::announce(self, id, description, agent, state)
+                super::subagents::announce(&self.to(), id, description, agent, state)
             }
-            Event::Child { id, inner } => super::subagents::child_event(self, id, inner),
+            Event::Child { id, inner } => super::subagents::child_event(&self.to(), id, inner),
             Event::AssistantText { text } => self.send(SessionUpdate::AgentMessageChunk(text_block(text))),
             Event::ToolStarted { id, name, input, asks, .. } => {
                 *lock(&self.state.current) = Some(id.to_string());

@@ -21,6 +21,7 @@ mod stdio;
 mod subagents;
 mod terminal;
 mod tool_calls;
+mod updates;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -12,10 +12,20 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::json;
 
-use super::events::{send, text_block, AcpEvents};
 use super::tool_calls;
+use super::updates::{send, text_block};
+use super::Conn;
 use crate::events::Event;
 use crate::subagents::State;
+
+/// Where a child's updates go: the connection, its parent's session, the folder, and whether the client
+/// understands subagent sessions.
+pub(super) struct To<'a> {
+    pub conn: &'a Conn,
+    pub parent: &'a str,
+    pub root: &'a std::path::Path,
+    pub subagents: bool,
+}
 
 /// The session id of the child `sa` of the session `parent`.
 pub(crate) fn child_session(parent: &str, sa: &str) -> String {
@@ -36,7 +46,7 @@ fn marked(sa: &str) -> Meta {
 
 /// A child's state, as `subagent_update` on its parent (nothing for a client without subagent sessions: the
 /// `task` call's own card says how it went).
-pub(super) fn announce(ev: &AcpEvents, sa: &str, description: &str, agent: &str, state: State) {
+pub(super) fn announce(ev: &To<'_>, sa: &str, description: &str, agent: &str, state: State) {
     if !ev.subagents {
         return;
     }
@@ -48,17 +58,17 @@ pub(super) fn announce(ev: &AcpEvents, sa: &str, description: &str, agent: &str,
             StateUpdate::Idle(IdleStateUpdate::new().stop_reason(IdleStopReason::Error(Default::default())))
         }
     };
-    let update = SubagentUpdate::new(child_session(&ev.session.id, sa))
+    let update = SubagentUpdate::new(child_session(ev.parent, sa))
         .title(description.to_string())
         .description(format!("{agent} agent ({sa})"))
         .capabilities(SubagentSessionCapabilities::new().cancel(SessionCancelCapabilities::new()))
         .state(now);
-    ev.send(SessionUpdate::SubagentUpdate(update));
+    send(ev.conn, ev.parent, SessionUpdate::SubagentUpdate(update));
 }
 
 /// One of the child's own events: on its session, or marked on its parent's.
-pub(super) fn child_event(ev: &AcpEvents, sa: &str, inner: &Event<'_>) {
-    let root = ev.session.root();
+pub(super) fn child_event(ev: &To<'_>, sa: &str, inner: &Event<'_>) {
+    let root = ev.root;
     let update = match *inner {
         Event::ToolStarted { id, name, input, asks, .. } => {
             let mut call = tool_calls::started(id, name, input, root);
@@ -81,12 +91,12 @@ pub(super) fn child_event(ev: &AcpEvents, sa: &str, inner: &Event<'_>) {
         _ => return,
     };
     match ev.subagents {
-        true => send(&ev.conn, &child_session(&ev.session.id, sa), update),
-        false => ev.send(update),
+        true => send(ev.conn, &child_session(ev.parent, sa), update),
+        false => send(ev.conn, ev.parent, update),
     }
 }
 
-fn mark(ev: &AcpEvents, sa: &str, mut call: ToolCall) -> ToolCall {
+fn mark(ev: &To<'_>, sa: &str, mut call: ToolCall) -> ToolCall {
     if ev.subagents {
         return call;
     }

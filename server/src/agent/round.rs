@@ -228,7 +228,7 @@ impl Turn {
                             .map(|(i, _, v)| (i.as_str(), v))
                             .collect();
                         let step = r.shared.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
-                        let (outs, usage) = crate::subagents::run_tasks(&all, r, step.as_deref()).await;
+                        let (outs, usage) = super::tasks::run_tasks(&all, r, step.as_deref()).await;
                         // The children's tokens are the session's (the next `Usage` counts them).
                         self.usage.add(usage);
                         tasks = Some(outs);

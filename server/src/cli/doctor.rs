@@ -247,14 +247,9 @@ impl Report {
             })).collect::<Vec<_>>(),
             "mcpServers": self.mcp.servers,
             "mcpProblems": self.mcp.problems,
-            "skills": self.skills.list.iter().map(|s| json!({
-                "name": s.name, "description": s.description, "path": s.dir, "scope": s.scope.name(),
-                "userOnly": s.user_only,
-            })).collect::<Vec<_>>(),
-            "skillsHidden": self.skills.hidden.iter().map(|h| json!({"name": h.name, "path": h.dir, "by": h.by}))
-                .collect::<Vec<_>>(),
-            "skillProblems": self.skills.problems.iter().map(|p| json!({"path": p.path, "problem": p.problem}))
-                .collect::<Vec<_>>(),
+            "skills": super::doctor_loads::skills_json(&self.skills),
+            "skillsHidden": super::doctor_loads::hidden_json(&self.skills),
+            "skillProblems": super::doctor_loads::skill_problems_json(&self.skills),
             "agents": super::doctor_loads::agents_json(&self.agents),
             "sandbox": self.sandbox_json(),
             "languageServers": self.language_servers.0.iter().map(|s| self.server_json(s)).collect::<Vec<_>>(),

@@ -40,3 +40,16 @@ pub(super) fn agents_json(a: &crate::subagents::agents::Agents) -> Value {
         "problems": a.problems.iter().map(|p| json!({"path": p.file, "problem": p.why})).collect::<Vec<_>>(),
     })
 }
+
+pub(super) fn skills_json(s: &crate::skills::Skills) -> Value {
+    let one = |s: &crate::skills::Skill| json!({"name": s.name, "description": s.description, "path": s.dir, "scope": s.scope.name(), "userOnly": s.user_only});
+    Value::Array(s.list.iter().map(one).collect())
+}
+
+pub(super) fn hidden_json(s: &crate::skills::Skills) -> Value {
+    Value::Array(s.hidden.iter().map(|h| json!({"name": h.name, "path": h.dir, "by": h.by})).collect())
+}
+
+pub(super) fn skill_problems_json(s: &crate::skills::Skills) -> Value {
+    Value::Array(s.problems.iter().map(|p| json!({"path": p.path, "problem": p.problem})).collect())
+}

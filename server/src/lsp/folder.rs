@@ -28,6 +28,11 @@ impl Folder {
         Folder { uri, root, settings: Arc::default(), sessions: RwLock::default(), index }
     }
 
+    /// What a session of this folder keeps of it.
+    pub fn place(&self) -> super::session::Place {
+        super::session::Place { uri: self.uri.clone(), root: self.root.clone(), settings: self.settings.clone() }
+    }
+
     /// The folder's own session.
     pub fn main(&self) -> Option<Arc<Session>> {
         locks::read(&self.sessions).first().cloned()

@@ -56,26 +56,27 @@ pub struct Session {
     pub waiting: std::sync::atomic::AtomicBool,
 }
 
+/// The folder a session belongs to, as the session keeps it: its URI, root and settings (`Folder::place`).
+pub struct Place {
+    pub uri: String,
+    pub root: PathBuf,
+    pub settings: Arc<RwLock<Overrides>>,
+}
+
 impl Session {
-    /// A session of `folder` on `ws` (whose root is the folder, or the worktree).
-    pub fn new(
-        folder: &super::folder::Folder,
-        id: String,
-        title: String,
-        ws: Arc<Workspace>,
-        worktree: Option<Worktree>,
-    ) -> Session {
+    /// A session of the folder `place` on `ws` (whose root is the folder, or the worktree).
+    pub fn new(place: Place, id: String, title: String, ws: Arc<Workspace>, worktree: Option<Worktree>) -> Session {
         ws.set_label(title.clone());
         Session {
             id,
             title,
-            uri: folder.uri.clone(),
-            folder_root: folder.root.clone(),
+            uri: place.uri,
+            folder_root: place.root,
             root: ws.root().to_path_buf(),
             worktree,
             ws,
             view: RwLock::new(View::default()),
-            settings: folder.settings.clone(),
+            settings: place.settings,
             review: RwLock::default(),
             review_turn: tokio::sync::Mutex::new(()),
             intel: std::sync::OnceLock::new(),

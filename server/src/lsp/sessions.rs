@@ -53,7 +53,7 @@ pub async fn new(shared: &Arc<Shared>, folder: Arc<Folder>, args: &NewSessionArg
     if let Some(t) = &tree {
         ws.allow_writes(t.git_dirs.clone());
     }
-    shared.open_session(&folder, Arc::new(Session::new(&folder, id.clone(), title, ws, tree.clone())));
+    shared.open_session(&folder, Arc::new(Session::new(folder.place(), id.clone(), title, ws, tree.clone())));
     announce(shared, &folder);
     Ok(SessionMade {
         session: id,

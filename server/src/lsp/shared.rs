@@ -140,7 +140,7 @@ impl Shared {
         if let Some(t) = &entry.worktree {
             ws.allow_writes(t.git_dirs.clone());
         }
-        let session = Arc::new(Session::new(folder, entry.id, entry.title, ws, entry.worktree));
+        let session = Arc::new(Session::new(folder.place(), entry.id, entry.title, ws, entry.worktree));
         self.open_session(folder, session.clone());
         session
     }
@@ -228,7 +228,7 @@ impl Shared {
             self.tell_unreadable(&ws, u);
         }
         let main = crate::sessions::index::MAIN.to_string();
-        self.open_session(&folder, Arc::new(Session::new(&folder, main.clone(), "Main".into(), ws, None)));
+        self.open_session(&folder, Arc::new(Session::new(folder.place(), main.clone(), "Main".into(), ws, None)));
         // The folder's other sessions, as they were left (closed ones wait to be reopened).
         for entry in folder.index.as_ref().map(|i| i.list()).unwrap_or_default() {
             if !entry.closed && crate::sessions::index::valid_id(&entry.id) {

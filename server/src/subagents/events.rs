@@ -33,14 +33,14 @@ impl State {
 }
 
 /// Who a child is: the call that made it and what it was asked.
-pub(super) struct Who<'a> {
+pub struct Who<'a> {
     pub id: &'a str,
     pub call_id: &'a str,
     pub description: &'a str,
     pub agent: &'a str,
 }
 
-pub(super) struct ChildEvents<'a, E: EventSink + ?Sized> {
+pub struct ChildEvents<'a, E: EventSink + ?Sized> {
     pub parent: &'a E,
     pub register: &'a Subagents,
     pub who: Who<'a>,
@@ -48,7 +48,7 @@ pub(super) struct ChildEvents<'a, E: EventSink + ?Sized> {
 }
 
 #[derive(Default)]
-pub(super) struct Status {
+pub struct Status {
     pub rounds: u32,
     pub last_tool: Option<String>,
     pub tokens: u64,

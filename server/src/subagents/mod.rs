@@ -3,11 +3,11 @@
 //! the same time (at most `AT_ONCE`), each child stoppable alone (`cancel`), every question it asks named
 //! for it (`owner_of`), its tokens and changes the parent's round's.
 //!
-//! This module is the session's register of its children; `child.rs` runs one, `events.rs` tells its
-//! events as its own, `agents.rs` knows the agents a call may name.
+//! This module is the session's register of its children; the agent loop runs them (`agent/tasks.rs`,
+//! `agent/child.rs`), `events.rs` tells a child's events as its own, `agents.rs` knows the agents a call may
+//! name. It knows nothing of the loop.
 
 pub mod agents;
-mod child;
 mod events;
 
 use std::collections::HashMap;
@@ -20,8 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::llm::Message;
 use crate::locks;
 
-pub use child::run_tasks;
-pub use events::State;
+pub use events::{ChildEvents, State, Who};
 
 /// Children of one session running at once; the rest wait for a slot.
 pub const AT_ONCE: usize = 4;
@@ -40,7 +39,7 @@ pub fn question(text: String, asking: Option<&(String, String)>) -> String {
 /// all (for the transcript, after a restart too).
 pub struct Subagents {
     next: AtomicU32,
-    slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
     running: Mutex<HashMap<String, Running>>,
     records: Mutex<Vec<Record>>,
 }
@@ -79,7 +78,7 @@ impl Default for Subagents {
 
 impl Subagents {
     /// A new child's id (`sa-<n>`, counting on from the saved ones) and its cancellation, a child of the run's.
-    fn start(&self, description: &str, run: &CancellationToken) -> (String, CancellationToken) {
+    pub(crate) fn start(&self, description: &str, run: &CancellationToken) -> (String, CancellationToken) {
         let id = format!("sa-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let cancel = run.child_token();
         let entry = Running { cancel: cancel.clone(), description: description.into(), calls: Vec::new() };
@@ -87,13 +86,13 @@ impl Subagents {
         (id, cancel)
     }
 
-    fn called(&self, id: &str, call_id: &str) {
+    pub(crate) fn called(&self, id: &str, call_id: &str) {
         if let Some(r) = locks::lock(&self.running).get_mut(id) {
             r.calls.push(call_id.to_string());
         }
     }
 
-    fn ended(&self, record: Record) {
+    pub(crate) fn ended(&self, record: Record) {
         locks::lock(&self.running).remove(&record.id);
         let mut records = locks::lock(&self.records);
         match records.iter_mut().find(|r| r.id == record.id) {
@@ -103,7 +102,7 @@ impl Subagents {
     }
 
     /// Keeps a running child's conversation as it goes (what a restart mid-run shows).
-    fn progress(&self, record: Record) {
+    pub(crate) fn progress(&self, record: Record) {
         let mut records = locks::lock(&self.records);
         match records.iter_mut().find(|r| r.id == record.id) {
             Some(r) => *r = record,

@@ -1,4 +1,4 @@
-//! The `task` calls of one response, run at the same time (at most `AT_ONCE` children at once, the rest
+//! The `task` calls of one response (`subagents/` keeps the session's register of children), run at the same time (at most `AT_ONCE` children at once, the rest
 //! waiting for a slot), each a child of the parent's run: a fresh conversation, its own plan, the parent's
 //! host (its changes are recorded under the parent's round), sandbox, background tasks and code
 //! intelligence, and the approvals the user gave the session (what the child is allowed stays its own).
@@ -10,15 +10,14 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::agents::{self, Agent};
-use super::events::{ChildEvents, State, Who};
-use super::ROUND_LIMIT;
-use crate::agent::{run_child, stopped, AgentConfig, Child, ChildOutcome, Run, Shared};
+use super::{run_child, stopped, AgentConfig, Child, ChildOutcome, Run, Shared};
 use crate::events::{Event, EventSink};
 use crate::host::Host;
 use crate::llm::Usage;
 use crate::plan::{Mode, PlanBoard};
 use crate::session::FinishReason;
+use crate::subagents::agents::{self, Agent};
+use crate::subagents::{ChildEvents, State, Who, ROUND_LIMIT};
 use crate::tools::ToolOutput;
 
 /// One `task` call's arguments.
