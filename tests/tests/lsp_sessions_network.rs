@@ -119,9 +119,11 @@ async fn two_sandboxed_sessions_each_serve_on_the_same_port_and_reach_their_own(
     for (session, name) in [("main", "alpha"), (side.as_str(), "beta")] {
         let last = updates.iter().rev().find(|u| u["session"] == session).unwrap_or_else(|| panic!("{updates:?}"));
         let serving = format!("serve.py {name}");
-        let running = last["tasks"].as_array().unwrap().iter().any(|t| {
-            t["running"] == true && t["command"].as_str().is_some_and(|c| c.contains(&serving))
-        });
+        let running = last["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["running"] == true && t["command"].as_str().is_some_and(|c| c.contains(&serving)));
         assert!(running, "{session}: {last}");
     }
     match host.accept() {
