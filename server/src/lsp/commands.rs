@@ -36,6 +36,7 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
                 return Err(Error::invalid_params("stepwise.run needs a non-empty \"prompt\""));
             }
             let session = session_of()?;
+            run::ready(&session)?;
             // Checked before the run starts: an image that cannot be taken is this request's error.
             let given: Vec<_> = args.images.iter().map(ext::PromptImage::given).collect();
             let images = crate::images::for_prompt(session.ws.root(), &given)
@@ -51,12 +52,14 @@ pub async fn execute(shared: &Arc<Shared>, command: &str, arguments: &[Value]) -
                 return Err(Error::invalid_params("stepwise.commentPlan needs \"comments\" with a non-empty \"text\""));
             }
             let session = session_of()?;
+            run::ready(&session)?;
             let (ticket, prompt) = session.ws.begin_comments(&args.comments).map_err(invalid_request)?;
             let run_id = run::start_with(shared, session, ticket, Job::Prompt(prompt, None));
             answer::<cmd::CommentPlan>(ext::RunStarted { run_id })
         }
         Command::ApprovePlan(args) => {
             let session = session_of()?;
+            run::ready(&session)?;
             let clear = args.clear_context.unwrap_or(false);
             let (ticket, prompt) = session.ws.begin_approved(args.base_revision, clear).map_err(invalid_request)?;
             announce_plan(&shared.notifier, &session, &session.ws.plan());

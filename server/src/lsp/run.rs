@@ -31,8 +31,18 @@ pub fn invalid_request(message: String) -> Error {
     Error { message: message.into(), ..Error::invalid_request() }
 }
 
+/// Whether a run can start in the session: not when its worktree was deleted by hand (its tools would
+/// work nowhere); the conversation stays readable, closable and discardable.
+pub fn ready(session: &Session) -> Result<()> {
+    match session.worktree.as_ref().and_then(|t| t.gone()) {
+        Some(why) => Err(invalid_request(format!("session {}: {why}; its conversation is kept", session.title))),
+        None => Ok(()),
+    }
+}
+
 /// Takes the folder's run slot and starts the job in the background; the run's id at once.
 pub fn start(shared: &Arc<Shared>, session: Arc<Session>, job: Job) -> Result<String> {
+    ready(&session)?;
     let ticket = session.ws.begin().map_err(invalid_request)?;
     Ok(start_with(shared, session, ticket, job))
 }

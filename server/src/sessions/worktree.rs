@@ -6,7 +6,7 @@
 //! The worktree starts as the folder is: checked out from HEAD, then the folder's uncommitted changes
 //! (modified, added, deleted and untracked files that are not ignored; submodules' files) copied over and
 //! committed on its branch as its first commit, so the session sees what the user sees. That commit (or,
-//! for a copy, a manifest of what each file held) is the base: a file the session changed is applied only
+//! for a copy and for the submodules' files, a manifest of what each file held) is the base: a file the session changed is applied only
 //! where the folder still holds what the base holds, and is a conflict otherwise.
 //!
 //! git runs with `core.hooksPath` pointing nowhere: making a worktree runs none of the repository's hooks.
@@ -144,7 +144,7 @@ pub fn make(folder: &Path, at: &Path, id: &str, manifest: &Path) -> Result<Workt
         return Err(format!("{} already exists", at.display()));
     }
     let made = match repository(folder) {
-        Some((top, head)) => make_git(folder, &top, &head, at, id),
+        Some((top, head)) => make_git(folder, &top, &head, at, id, manifest),
         None => make_copy(folder, at, manifest),
     };
     if made.is_err() {
@@ -153,7 +153,7 @@ pub fn make(folder: &Path, at: &Path, id: &str, manifest: &Path) -> Result<Workt
     made
 }
 
-fn make_git(folder: &Path, top: &Path, head: &str, at: &Path, id: &str) -> Result<Worktree, String> {
+fn make_git(folder: &Path, top: &Path, head: &str, at: &Path, id: &str, manifest: &Path) -> Result<Worktree, String> {
     let branch = format!("stepwise/{id}");
     if git(top, &["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")], None).is_ok() {
         return Err(format!(
@@ -171,7 +171,7 @@ fn make_git(folder: &Path, top: &Path, head: &str, at: &Path, id: &str) -> Resul
         let _ = git(top, &["branch", "-D", &branch], None);
         e
     };
-    let overlaid = overlay(top, at).map_err(undo)?;
+    let (overlaid, in_submodules) = overlay(top, at).map_err(undo)?;
     if !overlaid.is_empty() {
         let list: Vec<u8> = overlaid.iter().flat_map(|p| p.bytes().chain([0])).collect();
         git(at, &["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"], Some(&list)).map_err(undo)?;
@@ -183,6 +183,16 @@ fn make_git(folder: &Path, top: &Path, head: &str, at: &Path, id: &str) -> Resul
     }
     let commit = git(at, &["rev-parse", "HEAD"], None).map(text).map_err(undo)?;
     let sub = folder.strip_prefix(top).unwrap_or(Path::new("")).to_string_lossy().into_owned();
+    // The submodules' files are in no commit of the worktree's: what each held at the start is the base.
+    let prefix = if sub.is_empty() { String::new() } else { format!("{sub}/") };
+    let start: Manifest = in_submodules
+        .iter()
+        .filter_map(|k| Some((k.strip_prefix(&prefix)?.to_string(), std::fs::read(at.join(k)).ok()?)))
+        .map(|(k, bytes)| (k, Some(Hash::of(&bytes))))
+        .collect();
+    if !start.is_empty() {
+        write_manifest(manifest, &start).map_err(undo)?;
+    }
     let path = if sub.is_empty() { at.to_path_buf() } else { at.join(&sub) };
     let dirs =
         git(at, &["rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir"], None).map_err(undo)?;
@@ -195,8 +205,9 @@ fn make_git(folder: &Path, top: &Path, head: &str, at: &Path, id: &str) -> Resul
 }
 
 /// Copies the repository's uncommitted changes and its submodules' files from `top` into the worktree
-/// `at`; the paths copied or removed (relative to the top), for the first commit.
-fn overlay(top: &Path, at: &Path) -> Result<Vec<String>, String> {
+/// `at`: the paths copied or removed (relative to the top), for the first commit, and the submodules'
+/// files copied (not links).
+fn overlay(top: &Path, at: &Path) -> Result<(Vec<String>, Vec<String>), String> {
     let status = git(
         top,
         &["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"],
@@ -208,17 +219,26 @@ fn overlay(top: &Path, at: &Path) -> Result<Vec<String>, String> {
         copy_one(top, at, rel)?;
         paths.push(rel.to_string());
     }
-    let staged = git(top, &["ls-files", "-s", "-z"], None)?;
-    for line in names(&staged).filter(|l| l.starts_with("160000 ")) {
-        let Some((_, rel)) = line.split_once('\t') else { continue };
-        let from = top.join(rel);
+    let mut files = Vec::new();
+    for rel in submodules(top, ".")? {
+        let from = top.join(&rel);
         if from.is_dir() {
-            for (key, _) in crate::checkpoint::followed(&from) {
-                copy_one(&from, &at.join(rel), &key)?;
+            for (key, link) in crate::checkpoint::followed(&from) {
+                copy_one(&from, &at.join(&rel), &key)?;
+                if !link {
+                    files.push(format!("{rel}/{key}"));
+                }
             }
         }
     }
-    Ok(paths)
+    Ok((paths, files))
+}
+
+/// The submodules' paths beneath `spec` (relative to the top `dir`), from its index.
+fn submodules(dir: &Path, spec: &str) -> Result<Vec<String>, String> {
+    let staged = git(dir, &["ls-files", "-s", "-z", "--", spec], None)?;
+    let links = names(&staged).filter(|l| l.starts_with("160000 "));
+    Ok(links.filter_map(|l| Some(l.split_once('\t')?.1.to_string())).collect())
 }
 
 /// Makes `to/rel` what `from/rel` is: the same bytes and mode (a clone where the file system has them),
@@ -289,11 +309,17 @@ pub fn write_manifest(file: &Path, manifest: &Manifest) -> Result<(), String> {
 }
 
 impl Worktree {
+    /// Why the session cannot work or apply, if its worktree's folder is gone (deleted by hand): its
+    /// conversation is kept; its changes went with the folder.
+    pub fn gone(&self) -> Option<String> {
+        (!self.top.is_dir()).then(|| format!("the worktree {} is gone (removed by hand?)", self.top.display()))
+    }
+
     /// What the session changed since its start, less what was applied already (`applied`: what each
     /// applied file held then, which is its start from then on).
     pub fn changes(&self, manifest: &Manifest) -> Result<Vec<Change>, String> {
-        if !self.top.is_dir() {
-            return Err(format!("the worktree {} is gone (removed by hand?)", self.top.display()));
+        if let Some(why) = self.gone() {
+            return Err(why);
         }
         let mut out = Vec::new();
         let mut consider = |rel: String, base: Option<Hash>| {
@@ -326,6 +352,11 @@ impl Worktree {
                 )?;
                 let others = git(&self.top, &["ls-files", "--others", "--exclude-standard", "-z", "--", &spec], None)?;
                 let mut listed: Vec<String> = names(&tracked).chain(names(&others)).map(str::to_string).collect();
+                // A submodule's files, which git does not follow in the worktree (it has no repository there).
+                for rel in submodules(&self.top, &spec)? {
+                    let files = crate::checkpoint::followed(&self.top.join(&rel));
+                    listed.extend(files.into_iter().filter(|(_, link)| !link).map(|(k, _)| format!("{rel}/{k}")));
+                }
                 // Files applied since, changed back or not: compared with what was applied.
                 let prefix = if sub.is_empty() { String::new() } else { format!("{sub}/") };
                 listed.extend(manifest.keys().map(|k| format!("{prefix}{k}")));
