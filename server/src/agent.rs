@@ -41,7 +41,7 @@ pub struct AgentConfig {
     pub compact_at_percent: u32,
     /// The session's MCP servers (their tools are offered from a run's first request) and time limits.
     pub mcp: crate::mcp::McpConfig,
-    /// The `sandbox` and `sandboxNetwork` settings (off unless an adapter read them: `config::agent`).
+    /// The `sandbox` and `sandboxNetwork` settings (off unless an adapter read them from its configuration).
     pub sandbox: crate::sandbox::SandboxSettings,
     /// Plan first (`planFirst`, `STEPWISE_PLAN_FIRST`, or one run's choice): only tools that change
     /// nothing are offered, and the run ends `plan_ready` when the model ends its turn.

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::host::FileChange;
 use crate::llm::{Message, Usage};
 use crate::plan::PlanState;
-use crate::session::RunOutcome;
+use crate::session::{RunOutcome, SubagentState};
 
 /// What happened in a run, typed, for the adapters to translate (and serialisable as it is, for logs
 /// and tests: `{"event": "toolFinished", ...}`).
@@ -85,7 +85,7 @@ pub enum Event<'a> {
         id: &'a str,
         description: &'a str,
         agent: &'a str,
-        state: crate::subagents::State,
+        state: SubagentState,
         rounds: u32,
         last_tool: Option<&'a str>,
         tokens: u64,

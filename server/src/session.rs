@@ -15,7 +15,7 @@ pub struct Session {
     pub revision: u64,
     /// The children of its runs (`task`), their conversations kept apart from it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub children: Vec<crate::subagents::Record>,
+    pub children: Vec<SubagentRecord>,
 }
 
 impl Session {
@@ -80,4 +80,39 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Where a child is (`stepwise/subagent`'s `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SubagentState {
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl SubagentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentState::Running => "running",
+            SubagentState::Done => "done",
+            SubagentState::Failed => "failed",
+            SubagentState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One child as saved: which call made it, what it was asked, how it went, its conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentRecord {
+    pub id: String,
+    pub tool_call_id: String,
+    pub description: String,
+    pub agent: String,
+    pub state: SubagentState,
+    pub rounds: u32,
+    pub tokens: u64,
+    pub messages: Vec<Message>,
 }

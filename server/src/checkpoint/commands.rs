@@ -33,7 +33,7 @@ impl Checkpoints {
     }
 
     /// A change of `rel` that a command of this session found may be the session `with`'s, whose command
-    /// ran at the same time (`sessions::siblings`): kept with the checkpoint that holds its state before,
+    /// ran at the same time (the folder's sibling sessions): kept with the checkpoint that holds its state before,
     /// so the review says so and a rewind leaves it alone.
     pub fn note_overlap(&mut self, rel: &str, with: &str) {
         let Some(cp) = self.cps.iter().rev().find(|c| c.pre.contains_key(rel)).map(|c| c.id) else { return };

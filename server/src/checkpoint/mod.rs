@@ -40,7 +40,6 @@ mod file_tools;
 mod files;
 mod handover;
 mod hash;
-mod host;
 mod info;
 mod journal;
 mod limits;
@@ -66,7 +65,6 @@ use crate::locks;
 pub use clone::{clone_into, refused as clone_refused};
 pub use commands::{Held, UserSaves};
 pub use hash::Hash;
-pub use host::Tracked;
 pub use info::{Info, Meta};
 pub use limits::{Limits, DEFAULT_MB};
 pub use review::{Base, Bases, ChangeStatus, FileChanges, Hunk, Scope, Undo};
@@ -344,7 +342,7 @@ impl Checkpoints {
 }
 
 /// The files checkpoints follow beneath `root` (every `.git` left out, the ignore files honoured, symlinks
-/// not followed), as `/`-separated keys: what a copy of the folder holds (`sessions/worktree.rs`).
+/// not followed), as `/`-separated keys: what a copy of the folder holds (a session's worktree copy).
 pub fn followed(root: &Path) -> Vec<(String, bool)> {
     let start = walk::Job { dir: root.to_path_buf(), key: String::new(), rules: walk::parent_rules(root) };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);

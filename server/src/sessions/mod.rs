@@ -17,7 +17,7 @@ pub mod worktree;
 pub use seen::Seen;
 pub use siblings::{Membership, Sibling};
 
-/// What a run's host tells the session (`checkpoint::Tracked` holds it): its memory of what its file
+/// What a run's host tells the session (`workspace::Tracked` holds it): its memory of what its file
 /// tools saw, and its siblings in the folder.
 #[derive(Clone, Copy)]
 pub struct Hooks<'a> {

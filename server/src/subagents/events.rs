@@ -4,33 +4,13 @@
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
 
 use super::{Record, Subagents};
 use crate::events::{Event, EventSink};
 use crate::llm::Message;
 use crate::locks;
 
-/// Where a child is (`stepwise/subagent`'s `state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum State {
-    Running,
-    Done,
-    Failed,
-    Cancelled,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Running => "running",
-            State::Done => "done",
-            State::Failed => "failed",
-            State::Cancelled => "cancelled",
-        }
-    }
-}
+pub use crate::session::SubagentState as State;
 
 /// Who a child is: the call that made it and what it was asked.
 pub struct Who<'a> {

@@ -14,12 +14,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::llm::Message;
 use crate::locks;
 
+pub use crate::session::SubagentRecord as Record;
 pub use events::{ChildEvents, State, Who};
 
 /// Children of one session running at once; the rest wait for a slot.
@@ -49,20 +48,6 @@ struct Running {
     description: String,
     /// The ids of the child's tool calls so far (a question names the child by them).
     calls: Vec<String>,
-}
-
-/// One child as saved: which call made it, what it was asked, how it went, its conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Record {
-    pub id: String,
-    pub tool_call_id: String,
-    pub description: String,
-    pub agent: String,
-    pub state: State,
-    pub rounds: u32,
-    pub tokens: u64,
-    pub messages: Vec<Message>,
 }
 
 impl Default for Subagents {

@@ -1,5 +1,5 @@
 //! The workspace's checkpoints (issue 20): one before every round of a run, the file tools and shell
-//! commands followed through `checkpoint::Tracked`, rewinds refused while a run goes on. Off until an
+//! commands followed through `workspace::Tracked`, rewinds refused while a run goes on. Off until an
 //! adapter turns them on (`enable_checkpoints`): a one-shot `stepwise run` has no use for them.
 
 use std::path::{Path, PathBuf};

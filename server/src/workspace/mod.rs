@@ -15,6 +15,7 @@ mod plan_first;
 mod review;
 mod run;
 mod saving;
+mod tracked;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

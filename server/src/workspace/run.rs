@@ -12,7 +12,7 @@ use super::plan_first::Start;
 use super::saving::Saving;
 use super::{Running, Workspace};
 use crate::agent::{self, AgentConfig, Run, Shared};
-use crate::checkpoint::Tracked;
+use super::tracked::Tracked;
 use crate::events::EventSink;
 use crate::host::DynHost;
 use crate::llm::Llm;

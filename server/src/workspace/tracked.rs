@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::Checkpoints;
+use crate::checkpoint::{self, Checkpoints};
 use crate::host::preview::Preview;
 use crate::host::{Approval, Ask, EditContext, FileChange, Host, ResolvedPath, ShellOutput};
 use crate::intel::session::{Before, Held};
@@ -208,8 +208,8 @@ impl<H: Host + ?Sized> Tracked<'_, H> {
 /// checkpoints kept), so a file no source had seen is compared with its text from before.
 fn told(intel: &crate::intel::Session, changed: &[std::path::PathBuf], checkpoints: &Mutex<Checkpoints>) {
     intel.command_changed(changed, |rel, max| match locks::lock(checkpoints).held_at_round_start(rel, max)? {
-        super::Held::Nothing => Some(Held::Nothing),
-        super::Held::Bytes(b) => crate::intel::session::text_of(b).map(Held::Text),
+        checkpoint::Held::Nothing => Some(Held::Nothing),
+        checkpoint::Held::Bytes(b) => crate::intel::session::text_of(b).map(Held::Text),
     });
 }
 
