@@ -11,7 +11,7 @@ import type { PlanParams } from '../model/plan';
 import type { RoundLog } from '../model/rounds';
 import { compactedLine, isSetupError, type StatusParams } from '../model/status';
 import { MAIN, sessionKey, sessionOf, sessionsOf } from '../model/sessions';
-import { planChangeLine, reminderLine, runEndLine, runStartLine, toolCallLines, usageLine } from '../model/transcript';
+import { planChangeLine, reminderLine, runEndLine, runStartLine, subagentEndLine, toolCallLines, usageLine } from '../model/transcript';
 import { Core, folderName, type Display } from '../setup/core';
 import type { Setup } from '../setup/setup';
 
@@ -59,6 +59,16 @@ export class Events {
       writer.lines(toolCallLines(p));
       this.rounds(p?.workspace, sessionOf(p), (log) => log.toolCall(p));
       this.conversation(p?.workspace, sessionOf(p), { type: 'tool', call: p });
+    });
+    // A `task` call's child: its state on that call's card (its calls come as `stepwise/toolCall` with `subagent`).
+    onNotification(client, 'stepwise/subagent', (p) => {
+      if (!p?.workspace) return;
+      const line = subagentEndLine(p);
+      if (line) {
+        this.transcriptFolder(p.workspace, sessionOf(p));
+        writer.line(line);
+      }
+      this.conversation(p.workspace, sessionOf(p), { type: 'subagent', runId: p.runId, child: p });
     });
     // What the model was told of its edits' errors after a round: under that round's cards.
     onNotification(client, 'stepwise/diagnostics', (p) => {

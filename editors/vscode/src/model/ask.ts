@@ -21,9 +21,24 @@ export interface QuestionText {
   title: string;
   code?: string;
   detail?: string;
+  /** A child agent's question (`subagent`): the child, `sa-1: <description>`. */
+  asker?: string;
 }
 
 export function questionText(q: Question): QuestionText {
+  const t = kindText(q);
+  const asker = askerOf(q);
+  return asker ? { ...t, asker } : t;
+}
+
+/** The child asking, as the message's prefix names it (`[subagent sa-1: <description>] `), else its id. */
+export function askerOf(q: Question): string | undefined {
+  if (!q.subagent) return undefined;
+  const m = /^\[subagent (sa-\d+(?:: .*?)?)\] /.exec(q.message ?? '');
+  return m && m[1].split(':')[0] === q.subagent ? m[1] : q.subagent;
+}
+
+function kindText(q: Question): QuestionText {
   switch (q.kind) {
     case 'command':
       return { title: 'Run this command?', code: q.command ?? '' };
@@ -38,8 +53,8 @@ export function questionText(q: Question): QuestionText {
     case 'mcpTool':
       return { title: `Use the MCP tool ${q.tool ?? '?'} of ${q.server ?? '?'}?` };
     default:
-      // A kind this extension does not know yet: the server's own line.
-      return { title: q.message ?? 'stepwise asks for your leave' };
+      // A kind this extension does not know yet: the server's own line (without a child's prefix: `asker` names it).
+      return { title: (q.message ?? 'stepwise asks for your leave').replace(/^\[subagent [^\n]*?\] /, '') };
   }
 }
 
@@ -47,7 +62,8 @@ export function questionText(q: Question): QuestionText {
 export function questionLine(q: Question, folder?: string): string {
   const t = questionText(q);
   const where = folder ? ` (${folder})` : '';
-  return `stepwise${where}: ${t.title}${t.code ? ` ${t.code}` : ''}${t.detail ? ` — ${t.detail}` : ''}`;
+  const who = t.asker ? `subagent ${t.asker} asks: ` : '';
+  return `stepwise${where}: ${who}${t.title}${t.code ? ` ${t.code}` : ''}${t.detail ? ` — ${t.detail}` : ''}`;
 }
 
 /** The choice a label names (a notification's button), if any. */

@@ -16,6 +16,7 @@ export const SERVER_COMMANDS = {
   applySession: 'stepwise.applySession',
   closeSession: 'stepwise.closeSession',
   skills: 'stepwise.skills',
+  cancelSubagent: 'stepwise.cancelSubagent',
 } as const;
 
 /**
@@ -39,6 +40,7 @@ const SESSION_SCOPED = new Set<string>([
   'stepwise.commentPlan',
   'stepwise.approvePlan',
   'stepwise.killBackground',
+  'stepwise.cancelSubagent',
   // An image of the conversation (issue 49's images in prompts).
   'stepwise.image',
 ]);

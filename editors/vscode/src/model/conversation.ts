@@ -5,6 +5,7 @@
 import type * as wire from '../protocol/generated';
 import type { Choice, Question } from './ask';
 import { imagesOf, type ImageRef } from './images';
+import { endLine, foldChildren, stateOf, subagentOf, type SubagentEvent, type SubagentInfo } from './subagents';
 
 export type EntryKind = 'user' | 'assistant' | 'tool' | 'reminder' | 'steer' | 'planEdit' | 'diagnostics' | 'background' | 'note';
 
@@ -20,6 +21,9 @@ export interface ToolInfo {
   state?: 'running' | 'done' | 'failed';
   /** The `<diagnostics>` lines the model was told after this call's round that belong to this card. */
   diagnostics?: DiagnosticLine[];
+  /** A `task` call's child agent, and its calls and text (drawn under this card, not in the list). */
+  subagent?: SubagentInfo;
+  children?: Entry[];
 }
 
 /** One line of a `<diagnostics>` block (`stepwise/diagnostics`): an error with its place, or a file not checked. */
@@ -51,6 +55,8 @@ export interface Entry {
   approval?: Approval;
   /** A prompt's images, or those a tool showed the model. */
   images?: ImageRef[];
+  /** A child agent's entry: its id (`sa-<n>`). */
+  subagent?: string;
 }
 
 /** `stepwise/toolCall` as the view reads it: `wire.ToolCallParams`, any part possibly missing (the view draws
@@ -70,6 +76,7 @@ export type Event =
   | { type: 'approval'; approval: Approval }
   | { type: 'answered'; id: number; answer: Outcome }
   | { type: 'diagnostics'; runId?: string; calls: string[]; lines: DiagnosticLine[] }
+  | { type: 'subagent'; runId?: string; child: SubagentEvent }
   | { type: 'ended'; runId?: string };
 
 const KINDS: readonly EntryKind[] = ['user', 'assistant', 'tool', 'reminder', 'steer', 'planEdit', 'diagnostics', 'background', 'note'];
@@ -85,6 +92,7 @@ export function entryOf(raw: unknown): Entry | undefined {
   const kind = str(r.kind) as EntryKind;
   if (!KINDS.includes(kind)) return undefined;
   const e: Entry = { kind, runId: str(r.runId), text: str(r.text) };
+  if (typeof r.subagent === 'string' && r.subagent) e.subagent = r.subagent;
   const images = imagesOf(r.images);
   if (images) e.images = images;
   if (kind === 'tool') {
@@ -102,11 +110,11 @@ export function entryOf(raw: unknown): Entry | undefined {
   return e;
 }
 
-/** The entries of a `stepwise.conversation` result. */
+/** The entries of a `stepwise.conversation` result (a child's under its `task` call). */
 export function entriesOf(result: unknown): Entry[] {
   const list = result && typeof result === 'object' ? (result as { entries?: unknown }).entries : undefined;
   if (!Array.isArray(list)) return [];
-  return list.map(entryOf).filter((e): e is Entry => !!e);
+  return foldChildren(list.map(entryOf).filter((e): e is Entry => !!e));
 }
 
 export class ConversationLog {
@@ -138,6 +146,8 @@ export class ConversationLog {
         return this.answered(e.id, e.answer);
       case 'diagnostics':
         return this.diagnostics(e.calls, e.lines);
+      case 'subagent':
+        return this.subagent(e.child);
       case 'ended':
         return undefined;
     }
@@ -176,6 +186,9 @@ export class ConversationLog {
       const t = this.entries[i].tool;
       if (t?.state === 'running' && (!runId || this.entries[i].runId === runId)) {
         t.state = 'failed';
+        // Its child's calls too; a child still running was cut short with it.
+        for (const c of t.children ?? []) if (c.tool?.state === 'running') c.tool.state = 'failed';
+        if (t.subagent?.state === 'running') t.subagent.state = 'failed';
         out.push(i);
       }
       const a = this.entries[i].approval;
@@ -230,30 +243,39 @@ export class ConversationLog {
 
   private tool(p: ToolEvent): number | undefined {
     if (!p?.name) return undefined;
+    if (p.subagent) return this.childCall(p, String(p.subagent));
     const id = str(p.id) ?? '';
     const i = id ? this.findTool(id) : -1;
-    const finished = p.phase !== 'started';
-    if (i < 0) {
-      return this.push({
-        kind: 'tool',
-        runId: str(p.runId),
-        tool: {
-          id,
-          name: String(p.name),
-          summary: str(p.summary),
-          output: finished ? str(p.output) : undefined,
-          isError: finished && p.isError === true,
-          step: str(p.step) ?? null,
-          state: !finished ? 'running' : p.isError ? 'failed' : 'done',
-        },
-      });
-    }
+    if (i < 0) return this.push(callEntry(p, id));
     const t = this.entries[i].tool as ToolInfo;
-    if (!finished) return undefined;
-    t.state = p.isError ? 'failed' : 'done';
-    t.isError = p.isError === true;
-    if (typeof p.output === 'string') t.output = p.output;
-    if (p.summary) t.summary = p.summary;
+    if (!finish(t, p)) return undefined;
+    // A `task` call's end is its child's: no `finished` comes for its calls left running; its state is the
+    // result's last line's if no later word came.
+    for (const c of t.children ?? []) if (c.tool?.state === 'running') c.tool.state = 'failed';
+    const end = t.subagent?.state === 'running' ? endLine(t.output) : undefined;
+    if (t.subagent && end) Object.assign(t.subagent, { state: stateOf(end.how), rounds: end.rounds, tokens: end.tokens });
+    return i;
+  }
+
+  /** A child's call goes on its `task` card (whose index it returns); none before its child is known. */
+  private childCall(p: ToolEvent, child: string): number | undefined {
+    const owner = this.findChild(child);
+    if (owner < 0) return undefined;
+    const t = this.entries[owner].tool as ToolInfo;
+    const children = (t.children ??= []);
+    const id = str(p.id) ?? '';
+    const own = id ? children.find((c) => c.tool?.id === id) : undefined;
+    if (!own) children.push({ ...callEntry(p, id), subagent: child });
+    else if (!finish(own.tool as ToolInfo, p)) return undefined;
+    return owner;
+  }
+
+  /** `stepwise/subagent`: the child's state on the card of the call that made it. */
+  private subagent(p: SubagentEvent): number | undefined {
+    const info = subagentOf(p);
+    const i = info && p.toolCallId ? this.findTool(String(p.toolCallId)) : -1;
+    if (!info || i < 0) return undefined;
+    (this.entries[i].tool as ToolInfo).subagent = info;
     return i;
   }
 
@@ -262,10 +284,18 @@ export class ConversationLog {
     return -1;
   }
 
+  /** The card of the `task` call whose child is `child`. */
+  private findChild(child: string): number {
+    for (let i = this.entries.length - 1, n = 0; i >= 0 && n < 200; i--, n++) if (this.entries[i].tool?.subagent?.id === child) return i;
+    return -1;
+  }
+
   /** The question goes into its call's card (by `callId`), else the newest call still running; with none, it stands alone. */
   private approval(a: Approval): number {
     const callId = a.question.callId;
-    const own = callId ? this.findTool(callId) : -1;
+    // A child's question goes on its `task` card, where the user sees the child (its calls are inside).
+    const child = a.question.subagent ? this.findChild(a.question.subagent) : -1;
+    const own = child >= 0 ? child : callId ? this.findTool(callId) : -1;
     if (own >= 0) {
       this.entries[own].approval = a;
       return own;
@@ -290,6 +320,34 @@ export class ConversationLog {
     }
     return undefined;
   }
+}
+
+/** A new call's entry from its `started` (or, missed that, its `finished`). */
+function callEntry(p: ToolEvent, id: string): Entry {
+  const finished = p.phase !== 'started';
+  return {
+    kind: 'tool',
+    runId: str(p.runId),
+    tool: {
+      id,
+      name: String(p.name),
+      summary: str(p.summary),
+      output: finished ? str(p.output) : undefined,
+      isError: finished && p.isError === true,
+      step: str(p.step) ?? null,
+      state: !finished ? 'running' : p.isError ? 'failed' : 'done',
+    },
+  };
+}
+
+/** A call's `finished` on its card; false for another `started` (nothing changes). */
+function finish(t: ToolInfo, p: ToolEvent): boolean {
+  if (p.phase === 'started') return false;
+  t.state = p.isError ? 'failed' : 'done';
+  t.isError = p.isError === true;
+  if (typeof p.output === 'string') t.output = p.output;
+  if (p.summary) t.summary = p.summary;
+  return true;
 }
 
 /** The slash commands the view's input offers. */

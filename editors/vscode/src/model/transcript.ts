@@ -22,9 +22,17 @@ export function shortOutput(output: string | undefined, maxLines = MAX_OUTPUT_LI
 
 export function toolCallLines(p: ToolCallParams): string[] {
   const summary = p.summary ? ` ${p.summary}` : '';
-  if (p.phase === 'started') return [`▶ ${p.name}${summary}`];
+  // A child's calls (`task`) are indented under its call and name it.
+  const by = p.subagent ? `  [${p.subagent}] ` : '';
+  if (p.phase === 'started') return [`${by}▶ ${p.name}${summary}`];
   const mark = p.isError ? '✗' : '✓';
-  return [`  ${mark} ${p.name}${p.isError ? ' failed' : ''}`, ...shortOutput(p.output)];
+  return [`${by}  ${mark} ${p.name}${p.isError ? ' failed' : ''}`, ...shortOutput(p.output).map((l) => `${by ? '  ' : ''}${l}`)];
+}
+
+/** A child's end (`stepwise/subagent` not `running`): `  [sa-1] cancelled: 2 rounds, 1.2k tokens`; none while it runs. */
+export function subagentEndLine(p: Partial<wire.SubagentParams>): string | undefined {
+  if (!p?.id || !p.state || p.state === 'running') return undefined;
+  return `  [${p.id}] ${p.state}: ${p.rounds ?? 0} rounds, ${formatTokens(Number(p.tokens ?? 0))} tokens`;
 }
 
 export function reminderLine(text: string): string {

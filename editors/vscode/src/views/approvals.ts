@@ -63,7 +63,8 @@ export class Approvals {
     const name = this.core.sessionName(p.workspace, p.session);
     const t = questionText(p.approval.question);
     const show = `Show ${name}`;
-    void vscode.window.showWarningMessage(`stepwise: ${name} asks: ${t.title}${t.code ? ` ${t.code}` : ''}`, show).then((pick) => {
+    const who = t.asker ? `${name} (subagent ${t.asker})` : name;
+    void vscode.window.showWarningMessage(`stepwise: ${who} asks: ${t.title}${t.code ? ` ${t.code}` : ''}`, show).then((pick) => {
       if (pick !== show || !this.pending.has(p.approval.id)) return;
       this.core.showSession(p.workspace, p.session);
       void vscode.commands.executeCommand('stepwise.conversationView.focus');

@@ -40,7 +40,8 @@ type FromView =
   | { type: 'planAction'; action: string; text?: string }
   | { type: 'session'; session: string }
   | { type: 'sessionAction'; action: string; session: string }
-  | { type: 'killBackground' | 'dismissBackground'; id: string };
+  | { type: 'killBackground' | 'dismissBackground'; id: string }
+  | { type: 'cancelSubagent'; id: string };
 
 const PLAN_EDITS: Record<string, string> = {
   edit: PLAN_COMMANDS.editText,
@@ -262,6 +263,8 @@ export class ConversationView implements vscode.WebviewViewProvider {
         return this.background.kill(String(m.id ?? ''));
       case 'dismissBackground':
         return this.background.dismiss(String(m.id ?? ''));
+      case 'cancelSubagent':
+        return this.cancelSubagent(String(m.id ?? ''));
       case 'planAction': {
         // The same commands as the plan-ready message and the plan view's title (planFirst.ts).
         const run = planActionCommand(this.folder, m.action, m.text);
@@ -359,6 +362,14 @@ export class ConversationView implements vscode.WebviewViewProvider {
     const ws = this.folder;
     const client = this.connection.running();
     if (ws && client) await this.core.execute(client, SERVER_COMMANDS.cancel, [{ workspace: ws, session: this.core.folders.viewed(ws) }]);
+  }
+
+  /** Stop on a `task` card: that child alone ends (the run goes on); a child already ended is said so. */
+  private async cancelSubagent(id: string): Promise<void> {
+    const ws = this.folder;
+    const client = this.connection.running();
+    if (!ws || !client || !/^sa-\d+$/.test(id)) return;
+    await this.core.execute(client, SERVER_COMMANDS.cancelSubagent, [{ workspace: ws, session: this.core.folders.viewed(ws), id }]);
   }
 
   /** "Rewind to here" on a turn: back to the checkpoint before that run's first round. */

@@ -7,6 +7,7 @@ import { diagnosticHref, diagnosticLines, errorCount, uncheckedCount, type Diagn
 import { imagesRow } from './attachments';
 import { el } from './dom';
 import { renderMarkdown } from './markdown';
+import { subagentPart } from './subagent';
 
 export interface EntryActions {
   approve(id: number, answer: Choice): void;
@@ -17,6 +18,8 @@ export interface EntryActions {
   images: Map<string, string>;
   /** Asks for an image known only by id; it comes back as a data URL. */
   fetchImage(id: string): void;
+  /** Stops a `task` call's child alone (`sa-<n>`). */
+  cancelSubagent(id: string): void;
 }
 
 const TOOL_ICON: Record<string, string> = { running: '◌', done: '✓', failed: '✗' };
@@ -78,10 +81,11 @@ function userTurn(e: Entry, index: number, actions: EntryActions): HTMLElement {
   return el('div', { class: `entry turn ${e.kind}`, 'data-index': String(index) }, head, text, imagesRow(e.images, actions.images, actions.fetchImage));
 }
 
-function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
+/** A call's card; a child's (`index` none) is drawn inside its `task` card. */
+function toolCard(e: Entry, index: number | undefined, actions: EntryActions): HTMLElement {
   const t = e.tool ?? { id: '', name: 'tool' };
   const state = t.state ?? 'done';
-  const card = el('div', { class: `entry card tool ${state}`, 'data-index': String(index), 'data-tool': t.name });
+  const card = el('div', { class: `entry card tool ${state}${index === undefined ? ' child' : ''}`, 'data-index': index === undefined ? undefined : String(index), 'data-tool': t.name });
   const head = el(
     'div',
     { class: 'card-head' },
@@ -94,8 +98,10 @@ function toolCard(e: Entry, index: number, actions: EntryActions): HTMLElement {
   if (t.step) card.append(el('div', { class: 'step' }, `step: ${t.step}`));
   const images = imagesRow(e.images, actions.images, actions.fetchImage);
   if (images) card.append(images);
+  const child = subagentPart(e, actions.cancelSubagent, (c) => toolCard(c, undefined, actions));
+  if (child) card.append(child);
   if (t.output !== undefined && t.output !== '') {
-    const details = el('details', { class: 'output' }, el('summary', {}, t.isError ? 'error' : 'output'), el('pre', {}, t.output));
+    const details = el('details', { class: 'output', 'data-keep': t.id ? `output-${t.id}` : undefined }, el('summary', {}, t.isError ? 'error' : 'output'), el('pre', {}, t.output));
     if (t.isError) details.open = true;
     card.append(details);
   }
@@ -128,6 +134,8 @@ function approvalRow(e: Entry, actions: EntryActions): HTMLElement {
   }
   const q = questionText(a.question);
   const row = el('div', { class: 'approval', role: 'group', 'aria-label': q.title, 'data-kind': String(a.question.kind ?? '') });
+  // A child's question names the child (its card is its `task` call's).
+  if (q.asker) row.append(el('div', { class: 'asker' }, `subagent ${q.asker} asks:`));
   row.append(el('div', { class: 'question' }, q.title));
   if (q.code) row.append(el('pre', { class: 'concerns' }, q.code));
   if (q.detail) row.append(el('div', { class: 'detail' }, q.detail));

@@ -13,6 +13,7 @@ import { drawEntry, drawMarkdown, type EntryActions } from './entries';
 import { Input } from './input';
 import { drawPlan } from './plan';
 import { SessionStrip } from './sessions';
+import { keepOpen } from './subagent';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): any; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
@@ -47,6 +48,7 @@ const actions: EntryActions = {
     asked.add(id);
     post({ type: 'image', id });
   },
+  cancelSubagent: (id) => post({ type: 'cancelSubagent', id }),
 };
 
 // ---- layout -----------------------------------------------------------------------------------------------
@@ -87,7 +89,12 @@ stop.addEventListener('click', () => post({ type: 'stop' }));
 const sendButton = el('button', { class: 'primary send' }, 'Send');
 const attachments = new Attachments();
 // Images go with a prompt; while a run goes on the text steers it and the images wait for the next prompt.
-const send = (text: string) => (state.busy ? text.trim() && post({ type: 'send', text }) : post({ type: 'send', text, images: attachments.take() }));
+const send = (text: string) => {
+  // What the user sends, and what follows it, is in view (also after cards above were opened).
+  toEnd();
+  if (state.busy) return text.trim() && post({ type: 'send', text });
+  post({ type: 'send', text, images: attachments.take() });
+};
 const input = new Input({ send, files: (query) => post({ type: 'files', query }), skills: () => post({ type: 'skills' }), hasImages: () => !state.busy && attachments.count > 0 }, vscode.getState()?.prompts ?? []);
 attachments.listen(input.root);
 input.root.prepend(attachments.root);
@@ -124,6 +131,19 @@ function atBottom(): boolean {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 40;
 }
 
+/**
+ * Scrolls to the list's end, and once more at the next frame: an entry is laid out at its real height only once
+ * near the screen (`content-visibility`), so the end moves after the first scroll. The user's own scroll meanwhile
+ * wins.
+ */
+function toEnd(): void {
+  list.scrollTop = list.scrollHeight;
+  const at = list.scrollTop;
+  requestAnimationFrame(() => {
+    if (Math.abs(list.scrollTop - at) < 2) list.scrollTop = list.scrollHeight;
+  });
+}
+
 function drawAll(): void {
   for (const n of nodes) near.unobserve(n);
   const frag = document.createDocumentFragment();
@@ -133,7 +153,7 @@ function drawAll(): void {
   for (const n of nodes) if (n.dataset.pending) near.observe(n);
   empty.hidden = entries.length > 0;
   if (entries.length === 0) list.append(empty);
-  list.scrollTop = list.scrollHeight;
+  toEnd();
 }
 
 /** Entries to redraw at the next frame: a burst of chunks costs one markdown pass. */
@@ -162,12 +182,13 @@ function flush(): void {
     if (e.kind === 'assistant') drawMarkdown(node, e.text ?? '');
     if (old) {
       near.unobserve(old);
+      keepOpen(old, node);
       old.replaceWith(node);
     } else list.append(node);
     nodes[i] = node;
   }
   dirty.clear();
-  if (stick) list.scrollTop = list.scrollHeight;
+  if (stick) toEnd();
 }
 
 // ---- plan, state, footer ------------------------------------------------------------------------------------
@@ -183,7 +204,7 @@ function drawState(): void {
   // Disabled from a click until the extension's answer (the state after the command).
   for (const b of planButtons) b.disabled = false;
   planBar.hidden = !ready;
-  if (stick) list.scrollTop = list.scrollHeight;
+  if (stick) toEnd();
   const s = state.status;
   const busy = !!state.busy;
   document.body.classList.toggle('busy', busy);

@@ -78,8 +78,9 @@ step('Plan First is toggled on and a run plans without changing anything', async
   const reqs = requests();
   assert.equal(reqs.length, 3);
   const tools = (reqs[0].body?.tools ?? reqs[0].tools ?? []).map((t) => t.name);
-  // bash too where the read-only sandbox can start (docs/protocol.md "Plan first"), never a tool that writes.
-  assert.deepEqual(tools.filter((t) => t !== 'bash'), ['read_file', 'todo', 'diagnostics', 'code_nav'], 'plan mode offers only what changes nothing (VS Code answers stepwise/query: the read-only code-intelligence tools too)');
+  // bash too where the read-only sandbox can start (docs/protocol.md "Plan first"), never a tool that writes;
+  // `task` runs only the read-only `explore` agent in plan mode (docs/protocol.md "Subagents").
+  assert.deepEqual(tools.filter((t) => t !== 'bash'), ['read_file', 'todo', 'diagnostics', 'code_nav', 'task'], 'plan mode offers only what changes nothing (VS Code answers stepwise/query: the read-only code-intelligence tools too)');
   assert.match(JSON.stringify(reqs[1]), /Error: plan mode: write_file/);
   // The Approve action is on the plan view's title too.
   await page.locator('.part.sidebar .actions-container .action-label[aria-label="Approve Plan"]').first().waitFor({ state: 'attached', timeout: SHORT });

@@ -11,6 +11,8 @@ class FakeElement {
   readonly attrs = new Map<string, string>();
   readonly children: (FakeElement | string)[] = [];
   open = false;
+  disabled = false;
+  readonly listeners = new Map<string, () => void>();
   constructor(readonly tag: string) {}
   setAttribute(k: string, v: string): void {
     this.attrs.set(k, v);
@@ -18,7 +20,9 @@ class FakeElement {
   append(...c: (FakeElement | string)[]): void {
     this.children.push(...c);
   }
-  addEventListener(): void {}
+  addEventListener(type: string, fn: () => void): void {
+    this.listeners.set(type, fn);
+  }
   get textContent(): string {
     return this.children.map((c) => (typeof c === 'string' ? c : c.textContent)).join('');
   }
@@ -59,7 +63,7 @@ test('a saved <background-results> block is read as the tasks\' ends, each with 
 
 test('after a reload the view draws background ends and diagnostics as notes, only the prompt as the user\'s turn', async () => {
   const { drawEntry } = await import('../../src/webview/entries');
-  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: new Map<string, string>(), fetchImage: () => {} };
+  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: new Map<string, string>(), fetchImage: () => {}, cancelSubagent: () => {} };
   const drawn = entriesOf(SAVED).map((e, i) => drawEntry(e, i, actions) as unknown as FakeElement);
   const classes = drawn.map((d) => d.attrs.get('class'));
   assert.deepEqual(classes, ['entry turn user', 'entry note background', 'entry note diagnostics']);
@@ -83,7 +87,7 @@ test('after a reload a prompt\'s images are drawn as thumbnails, those not fetch
   const { drawEntry } = await import('../../src/webview/entries');
   const asked: string[] = [];
   const known = new Map([['b2', 'data:image/png;base64,iVBO']]);
-  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: known, fetchImage: (id: string) => asked.push(id) };
+  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: known, fetchImage: (id: string) => asked.push(id), cancelSubagent: () => {} };
   const saved = {
     entries: [
       { kind: 'user', runId: 'r', text: 'what is wrong here?', images: [{ mediaType: 'image/png', id: 'a1' }, { mediaType: 'image/png', id: 'b2' }, { mediaType: 'image/png' }] },
@@ -102,4 +106,40 @@ test('after a reload a prompt\'s images are drawn as thumbnails, those not fetch
   assert.deepEqual(thumbs(drawn[1]), [['c3', undefined]]);
   assert.deepEqual(thumbs(drawn[2]), [['d4', undefined]], 'a tool\'s image in its card');
   assert.deepEqual(asked, ['a1', 'c3', 'd4'], 'what the view has is not asked for');
+});
+
+test("a task card draws its child: state, line, latest call and Stop while it runs, its calls inside (closed), a question naming it", async () => {
+  const { drawEntry } = await import('../../src/webview/entries');
+  const stopped: string[] = [];
+  const actions = { approve: () => {}, rewind: () => {}, busy: () => false, images: new Map<string, string>(), fetchImage: () => {}, cancelSubagent: (id: string) => stopped.push(id) };
+  const { ConversationLog } = await import('../../src/model/conversation');
+  const log = new ConversationLog();
+  log.apply({ type: 'tool', call: { runId: 'r', id: 't', name: 'task', phase: 'started', summary: 'general: waits' } });
+  log.apply({ type: 'subagent', runId: 'r', child: { toolCallId: 't', id: 'sa-1', description: 'waits', agent: 'general', state: 'running', rounds: 2, lastTool: 'bash', tokens: 40 } });
+  log.apply({ type: 'tool', call: { runId: 'r', id: 'c', name: 'bash', phase: 'started', summary: 'sleep 30', subagent: 'sa-1' } });
+  const classOf = (d: FakeElement, c: string) => d.all().filter((e) => (e.attrs.get('class') ?? '').split(' ').includes(c));
+  let card = drawEntry(log.entries[0], 0, actions) as unknown as FakeElement;
+  assert.equal(classOf(card, 'sa-state')[0].textContent, 'running');
+  assert.equal(classOf(card, 'sa-line')[0].textContent, 'sa-1 · 2 rounds · 40 tokens');
+  assert.equal(classOf(card, 'sa-latest')[0].textContent, 'latest: bash sleep 30');
+  const stop = classOf(card, 'sa-stop');
+  assert.equal(stop.length, 1, 'Stop while it runs');
+  stop[0].listeners.get('click')?.();
+  assert.deepEqual([stopped, stop[0].disabled], [['sa-1'], true], 'Stop ends that child alone, once');
+  const calls = classOf(card, 'sa-calls')[0];
+  assert.equal(calls.tag, 'details');
+  assert.equal(calls.open, false, 'closed until opened');
+  assert.deepEqual(classOf(calls, 'child').map((c) => [c.attrs.get('data-tool'), c.attrs.get('data-index')]), [['bash', undefined]]);
+  // Its question: on the card, naming it; the card says it waits.
+  const message = '[subagent sa-1: waits] stepwise wants to run a shell command in demo: sleep 30';
+  log.apply({ type: 'approval', approval: { id: 1, question: { kind: 'command', callId: 'c', command: 'sleep 30', subagent: 'sa-1', message } } });
+  card = drawEntry(log.entries[0], 0, actions) as unknown as FakeElement;
+  assert.equal(classOf(card, 'sa-state')[0].textContent, 'waiting for you');
+  assert.equal(classOf(card, 'asker')[0].textContent, 'subagent sa-1: waits asks:');
+  // Cancelled: no Stop, no latest call.
+  log.apply({ type: 'answered', id: 1, answer: 'allow' });
+  log.apply({ type: 'subagent', runId: 'r', child: { toolCallId: 't', id: 'sa-1', description: 'waits', agent: 'general', state: 'cancelled', rounds: 2, tokens: 40 } });
+  card = drawEntry(log.entries[0], 0, actions) as unknown as FakeElement;
+  assert.equal(classOf(card, 'sa-state')[0].textContent, 'cancelled');
+  assert.deepEqual([classOf(card, 'sa-stop').length, classOf(card, 'sa-latest').length], [0, 0]);
 });
