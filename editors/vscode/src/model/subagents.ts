@@ -7,7 +7,7 @@
 import type * as wire from '../protocol/generated';
 import { formatTokens } from './status';
 
-export type SubagentState = wire.State;
+export type SubagentState = wire.SubagentState;
 
 /** A child as its card shows it. */
 export interface SubagentInfo {

@@ -626,9 +626,6 @@ export interface Skills {
   skills: Skill[];
 }
 
-/** Where a child is (`stepwise/subagent`'s `state`). */
-export type State = 'running' | 'done' | 'failed' | 'cancelled';
-
 /** `stepwise/status`. */
 export interface StatusParams {
   workspace: string;
@@ -668,13 +665,16 @@ export interface SubagentParams {
   description: string;
   /** The agent it runs as (`general`, `explore`, or one defined in a file). */
   agent: string;
-  state: State;
+  state: SubagentState;
   rounds: number;
   /** The tool of its latest call. */
   lastTool?: string;
   /** Its tokens so far (input and output), counted in the session's usage. */
   tokens: number;
 }
+
+/** Where a child is (`stepwise/subagent`'s `state`). */
+export type SubagentState = 'running' | 'done' | 'failed' | 'cancelled';
 
 /**
  * `stepwise/toolCall`: around every tool call. `step` is the plan step in progress when it ran (the
