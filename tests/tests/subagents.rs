@@ -361,3 +361,27 @@ async fn at_most_four_children_run_at_once_and_the_fifth_waits_for_a_slot() {
         assert!(result_of(&last, &format!("t{i}")).0.starts_with(&format!("child {i} done")));
     }
 }
+
+#[tokio::test]
+async fn a_background_task_a_child_started_is_told_to_the_parent_not_to_the_child() {
+    let mut h =
+        Harness::new(vec![tasks(&[task("t1", "CHILD-G: start it", "starts a task")]), Step::text("seen")]).await;
+    // The child starts a task that ends at once, then reads a file (a round for the end to be told in).
+    std::fs::write(h.ws.path().join("a.txt"), "x\n").unwrap();
+    h.mock.route(
+        "CHILD-G",
+        vec![
+            call("background_run", json!({"command": "echo from-the-task"})),
+            call("read_file", json!({"path": "a.txt"})),
+            Step::text("Started it."),
+        ],
+    );
+    let out = h.run("delegate a background task").await;
+    assert_eq!(out.reason, FinishReason::EndTurn, "{out:?}");
+    for body in requests_of(&h, "CHILD-G") {
+        assert!(!body.to_string().contains("<background-results>"), "not the child's: {body}");
+    }
+    let parent = h.bodies().last().cloned().unwrap();
+    let told = texts(last_message(&parent)).join("\n");
+    assert!(told.contains("<background-results>") && told.contains("bg-1: exited 0"), "{told}");
+}

@@ -349,7 +349,11 @@ impl Turn {
             results.push(Block::Text { text: REMINDER.into() });
             r.events.emit(Event::Reminder { text: REMINDER });
         }
-        crate::tools::background::results_into(&mut results, r.host, r.shared.background);
+        // Background tasks that ended are told to the session's own conversation, not to a child's (whose
+        // conversation ends with it); a child asks `check_background` for the tasks it started.
+        if r.child.is_none() {
+            crate::tools::background::results_into(&mut results, r.host, r.shared.background);
+        }
         messages.push(Message { role: Role::User, content: results.into() });
         r.events.checkpoint(messages);
         if let Some(reason) = stop {

@@ -4,7 +4,6 @@
 
 use std::sync::Mutex;
 
-
 use super::{Record, Subagents};
 use crate::events::{Event, EventSink};
 use crate::llm::Message;

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::{RunTicket, Workspace};
 use super::tracked::Tracked;
+use super::{RunTicket, Workspace};
 use crate::checkpoint::{apply_on_disk, Action, FileRestore, RewindPlan};
 use crate::events::EventSink;
 use crate::host::{resolve, DynHost, EditContext, FileChange, Host};
