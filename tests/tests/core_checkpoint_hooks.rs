@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore, Tracked};
+use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore};
 use stepwise::host::{resolve, run_shell, DiskHost, EditContext, FileChange, Host};
 use stepwise::session::Session;
+use stepwise::workspace::Tracked;
 use stepwise_tests::TempDir;
 
 fn paths(v: &[&str]) -> Vec<PathBuf> {

@@ -16,6 +16,7 @@ mod review;
 mod run;
 mod saving;
 mod tracked;
+pub use tracked::Tracked;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
