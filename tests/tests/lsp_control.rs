@@ -56,6 +56,9 @@ async fn lsp_cancel_by_command_while_the_model_hangs() {
     let ws = ed.folder_uri(0);
     let run = ed.start_run(&ws, "first").await;
     hanging(&mock).await;
+    // The progress is asked of the editor beside the run; under load the cancel can come before it began
+    // (then none is begun or ended): wait for its begin, so its end is what this checks.
+    ed.await_notification_matching("$/progress", |p| p["value"]["kind"] == "begin", T).await;
     let log = cancel_promptly(&ed, &ws, &run, json!({"workspace": ws})).await;
     assert_eq!(
         log.idle(),
