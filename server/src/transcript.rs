@@ -196,26 +196,22 @@ fn shown_output(name: &str, output: &str) -> String {
 
 /// `entries` with each child's calls and text after the `task` call that made it, marked as the child's
 /// (its prompt is the call's; its plan shows in its `todo` calls).
-pub fn with_children(entries: Vec<Entry>, children: &[crate::subagents::Record]) -> Vec<Entry> {
+pub fn with_children(session: Vec<Entry>, children: &[crate::subagents::Record]) -> Vec<Entry> {
     if children.is_empty() {
-        return entries;
+        return session;
     }
-    let mut out = Vec::with_capacity(entries.len());
-    for entry in entries {
+    let mut out = Vec::with_capacity(session.len());
+    for entry in session {
         let call = entry.tool.as_ref().filter(|t| t.name == crate::tools::catalog::TASK.name).map(|t| t.id.clone());
         let run_id = entry.run_id.clone();
         out.push(entry);
         for child in children.iter().filter(|c| Some(&c.tool_call_id) == call.as_ref()) {
             let theirs =
-                entries_of(&child.messages).into_iter().filter(|e| matches!(e.kind, Kind::Tool | Kind::Assistant));
+                entries(&child.messages, &[]).into_iter().filter(|e| matches!(e.kind, Kind::Tool | Kind::Assistant));
             out.extend(theirs.map(|e| Entry { run_id: run_id.clone(), subagent: Some(child.id.clone()), ..e }));
         }
     }
     out
-}
-
-fn entries_of(messages: &[Message]) -> Vec<Entry> {
-    entries(messages, &[])
 }
 
 /// A user turn's text: the harness's notes, the user's plan edit, the run's prompt, or a steer.

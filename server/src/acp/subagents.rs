@@ -6,9 +6,8 @@
 //! (`_meta.stepwise.subagent`) for the child, so no call is unattributed.
 
 use agent_client_protocol::v1::schema::{
-    ContentChunk, IdleStateUpdate, IdleStopReason, Meta, RunningStateUpdate, SessionCancelCapabilities, SessionUpdate,
-    StateUpdate, SubagentSessionCapabilities, SubagentUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields,
+    IdleStateUpdate, IdleStopReason, Meta, RunningStateUpdate, SessionCancelCapabilities, SessionUpdate, StateUpdate,
+    SubagentSessionCapabilities, SubagentUpdate, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::json;
 
@@ -86,7 +85,7 @@ pub(super) fn child_event(ev: &To<'_>, sa: &str, inner: &Event<'_>) {
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
         }
         // The child's text and plan are its session's; a client without them reads its result on the task call.
-        Event::AssistantText { text } if ev.subagents => SessionUpdate::AgentMessageChunk(chunk(text)),
+        Event::AssistantText { text } if ev.subagents => SessionUpdate::AgentMessageChunk(text_block(text)),
         Event::PlanChanged { state } if ev.subagents => SessionUpdate::Plan(tool_calls::plan(&state.plan)),
         _ => return,
     };
@@ -102,8 +101,4 @@ fn mark(ev: &To<'_>, sa: &str, mut call: ToolCall) -> ToolCall {
     }
     call.title = format!("[{sa}] {}", call.title);
     call.meta(marked(sa))
-}
-
-fn chunk(text: &str) -> ContentChunk {
-    text_block(text)
 }

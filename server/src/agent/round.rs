@@ -23,6 +23,8 @@ pub(super) struct Turn {
     mcp: Option<Arc<McpTools>>,
     /// The skills found when the run began (`load_skill` answers from them).
     skills: crate::skills::Skills,
+    /// The agents a `task` call may name, found when the run began (its system prompt lists those of files).
+    agents: crate::subagents::agents::Agents,
     pub round: u32,
     pub usage: Usage,
     rounds_since_plan: u32,
@@ -48,6 +50,8 @@ impl Turn {
         mcp: Option<Arc<McpTools>>,
         skills: crate::skills::Skills,
     ) -> Turn {
+        // Found once per run, as skills are: the catalogue in the system prompt and the `task` calls agree.
+        let agents = crate::subagents::agents::find(r.host.root());
         // A child in plan mode (`explore`) is read-only, not planning: it is told no planning prompt.
         let prompt_mode = if r.child.is_some() { crate::plan::Mode::Default } else { r.cfg.mode };
         // Instruction files and skills are read once per run: the prompt's prefix stays byte-stable.
@@ -74,13 +78,14 @@ impl Turn {
                     }
                 }
             }
-            None => system += &crate::subagents::agents::catalogue(r.host.root()),
+            None => system += &agents.catalogue(),
         }
         Turn {
             system,
             specs,
             mcp,
             skills,
+            agents,
             round: 0,
             usage: Usage::default(),
             rounds_since_plan: 0,
@@ -217,10 +222,10 @@ impl Turn {
             }
             // A child that ran has its own result, whatever stopped the round since.
             let ran = tasks.as_mut().and_then(|t| t.remove(id.as_str()));
-            let out = match stop {
-                _ if ran.is_some() => ran.unwrap_or_else(|| ToolOutput::error("task: no result")),
-                Some(reason) => ToolOutput::failed(answer::skipped(reason)),
-                None if name == catalog::TASK.name && r.child.is_none() => {
+            let out = match (ran, stop) {
+                (Some(out), _) => out,
+                (None, Some(reason)) => ToolOutput::failed(answer::skipped(reason)),
+                (None, None) if name == catalog::TASK.name && r.child.is_none() => {
                     if tasks.is_none() {
                         let all: Vec<(&str, &Value)> = calls
                             .iter()
@@ -228,7 +233,7 @@ impl Turn {
                             .map(|(i, _, v)| (i.as_str(), v))
                             .collect();
                         let step = r.shared.plan.read(|s| s.plan.in_progress().map(|i| i.text.clone()));
-                        let (outs, usage) = super::tasks::run_tasks(&all, r, step.as_deref()).await;
+                        let (outs, usage) = super::tasks::run_tasks(&all, &self.agents, r, step.as_deref()).await;
                         // The children's tokens are the session's (the next `Usage` counts them).
                         self.usage.add(usage);
                         tasks = Some(outs);
@@ -239,7 +244,7 @@ impl Turn {
                     let out = tasks.as_mut().and_then(|t| t.remove(id.as_str()));
                     out.unwrap_or_else(|| ToolOutput::error("task: a call of this id ran already"))
                 }
-                None => {
+                (None, None) => {
                     let planning = catalog::is_planning_in(name, r.cfg.planning);
                     used_plan |= planning;
                     let (out, halt) = self.call(r, id, name, input, planning).await;

@@ -50,32 +50,29 @@ pub type Results = (HashMap<String, ToolOutput>, Usage);
 /// future; a type of its own would have to hold itself.
 pub fn run_tasks<'a, 'b: 'a, H: Host + ?Sized, E: EventSink + ?Sized>(
     calls: &'a [(&'a str, &'a Value)],
+    found: &'a agents::Agents,
     r: &'a Run<'b, H, E>,
     step: Option<&'a str>,
 ) -> Pin<Box<dyn Future<Output = Results> + Send + 'a>> {
     Box::pin(async move {
-        let found = agents::find(r.host.root());
         for (id, input) in calls {
             r.events.emit(Event::ToolStarted { id, name: "task", input, step, asks: false });
         }
-        let runs = calls.iter().map(|(id, input)| {
-            let found = &found;
-            async move {
-                let (out, usage) = match parse(input) {
-                    Ok(task) => one(id, &task, found, r).await,
-                    Err(e) => (ToolOutput::error(e), Usage::default()),
-                };
-                r.events.emit(Event::ToolFinished {
-                    id,
-                    name: "task",
-                    input,
-                    output: &out.text,
-                    is_error: out.is_error,
-                    change: None,
-                    step,
-                });
-                (id.to_string(), out, usage)
-            }
+        let runs = calls.iter().map(|(id, input)| async move {
+            let (out, usage) = match parse(input) {
+                Ok(task) => one(id, &task, found, r).await,
+                Err(e) => (ToolOutput::error(e), Usage::default()),
+            };
+            r.events.emit(Event::ToolFinished {
+                id,
+                name: "task",
+                input,
+                output: &out.text,
+                is_error: out.is_error,
+                change: None,
+                step,
+            });
+            (id.to_string(), out, usage)
         });
         let mut total = Usage::default();
         let mut outs = HashMap::new();

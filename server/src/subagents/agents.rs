@@ -156,19 +156,18 @@ fn tool_names(list: &str) -> Vec<String> {
     out
 }
 
-/// What the system prompt says of the agents defined in files (nothing when there are none: the `task`
-/// tool's description names the built-in ones, and the prompt of a workspace without agents stays as it was).
-pub fn catalogue(root: &Path) -> String {
-    let found = find(root);
-    let files: Vec<String> =
-        found.list.iter().filter(|a| a.file.is_some()).map(|a| format!("- {}: {}", a.name, a.description)).collect();
-    match files.is_empty() {
-        true => String::new(),
-        false => format!("\n\nAgents the task tool may name besides general and explore:\n{}", files.join("\n")),
-    }
-}
-
 impl Agents {
+    /// What the system prompt says of the agents defined in files (nothing when there are none: the `task`
+    /// tool's description names the built-in ones, and the prompt of a workspace without agents stays as it was).
+    pub fn catalogue(&self) -> String {
+        let files: Vec<String> =
+            self.list.iter().filter(|a| a.file.is_some()).map(|a| format!("- {}: {}", a.name, a.description)).collect();
+        match files.is_empty() {
+            true => String::new(),
+            false => format!("\n\nAgents the task tool may name besides general and explore:\n{}", files.join("\n")),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&Agent> {
         self.list.iter().find(|a| a.name == name)
     }

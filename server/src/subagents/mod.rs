@@ -79,11 +79,7 @@ impl Subagents {
 
     pub(crate) fn ended(&self, record: Record) {
         locks::lock(&self.running).remove(&record.id);
-        let mut records = locks::lock(&self.records);
-        match records.iter_mut().find(|r| r.id == record.id) {
-            Some(r) => *r = record,
-            None => records.push(record),
-        }
+        self.progress(record);
     }
 
     /// Keeps a running child's conversation as it goes (what a restart mid-run shows).
