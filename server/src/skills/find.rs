@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::{head_meta, Problem, Scope, Skill, Skills, FILE, HEAD_BYTES, MAX_PER_FOLDER};
 
+/// What the first read of a skill's head asks for: a frontmatter (a name, a description of at most 1024
+/// characters, a few more fields) fits.
+const FIRST_READ: usize = 2048;
+
 /// The skills folders for `root`, in order: the workspace's two (relative to it), then the user's two.
 pub fn folders(root: &Path) -> Vec<(PathBuf, Option<PathBuf>, Scope)> {
     let mut out = Vec::new();
@@ -122,7 +126,11 @@ fn read_one(l: &Listed, name: &str, workspace: &std::io::Result<File>, buf: &mut
         _ => open_user(&l.dir.join(&file)),
     };
     match opened.and_then(|f| read_head(f, buf)) {
-        Ok(n) => Some(head_meta(name, &buf[..n])),
+        // Only the frontmatter is checked and read: the body after it is not the catalogue's.
+        Ok(n) => Some(match closing(&buf[..n]) {
+            Some(end) => head_meta(name, &buf[..end], false),
+            None => head_meta(name, &buf[..n], n as u64 >= HEAD_BYTES),
+        }),
         // A folder without a SKILL.md, or a file: not a skill.
         Err(e) if absent(&e) => None,
         Err(e) => Some(Err(read_error(&e))),
@@ -152,24 +160,90 @@ fn open_user(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)
 }
 
-/// A skill's head in one read into `buf` (`text_file::read_from` without its `fstat` first: each call
-/// costs). Opened without blocking, what is not a regular file gives nothing at once (a FIFO) or fails (a
-/// folder), and is then refused by name.
+/// A skill's head read into `buf`: its first `FIRST_READ` bytes in one read (`text_file::read_from` without
+/// its `fstat` first: each call costs), then on as much at a time while the frontmatter has not closed, up
+/// to the whole buffer. Most frontmatters close within the first read, so a skill's body (kilobytes of
+/// know-how) is not copied in at all. Opened without blocking, what is not a regular file gives nothing at once (a FIFO) or
+/// fails (a folder), and is then refused by name.
 fn read_head(mut file: File, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
-    let n = loop {
-        match file.read(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            other => break other?,
-        }
-    };
+    let first = buf.len().min(FIRST_READ);
+    let mut n = read_some(&mut file, &mut buf[..first])?;
     if n == 0 && !file.metadata()?.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
+    while n < buf.len() && closing(&buf[..n]).is_none() {
+        let end = buf.len().min(n + FIRST_READ);
+        match read_some(&mut file, &mut buf[n..end])? {
+            0 => break,
+            more => n += more,
+        }
+    }
     Ok(n)
+}
+
+/// One read, retried when a signal interrupts it.
+fn read_some(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    loop {
+        match file.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Where the frontmatter's closing line ends in `head`: a whole line `---` (its end read too) after the
+/// first. Where this finds one, so does the parser (`frontmatter::parse`, which trims more).
+fn closing(head: &[u8]) -> Option<usize> {
+    let mut start = memchr::memchr(b'\n', head)? + 1;
+    while let Some(len) = memchr::memchr(b'\n', &head[start..]) {
+        if head[start..start + len].trim_ascii_end() == b"---" {
+            return Some(start + len + 1);
+        }
+        start += len + 1;
+    }
+    None
 }
 
 /// `rel` opened beneath the folder `dir` (a symlink leading out of it is refused), without blocking.
 pub(super) fn open_in(dir: &File, rel: &Path, flags: libc::c_int) -> std::io::Result<File> {
     crate::host::beneath::open_in(dir, rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | flags, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head_of(text: &str) -> (usize, String) {
+        let path = std::env::temp_dir().join(format!("stepwise-skill-head-{}-{}", std::process::id(), text.len()));
+        std::fs::write(&path, text).unwrap();
+        let mut buf = vec![0; HEAD_BYTES as usize];
+        let n = read_head(File::open(&path).unwrap(), &mut buf).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        (n, String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    #[test]
+    fn the_head_is_read_as_far_as_the_frontmatter_goes_and_the_body_is_left() {
+        let body = "Know-how.\n".repeat(10_000);
+        // Closed within the first read: the body past it is not read.
+        let (n, head) = head_of(&format!("---\nname: a\ndescription: d\n---\n{body}"));
+        assert_eq!(n, FIRST_READ);
+        assert!(head.starts_with("---\nname: a"));
+        // A frontmatter longer than the first read is read on until its closing line.
+        let front =
+            format!("---\nname: b\nmetadata:\n{}description: d\n---\n", "  k: vvvvvvvvvvvvvvvvvvvvv\n".repeat(200));
+        let (n, head) = head_of(&format!("{front}{body}"));
+        assert!(n >= front.len() && n < HEAD_BYTES as usize, "{n}");
+        assert!(head.contains("description: d\n---\n"));
+        // A line `----` at the first read's end is not the close; nor is a `---` whose line end is not read.
+        assert_eq!(closing(b"---\nname: c\n---"), None);
+        assert_eq!(closing(b"---\nname: c\n----\n"), None);
+        assert_eq!(closing(b"---\nname: c\n--- \r\nbody"), Some(18));
+        assert_eq!(closing(b"---\n---\n"), Some(8));
+        assert_eq!(closing(b"---\n"), None);
+        // Never closed: read up to the whole buffer (and refused by the caller), short files to their end.
+        assert_eq!(head_of(&format!("---\nname: d\n{body}")).0, HEAD_BYTES as usize);
+        assert_eq!(head_of("---\nname: e\n").0, 12);
+    }
 }

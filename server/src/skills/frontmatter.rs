@@ -161,10 +161,11 @@ fn value(n: usize, inline: &str, under: &[(usize, &str)]) -> Result<Option<Scala
     }
 }
 
-/// A plain scalar's text without a trailing ` # comment`.
+/// A plain scalar's text without a trailing ` # comment` (a `#` after a space or a tab).
 fn strip_comment(text: &str) -> &str {
-    let cut = text.match_indices(" #").next().or_else(|| text.match_indices("\t#").next()).map(|(i, _)| i);
-    cut.map_or(text, |i| &text[..i]).trim_end()
+    let b = text.as_bytes();
+    let cut = memchr::memchr_iter(b'#', b).find(|&i| i > 0 && matches!(b[i - 1], b' ' | b'\t'));
+    cut.map_or(text, |i| &text[..i - 1]).trim_end()
 }
 
 /// A plain scalar over several lines: lines joined by a space, a blank line a line break.

@@ -100,9 +100,9 @@ fn text(bytes: &[u8], cut: bool) -> Result<&str, String> {
     }
 }
 
-/// A skill's name, description and whether only the user calls it, from the head of its file.
-fn head_meta(folder: &str, bytes: &[u8]) -> Result<Skill, String> {
-    let cut = bytes.len() as u64 >= HEAD_BYTES;
+/// A skill's name, description and whether only the user calls it, from the head of its file: up to the
+/// frontmatter's closing line, or `cut` where it filled what discovery reads without one.
+fn head_meta(folder: &str, bytes: &[u8], cut: bool) -> Result<Skill, String> {
     let head = text(bytes, cut)?;
     let front = match frontmatter::parse(head) {
         Err(e) if cut && e.contains("closing") => {
@@ -170,7 +170,18 @@ pub fn check_name(name: &str) -> Result<(), String> {
 impl Skill {
     /// The description on one line (a YAML block's lines joined), as the catalogue and the editors' menus show it.
     pub fn one_line(&self) -> String {
-        self.description.split_whitespace().collect::<Vec<_>>().join(" ")
+        let d = &self.description;
+        // Most are one line of printable ASCII already: one pass over their bytes, no splitting (the
+        // catalogue of fifty skills is made before the first request).
+        let b = d.as_bytes();
+        let plain = b.iter().all(|c| (b' '..=b'~').contains(c))
+            && b.first() != Some(&b' ')
+            && b.last() != Some(&b' ')
+            && !b.windows(2).any(|w| w == b"  ");
+        if plain {
+            return d.clone();
+        }
+        d.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 }
 

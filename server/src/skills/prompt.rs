@@ -13,24 +13,32 @@ impl Skills {
     /// `- <name>: <description>` a line in the order found, within `CATALOGUE_MAX` characters; those that
     /// do not fit are counted on a last line.
     pub fn catalogue(&self) -> String {
-        let lines: Vec<String> = self.for_model().map(line).collect();
+        // Each line with its length in characters, counted once (the budget is in characters).
+        let lines: Vec<(String, usize)> = self
+            .for_model()
+            .map(|s| {
+                let l = line(s);
+                let n = l.chars().count();
+                (l, n)
+            })
+            .collect();
         if lines.is_empty() {
             return String::new();
         }
         let mut out = format!("\n\n{HEADING}");
-        let total: usize = out.chars().count() + lines.iter().map(|l| l.chars().count() + 1).sum::<usize>();
+        let mut used = out.chars().count();
+        let total: usize = used + lines.iter().map(|(_, n)| n + 1).sum::<usize>();
         // Room kept for the count when not every line fits.
         let reserve = if total <= CATALOGUE_MAX { 0 } else { left_out(lines.len()).chars().count() + 1 };
-        let mut used = out.chars().count();
+        out.reserve(total.min(CATALOGUE_MAX) * 2);
         let mut shown = 0;
-        for l in &lines {
-            let len = l.chars().count() + 1;
-            if used + len + reserve > CATALOGUE_MAX {
+        for (l, n) in &lines {
+            if used + n + 1 + reserve > CATALOGUE_MAX {
                 break;
             }
             out.push('\n');
             out.push_str(l);
-            used += len;
+            used += n + 1;
             shown += 1;
         }
         if shown < lines.len() {

@@ -285,3 +285,30 @@ fn load_skill_answers_the_body_and_the_folder_or_says_what_it_knows() {
     assert!(cut.len() < MAX_BYTES as usize + 300, "{}", cut.len());
     assert!(cut.contains(&format!("[cut: a skill is read up to 256 KiB; the rest is in {}]", dir.join(FILE).display())));
 }
+
+#[test]
+fn a_description_on_one_line_is_the_same_by_the_quick_way_and_the_whole() {
+    let skill = |d: &str| Skill {
+        name: "x".into(),
+        description: d.into(),
+        dir: PathBuf::new(),
+        scope: Scope::User,
+        user_only: false,
+        rel: None,
+    };
+    for d in [
+        "Plain words, one space each.",
+        "  leading",
+        "trailing ",
+        "two  spaces",
+        "a\tb",
+        "a\nb\n\nc",
+        "vertical\u{b}tab",
+        "no\u{a0}break space",
+        "ideographic\u{3000}space",
+        "é accented",
+        "",
+    ] {
+        assert_eq!(skill(d).one_line(), d.split_whitespace().collect::<Vec<_>>().join(" "), "{d:?}");
+    }
+}
