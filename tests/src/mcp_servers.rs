@@ -57,16 +57,24 @@ pub fn everything_stdio() -> Value {
 pub struct HttpServer {
     child: std::process::Child,
     pub url: String,
+    pub port: u16,
 }
 
 impl HttpServer {
     /// Starts it and returns once it listens (it writes its port after `listen`).
     pub fn start(dir: &Path) -> HttpServer {
+        HttpServer::start_with(dir, &[])
+    }
+
+    /// The same with more arguments: `json` (answers as JSON bodies, not event streams), a port to listen on.
+    pub fn start_with(dir: &Path, more: &[&str]) -> HttpServer {
         let port_file = dir.join("port");
+        let _ = std::fs::remove_file(&port_file);
         let mut child = std::process::Command::new(&tools().python)
             .arg(fastmcp_script())
             .arg("http")
             .arg(&port_file)
+            .args(more)
             .env("PYTHONWARNINGS", "ignore")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -83,7 +91,8 @@ impl HttpServer {
             assert!(std::time::Instant::now() < deadline, "the FastMCP HTTP server wrote no port in 30 s");
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
-        HttpServer { child, url: format!("http://127.0.0.1:{}/mcp", port.trim()) }
+        let port: u16 = port.trim().parse().expect("the port the server wrote");
+        HttpServer { child, url: format!("http://127.0.0.1:{port}/mcp"), port }
     }
 }
 

@@ -1,7 +1,10 @@
 //! MCP tools in the engine, against real servers nobody here wrote (FastMCP from the Python SDK and the
 //! reference `server-everything`, installed by tests/mcp/setup.sh): the model (the scripted mock) calls
 //! `mcp__<server>__<tool>` and reads the results; servers that crash, hang or print garbage are reported
-//! or answered with error results and the run goes on; the servers stop with the session.
+//! or answered with error results and the run goes on; the servers stop with the session. The client itself
+//! against the same servers: a crash ends every call waiting at once, the server's requests mid-call are
+//! answered, streamable HTTP answered with events or JSON bodies, a session the server forgot begun again and
+//! the session ended when the servers go.
 
 mod common;
 
@@ -203,4 +206,94 @@ async fn calls_ask_like_shell_commands_and_a_denial_runs_nothing() {
     assert!(stepwise_tests::mcp_servers::alive(pid));
     h.cfg = AgentConfig::default();
     assert!(gone(pid), "MCP server {pid} outlived its session");
+}
+
+/// Calls `name` of the started servers directly (no model), with `input`.
+async fn call_direct(set: &McpSet, name: &str, input: Value) -> stepwise::mcp::Answer {
+    let tools = set.ready().await;
+    let tool = tools.find(name).unwrap_or_else(|| panic!("no tool {name}"));
+    tools.call(tool, &input).await
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_ends_every_waiting_call_at_once_saying_how() {
+    tools();
+    let dir = TempDir::new("mcp-dies");
+    let timeouts = Timeouts { start: Duration::from_secs(60), call: Duration::from_secs(60) };
+    let (set, _) = start(json!({"py": fastmcp_stdio()}), dir.path(), timeouts);
+    set.ready().await;
+    let started = std::time::Instant::now();
+    let (hang, crash) =
+        tokio::join!(call_direct(&set, "mcp__py__hang", json!({})), call_direct(&set, "mcp__py__crash", json!({})));
+    // Both end when the server does, not at the call's time limit.
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    for answer in [&hang, &crash] {
+        assert!(answer.is_error, "{answer:?}");
+        assert!(
+            answer.text.starts_with("Error: MCP server py failed: it exited with code 3")
+                && answer.text.contains("\nits last output:\n")
+                && answer.text.ends_with("\ncrashing on purpose"),
+            "{}",
+            answer.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_servers_requests_mid_call_are_answered_on_stdio_and_http() {
+    tools();
+    let dir = TempDir::new("mcp-asks");
+    let server = HttpServer::start(dir.path());
+    let servers = json!({"py": fastmcp_stdio(), "web": {"type": "http", "url": server.url}});
+    let (set, reported) = start(servers, dir.path(), Timeouts::default());
+    for name in ["mcp__py__ask_client", "mcp__web__ask_client"] {
+        let answer = call_direct(&set, name, json!({})).await;
+        // The ping is answered; roots, which stepwise does not offer, are refused as the spec says.
+        assert_eq!(answer.text, "ping answered; roots refused with -32601", "{name}");
+    }
+    assert!(reported.lock().unwrap().is_empty(), "{:?}", reported.lock().unwrap());
+}
+
+#[tokio::test]
+async fn streamable_http_answered_as_json_bodies() {
+    let dir = TempDir::new("mcp-http-json");
+    let server = HttpServer::start_with(dir.path(), &["json"]);
+    let (set, reported) = start(json!({"web": {"type": "http", "url": server.url}}), dir.path(), Timeouts::default());
+    assert_eq!(call_direct(&set, "mcp__web__add", json!({"a": 2, "b": 3})).await.text, "sum=5");
+    let failed = call_direct(&set, "mcp__web__fail", json!({"reason": "json"})).await;
+    assert!(failed.is_error && failed.text.contains("failed on purpose: json"), "{failed:?}");
+    assert!(reported.lock().unwrap().is_empty(), "{:?}", reported.lock().unwrap());
+}
+
+// Two threads: the client's connections see the old server go while the test waits for the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_http_server_forgot_is_begun_again() {
+    let dir = TempDir::new("mcp-http-renew");
+    let server = HttpServer::start(dir.path());
+    let (set, _) = start(json!({"web": {"type": "http", "url": server.url}}), dir.path(), Timeouts::default());
+    assert_eq!(call_direct(&set, "mcp__web__add", json!({"a": 1, "b": 1})).await.text, "sum=2");
+    // The server restarts on the same port: it knows the session no more (404), and a new one is begun.
+    let port = server.port.to_string();
+    drop(server);
+    let _server = HttpServer::start_with(dir.path(), &[&port]);
+    assert_eq!(call_direct(&set, "mcp__web__add", json!({"a": 2, "b": 2})).await.text, "sum=4");
+    assert_eq!(call_direct(&set, "mcp__web__sessions", json!({})).await.text, "1");
+}
+
+#[tokio::test]
+async fn the_http_session_is_ended_when_its_servers_go() {
+    let dir = TempDir::new("mcp-http-delete");
+    let server = HttpServer::start(dir.path());
+    let config = json!({"web": {"type": "http", "url": server.url}});
+    let (first, _) = start(config.clone(), dir.path(), Timeouts::default());
+    assert_eq!(call_direct(&first, "mcp__web__sessions", json!({})).await.text, "1");
+    let (second, _) = start(config, dir.path(), Timeouts::default());
+    assert_eq!(call_direct(&second, "mcp__web__sessions", json!({})).await.text, "2");
+    drop(first);
+    // The first session's DELETE goes in the background: the server counts it gone soon after.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while call_direct(&second, "mcp__web__sessions", json!({})).await.text != "1" {
+        assert!(std::time::Instant::now() < deadline, "the first session was never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

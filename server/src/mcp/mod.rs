@@ -3,8 +3,8 @@
 //! A server that fails is reported and its tools left out; a call that fails is an error result. The
 //! servers stop when the set is dropped (stdio ones with everything they started: process.rs).
 
+mod client;
 pub mod config;
-mod http;
 pub(crate) mod process;
 pub mod report;
 mod result;
@@ -18,10 +18,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::{join_all, BoxFuture};
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -168,14 +164,34 @@ pub struct McpTool {
 }
 
 /// A server that answered, with the tools it listed.
-type Connected = (Live, Vec<rmcp::model::Tool>);
+type Connected = (Live, Vec<client::Tool>);
 
 struct Live {
     name: String,
-    service: RunningService<RoleClient, ()>,
-    /// Kills a stdio server (and what it started) when the set goes.
-    _reaper: Option<process::Reaper>,
-    stderr_tail: Option<Arc<Mutex<process::Stderr>>>,
+    client: client::Client,
+    /// A stdio server's process.
+    process: Option<Process>,
+}
+
+/// A stdio server's process: killed (with everything it started) when the set goes; how it ended, said
+/// once to every call it failed.
+struct Process {
+    reaper: tokio::sync::Mutex<process::Reaper>,
+    stderr: Arc<Mutex<process::Stderr>>,
+    ended: tokio::sync::OnceCell<String>,
+}
+
+impl Live {
+    /// Why a call failed: for a stdio server gone, how it ended (it exited, it was killed).
+    async fn why(&self, e: client::Error) -> String {
+        match (&self.process, &e) {
+            (Some(p), client::Error::Closed(_)) => {
+                let ended = p.ended.get_or_init(|| async { p.reaper.lock().await.ended(e.to_string()).await });
+                ended.await.clone()
+            }
+            _ => e.to_string(),
+        }
+    }
 }
 
 /// How one server's start went, as editors show it (`stepwise/mcp`).
@@ -218,8 +234,8 @@ impl McpTools {
                         .map(|t| McpTool {
                             exposed: exposed_name(&name, &t.name),
                             server: name.clone(),
-                            tool: t.name.to_string(),
-                            description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                            tool: t.name,
+                            description: t.description.unwrap_or_default(),
                             schema: schema(&t.input_schema).into(),
                             index,
                         })
@@ -274,14 +290,14 @@ impl McpTools {
             return Answer::error(format!("MCP server {} is not running", tool.server));
         };
         let args = input.as_object().cloned().unwrap_or_default();
-        let params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(args);
-        let answer = tokio::time::timeout(self.timeout, live.service.call_tool(params)).await;
+        let answer = tokio::time::timeout(self.timeout, live.client.call_tool(&tool.tool, args)).await;
         match answer {
             Ok(Ok(r)) => result::output(&r),
             Ok(Err(e)) => {
-                let tail = live.stderr_tail.as_ref().map(|t| crate::locks::lock(t).tail()).unwrap_or_default();
+                let why = live.why(e).await;
+                let tail = live.process.as_ref().map(|p| crate::locks::lock(&p.stderr).tail()).unwrap_or_default();
                 let tail = if tail.is_empty() { String::new() } else { format!("\nits last output:\n{tail}") };
-                Answer::error(format!("MCP server {} failed: {e}{tail}", live.name))
+                Answer::error(format!("MCP server {} failed: {why}{tail}", live.name))
             }
             Err(_) => Answer::error(format!(
                 "MCP tool {} of {} timed out after {}s (STEPWISE_MCP_TIMEOUT)",
@@ -315,30 +331,24 @@ fn schema(s: &serde_json::Map<String, Value>) -> Value {
 }
 
 async fn connect(c: &Configured, root: &std::path::Path, timeout: Duration) -> Result<Connected, String> {
-    let (service, reaper, tail) = match &c.spec {
+    let (client, process) = match &c.spec {
         ServerSpec::Stdio { command, args, env } => {
             let mut child = process::spawn(root, command, args, env)?;
-            match ().serve((child.stdout, child.stdin)).await {
-                Ok(service) => (service, Some(child.reaper), Some(child.stderr)),
-                Err(e) => return Err(child.reaper.why_failed(e.to_string(), &child.stderr).await),
+            let client = client::Client::stdio(child.stdout, child.stdin, &c.name);
+            if let Err(e) = client.initialize().await {
+                return Err(child.reaper.why_failed(e.to_string(), &child.stderr).await);
             }
+            let ended = Default::default();
+            (client, Some(Process { reaper: child.reaper.into(), stderr: child.stderr, ended }))
         }
         ServerSpec::Http { url, headers } => {
-            let mut custom = std::collections::HashMap::new();
-            for (k, v) in headers {
-                let name = ::http::HeaderName::try_from(k.as_str()).map_err(|_| format!("bad header name '{k}'"))?;
-                let value =
-                    ::http::HeaderValue::try_from(v.as_str()).map_err(|_| format!("bad value for header '{k}'"))?;
-                custom.insert(name, value);
-            }
-            let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(http::Client::new(timeout)?, cfg);
-            let service = ().serve(transport).await.map_err(|e| e.to_string())?;
-            (service, None, None)
+            let client = client::Client::http(client::Http::new(url, headers, timeout)?, &c.name);
+            client.initialize().await.map_err(|e| e.to_string())?;
+            (client, None)
         }
     };
-    let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
-    Ok((Live { name: c.name.clone(), service, _reaper: reaper, stderr_tail: tail }, tools))
+    let tools = client.list_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
+    Ok((Live { name: c.name.clone(), client, process }, tools))
 }
 
 #[cfg(test)]

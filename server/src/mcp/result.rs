@@ -1,7 +1,6 @@
 //! A tool's answer as the model reads it: text joined; images, audio and binary resources named;
 //! `isError` as an error result.
 
-use rmcp::model::CallToolResult;
 use serde_json::Value;
 
 use crate::host::shell::truncate_middle;
@@ -20,14 +19,23 @@ impl Answer {
     }
 }
 
+/// A `tools/call` result as the server sent it: its content blocks are kept as JSON (the content types
+/// grow with the protocol, their wire names do not change).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallResult {
+    #[serde(default)]
+    pub content: Vec<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: Option<bool>,
+}
+
 /// As much as a shell command's output (the seed's cap).
 const CAP: usize = 50_000;
 
-pub fn output(r: &CallToolResult) -> Answer {
+pub fn output(r: &CallResult) -> Answer {
     let mut parts: Vec<String> = Vec::new();
-    for block in &r.content {
-        // Read through JSON: the content types grow with the protocol, their wire names do not change.
-        let v = serde_json::to_value(block).unwrap_or(Value::Null);
+    for v in &r.content {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
         parts.push(match s("type") {
             "text" => s("text").to_string(),
@@ -64,7 +72,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(v: Value) -> CallToolResult {
+    fn parse(v: Value) -> CallResult {
         serde_json::from_value(v).unwrap()
     }
 
