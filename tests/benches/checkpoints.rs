@@ -6,7 +6,9 @@
 //! - a round without a shell command: `take` plus one `write_file` (`before_write` / `after_write`);
 //! - a round around a shell command: `take` plus `before_command` / `after_command` around a command that
 //!   modifies, creates and deletes a file;
-//! - the first scan (the one-time copy), a rewind of 20 rounds, reopening after a restart, and disk use.
+//! - the first scan (the one-time copy), a rewind of 20 rounds, reopening after a restart, and disk use;
+//! - a full walk of the workspace (as the copy, or a scan without notifications, makes it) and the ignore
+//!   rules alone on every followed path, with the one-line `.gitignore` and with a longer one of common rules.
 //!
 //! Targets: under 20 ms median without a command, under 60 ms median around one. Prints the numbers;
 //! asserts nothing about timing.
@@ -31,9 +33,11 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stepwise::checkpoint::{Checkpoints, Limits, Meta, Restore};
+use stepwise::checkpoint::{followed, Checkpoints, Limits, Meta, Restore};
+use stepwise::ignore_files::{self, ignored};
 use stepwise::llm::{Block, Message, Role};
 use stepwise::session::Session;
 use stepwise_tests::disk::{extents, free_bytes};
@@ -260,6 +264,44 @@ async fn small() {
     let t = Instant::now();
     let cp = Checkpoints::open(Some(state.path()), ws.path(), Limits::default()).unwrap();
     println!("reopen after a restart ({} checkpoints): {:.1} ms", cp.list().len(), t.elapsed().as_secs_f64() * 1000.0);
+    drop(cp);
+    walks(ws.path());
+}
+
+/// A `.gitignore` of common rules (of every form: names, `*.ext`, classes, anchored, `**`, negations, folders
+/// only), of which only `build/` leaves out a file of the workspace.
+const COMMON: &str =
+    "*.log\nnode_modules/\ntarget/\n**/*.rs.bk\n.DS_Store\n*.py[cod]\n__pycache__/\n/dist\ncoverage/\n\
+    *.swp\n.env\n.env.*\n!.env.example\n*.tmp\n.idea/\n.vscode/*\n!.vscode/settings.json\nnpm-debug.log*\n\
+    yarn-error.log*\n*.tsbuildinfo\n.cache/\nout/\n*.o\n*.so\n*.dylib\n/vendor/\n**/tmp/**\ndocs/_build/\n*~\n\
+    src/**/generated/\nbuild/\n";
+
+/// Full walks of the workspace (21 each) and the rules alone on every followed path, with the one-line
+/// `.gitignore` and with `COMMON`: what matching the rules costs a walk.
+fn walks(root: &Path) {
+    for (what, text) in [("the one-line .gitignore", "build/\n"), ("a 31-line .gitignore", COMMON)] {
+        std::fs::write(root.join(".gitignore"), text).unwrap();
+        let (mut wall, mut used, mut files) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..21 {
+            let (t, c) = (Instant::now(), cpu());
+            files = followed(root).len();
+            wall.push(t.elapsed());
+            used.push(cpu() - c);
+        }
+        stats(&format!("a full walk ({files} files followed), {what}, wall"), wall);
+        stats(&format!("a full walk, {what}, CPU time of the process"), used);
+        let rules = vec![Arc::new(ignore_files::read(&root.join(".gitignore"), root).unwrap())];
+        let paths: Vec<PathBuf> = followed(root).into_iter().map(|(key, _)| root.join(key)).collect();
+        let mut alone = Vec::new();
+        for _ in 0..21 {
+            let t = Instant::now();
+            let kept = paths.iter().filter(|p| !ignored(&rules, p, false)).count();
+            alone.push(t.elapsed());
+            assert_eq!(kept, paths.len());
+        }
+        stats(&format!("the rules alone on the {} followed paths, {what}", paths.len()), alone);
+    }
+    std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
 }
 
 /// The 250,000-file workspace, made once (it takes minutes on two cores) and kept under `target`: its path

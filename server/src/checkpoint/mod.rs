@@ -8,9 +8,9 @@
 //! - shell commands, found by scanning (`before_command` / `after_command` in `commands.rs`, `scan.rs`): a shadow copy of the
 //!   workspace lives in the object store, made in the background from when the workspace opens (`copy.rs`);
 //!   the file system's change notifications (`watch/`) name the paths to look at, and `lstat` tells which
-//!   of them to read again. `.gitignore` is honoured (the `ignore` crate, as ripgrep), `.git` is never read
-//!   nor written, a file over the size limit is followed by its size and mtime and reported as not
-//!   restorable if a command changes it.
+//!   of them to read again. `.gitignore` is honoured (`ignore_files`: git's rules; `.ignore` too, as
+//!   ripgrep), `.git` is never read nor written, a file over the size limit is followed by its size and
+//!   mtime and reported as not restorable if a command changes it.
 //!
 //! Why this mechanism (numbers in docs/benchmarks.md, `cargo bench -p stepwise-tests --bench checkpoints`): a round without a
 //! command costs only the conversation's new messages (no walk at all); a command costs what it changed: the paths

@@ -4,15 +4,15 @@
 //! request walks it for the servers a workspace needs (`servers/look.rs`), and a command's new files are
 //! found by it where no checkpoints say what changed (`untracked.rs`).
 //!
-//! Written here over `ignore`'s `WalkBuilder` (whose gitignore matcher it still uses): the builder's fixed
-//! costs were most of what a served workspace added to the start (issue 39; 0.2–0.4 ms before the first
-//! model request, paired): it sizes a regex pool from the cgroup's CPU quota (8 syscalls), canonicalises the
-//! root and reads the ignore files of every folder up to `/`, and asks the disk for five names in every
-//! folder. This walk reads each folder once and builds a matcher only where a folder holds an ignore file,
-//! so a workspace without a served file costs a plain read of its folders (a glance before the look spared
-//! that workspace `WalkBuilder`'s costs; it is no longer needed, and an ignored `node_modules` is now
-//! skipped, where the glance read it). The ignore files of the folders above the workspace are not read:
-//! the walk says which languages the workspace has and which files a command made in it, and the user
+//! Written here over `ignore`'s `WalkBuilder` (the crate is gone since; `ignore_files` matches the rules):
+//! the builder's fixed costs were most of what a served workspace added to the start (issue 39; 0.2–0.4 ms
+//! before the first model request, paired): it sized a regex pool from the cgroup's CPU quota (8 syscalls),
+//! canonicalised the root and read the ignore files of every folder up to `/`, and asked the disk for five
+//! names in every folder. This walk reads each folder once and builds a matcher only where a folder holds an
+//! ignore file, so a workspace without a served file costs a plain read of its folders (a glance before the
+//! look spared that workspace `WalkBuilder`'s costs; it is no longer needed, and an ignored `node_modules`
+//! is now skipped, where the glance read it). The ignore files of the folders above the workspace are not
+//! read: the walk says which languages the workspace has and which files a command made in it, and the user
 //! opened that folder.
 
 use crate::ignore_files::{self, ignored, Rules};
