@@ -4,10 +4,12 @@
 //! compact if needed, tell the model what the user did meanwhile, ask the model, read its answer, run
 //! its tools, close the round.
 
+mod ahead;
 mod answer;
 mod child;
 mod round;
 mod tasks;
+pub use ahead::Ahead;
 
 pub use child::{run_child, stopped, Child, ChildOutcome, CHILD_NOTE};
 
@@ -48,6 +50,8 @@ pub struct AgentConfig {
     pub mode: Mode,
     /// Code intelligence: the `diagnostics` setting and the language servers stepwise starts (`intel/`).
     pub intel: crate::intel::Setup,
+    /// The workspace's instruction files, skills and agents, read ahead while the run was prepared.
+    pub ahead: Ahead,
 }
 
 impl Default for AgentConfig {
@@ -62,6 +66,7 @@ impl Default for AgentConfig {
             sandbox: crate::sandbox::SandboxSettings::OFF,
             mode: Mode::Default,
             intel: crate::intel::Setup::default(),
+            ahead: Ahead::default(),
         }
     }
 }
@@ -103,14 +108,14 @@ pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
     r: &Run<'_, H, E>,
 ) -> RunOutcome {
     r.shared.inbox.open();
-    // Found once per run: the system prompt's catalogue stays byte-stable within it, and what changed
-    // since the last run is seen now.
-    let skills = crate::skills::find(r.host.root());
+    // Read once per run: the system prompt stays byte-stable within it, and what changed since the last
+    // run is seen now.
+    let found = r.cfg.ahead.take(r.host.root()).await;
     // What the user did while no run went on (a plan edit) comes before the prompt it goes with.
     round::tell_user_news(messages, r);
     push_prompt(messages, prompt, images);
     // `/<name> [text]` naming a skill: the skill comes with the prompt, for every adapter alike.
-    if let Some((skill, block)) = skills.expand(prompt) {
+    if let Some((skill, block)) = found.skills.expand(prompt) {
         let text = block.unwrap_or_else(|e| format!("Error: the skill {} could not be loaded: {e}", skill.name));
         push_user_text(messages, text);
     }
@@ -124,7 +129,7 @@ pub async fn run<H: Host + ?Sized, E: EventSink + ?Sized>(
         Some(set) => tokio::select! { biased; _ = r.cancel.cancelled() => None, t = set.ready() => Some(t) },
         None => None,
     };
-    let mut turn = round::Turn::new(messages, r, mcp, skills);
+    let mut turn = round::Turn::new(messages, r, mcp, found);
     let mut outcome = loop {
         if let Some(outcome) = turn.round(messages, r).await {
             break outcome;

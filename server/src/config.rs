@@ -370,6 +370,7 @@ pub fn agent(env: &Env, o: &Overrides) -> Result<AgentConfig, String> {
         bash_timeout: Duration::from_secs(bash.max(1)),
         mcp: crate::mcp::McpConfig::read(|var, default| number(env, var, default))?,
         sandbox: sandbox(env, o)?,
+        ahead: Default::default(),
     })
 }
 

@@ -48,7 +48,7 @@ pub async fn run_child<H: Host + ?Sized, E: EventSink + ?Sized>(
         None => None,
     };
     // Skills are the workspace's, as for the parent: found again for the child's own run.
-    let mut turn = round::Turn::new(messages, r, mcp, crate::skills::find(r.host.root()));
+    let mut turn = round::Turn::new(messages, r, mcp, super::ahead::find(r.host.root()));
     let outcome = loop {
         if let Some(outcome) = turn.round(messages, r).await {
             break outcome;

@@ -9,7 +9,6 @@ use super::{finish, push_user_text, Run, CANCELLED, REMINDER};
 use crate::context::estimate_tokens;
 use crate::events::{Event, EventSink};
 use crate::host::Host;
-use crate::instructions;
 use crate::llm::{Block, Message, ModelRequest, Role, ToolSpec, Usage};
 use crate::mcp::McpTools;
 use crate::session::{FinishReason, RunOutcome};
@@ -48,16 +47,14 @@ impl Turn {
         messages: &[Message],
         r: &Run<'_, H, E>,
         mcp: Option<Arc<McpTools>>,
-        skills: crate::skills::Skills,
+        found: super::ahead::Found,
     ) -> Turn {
-        // Found once per run, as skills are: the catalogue in the system prompt and the `task` calls agree.
-        let agents = crate::subagents::agents::find(r.host.root());
+        // Read once per run (`ahead.rs`): the catalogues in the system prompt and the calls agree.
+        let super::ahead::Found { instructions, skills, agents } = found;
         // A child in plan mode (`explore`) is read-only, not planning: it is told no planning prompt.
         let prompt_mode = if r.child.is_some() { crate::plan::Mode::Default } else { r.cfg.mode };
-        // Instruction files and skills are read once per run: the prompt's prefix stays byte-stable.
-        let mut system = tools::system_prompt(r.host.root(), r.cfg.planning, prompt_mode)
-            + &instructions::load(r.host.root()).prompt
-            + &skills.catalogue();
+        let mut system =
+            tools::system_prompt(r.host.root(), r.cfg.planning, prompt_mode) + &instructions + &skills.catalogue();
         // Not where every language server the workspace uses is known not to start: they could only fail.
         let mut specs = tools::specs(
             r.cfg.planning,

@@ -3,10 +3,11 @@
 //! system prompt lists them one a line (`catalogue`); the body comes into the conversation only when the
 //! model calls `load_skill` or the user types `/<name>` (`prompt.rs`).
 //!
-//! Found once per run (`find.rs`), in `<workspace>/.agents/skills/`, `<workspace>/.claude/skills/`,
+//! Found once per run (`find.rs`; read ahead while the run is prepared: `agent/ahead.rs`), in `<workspace>/.agents/skills/`, `<workspace>/.claude/skills/`,
 //! `~/.agents/skills/` and `$XDG_CONFIG_HOME/stepwise/skills/`, in that order: a name found twice is the
 //! first folder's (the workspace's wins), the other said by `stepwise doctor`. Discovery reads only each
-//! `SKILL.md`'s head (its frontmatter), in one call; the body is read when a skill is loaded.
+//! `SKILL.md`'s head, as far as its frontmatter goes (one call for most); the body is read when a skill is
+//! loaded.
 //!
 //! The workspace's files are read without trusting them (the model can write them): opened beneath the
 //! workspace, so a symlink cannot lead the read out of it, without waiting on a FIFO, up to a bound.

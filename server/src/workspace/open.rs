@@ -96,6 +96,9 @@ pub struct RunRequest<'a> {
     /// The adapter's host is the source of code intelligence (an editor answering `stepwise/query`): no
     /// language server of stepwise's own is looked for, asked about or started.
     pub host_intelligence: bool,
+    /// The workspace's folders, read ahead by an adapter that could begin sooner (`stepwise run`, as it
+    /// sets up); else begun here.
+    pub ahead: Option<crate::agent::Ahead>,
 }
 
 /// What a run needs: its settings (MCP servers included) and its model.
@@ -166,9 +169,15 @@ impl Workspace {
     /// and starts the session's MCP servers the first time (asking about a workspace `.mcp.json`).
     /// `Err` is the first reason the run cannot start, said before any request is made.
     pub async fn prepare_run<A: Asker>(&self, req: RunRequest<'_>, asker: &A) -> Result<Prepared, String> {
+        // What the run reads of the workspace's folders is read beside the rest of the preparation.
+        let ahead = match req.ahead {
+            Some(ahead) => Some(ahead),
+            None => (!req.compaction).then(|| crate::agent::Ahead::start(self.root.clone())),
+        };
         let env = Env::for_workspace(&self.root);
         let o = &req.overrides;
         let mut cfg = config::agent(&env, o)?;
+        cfg.ahead = ahead.unwrap_or_default();
         // Which language servers the workspace needs is looked for beside the rest of the preparation.
         let intel = cfg.intel.mode != crate::intel::DiagnosticsMode::Off && !req.host_intelligence && !req.compaction;
         let look = if intel { self.look_for_servers() } else { None };
