@@ -18,7 +18,7 @@ import {
   onlyConversation,
   openFile,
   page,
-  recordPath,
+  requests,
   runCommand,
   screenshot,
   serverLog,
@@ -45,12 +45,6 @@ const SCRIPT = [
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'diagnostics', keyViaEnv: true });
-
-/** The model's requests as the mock recorded them. */
-function requests() {
-  if (!fs.existsSync(recordPath)) return [];
-  return fs.readFileSync(recordPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
 
 /** The text blocks of the last user message of a recorded request. */
 function lastUserText(request) {

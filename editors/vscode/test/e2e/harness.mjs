@@ -194,6 +194,12 @@ export function findFiles(dir, pred, out = []) {
 }
 
 /** The "Stepwise Server" output channel (the server's stderr), as VS Code logs it. */
+/** The model's requests as the mock recorded them (none before the first). */
+export function requests() {
+  if (!recordPath || !fs.existsSync(recordPath)) return [];
+  return fs.readFileSync(recordPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
 export function serverLog() {
   if (!userDataDir) return '';
   return findFiles(path.join(userDataDir, 'logs'), (n) => /Stepwise Server/.test(n))

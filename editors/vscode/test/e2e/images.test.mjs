@@ -4,10 +4,9 @@
 // image in the conversation; after a reload the view shows it again, fetched from the server by id. An image
 // dropped on the input is attached too. Screenshots: images/*.png.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { LONG, SHORT, artifacts, onlyConversation, page, recordPath, runCommand, screenshot, step, useCodeServer, viewFrame, waitFor, waitStatus } from './harness.mjs';
+import { LONG, SHORT, artifacts, onlyConversation, page, requests, runCommand, screenshot, step, useCodeServer, viewFrame, waitFor, waitStatus } from './harness.mjs';
 
 const TASK = 'Why is the Save button cut off?';
 const SCRIPT = [
@@ -62,12 +61,6 @@ async function paste(frame, images) {
     list.forEach((data, i) => dt.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], `shot-${i}.png`, { type: 'image/png' })));
     box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
   }, images.map(b64));
-}
-
-/** The model's requests as the mock recorded them. */
-function requests() {
-  if (!fs.existsSync(recordPath)) return [];
-  return fs.readFileSync(recordPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
 async function screenshots(name) {

@@ -2,7 +2,6 @@
 // reaches the server (its `stepwise/plan` follows) and the model's next request carries the `<plan-edit>`
 // block; the plan as a text document is applied on save, a broken rule shown with the document kept.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import {
   LONG,
   SHORT,
@@ -12,7 +11,7 @@ import {
   log,
   page,
   planRows,
-  recordPath,
+  requests,
   runCommand,
   screenshot,
   serverLog,
@@ -94,10 +93,6 @@ function strings(v, out = []) {
   if (typeof v === 'string') out.push(v);
   else if (v && typeof v === 'object') for (const x of Object.values(v)) strings(x, out);
   return out;
-}
-
-function requests() {
-  return fs.existsSync(recordPath) ? fs.readFileSync(recordPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : [];
 }
 
 /** Replaces the active editor's text by typing it. */

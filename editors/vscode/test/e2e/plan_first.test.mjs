@@ -21,7 +21,7 @@ import {
   openFile,
   page,
   planRows,
-  recordPath,
+  requests,
   runCommand,
   screenshot,
   step,
@@ -59,10 +59,6 @@ const SCRIPT = [
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'plan-first', keyViaEnv: true });
-
-function requests() {
-  return fs.existsSync(recordPath) ? fs.readFileSync(recordPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : [];
-}
 
 step('Plan First is toggled on and a run plans without changing anything', async () => {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: LONG });

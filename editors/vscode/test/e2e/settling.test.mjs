@@ -18,7 +18,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { LONG, SHORT, artifacts, onlyConversation, openFile, page, recordPath, runCommand, screenshot, serverLog, step, useCodeServer, viewFrame, waitFor, waitStatus, workspaceDir } from './harness.mjs';
+import { LONG, SHORT, artifacts, onlyConversation, openFile, page, requests, runCommand, screenshot, serverLog, step, useCodeServer, viewFrame, waitFor, waitStatus, workspaceDir } from './harness.mjs';
 
 const ERROR = "Type 'string' is not assignable to type 'number'.";
 const SCRIPT = [
@@ -39,11 +39,6 @@ const SCRIPT = [
 ];
 
 useCodeServer(SCRIPT, { artifacts: 'settling', keyViaEnv: true });
-
-function requests() {
-  if (!fs.existsSync(recordPath)) return [];
-  return fs.readFileSync(recordPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
 
 /** The text blocks of the last user message of a recorded request. */
 function lastUserText(request) {

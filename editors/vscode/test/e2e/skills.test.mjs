@@ -13,7 +13,7 @@ import {
   artifacts,
   onlyConversation,
   page,
-  recordPath,
+  requests,
   runCommand,
   screenshot,
   step,
@@ -33,12 +33,6 @@ function skill(name, description, body) {
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'SKILL.md'), `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`);
   return dir;
-}
-
-/** The model's requests as the mock recorded them. */
-function requests() {
-  if (!fs.existsSync(recordPath)) return [];
-  return fs.readFileSync(recordPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
 /** The menu's rows: [label, description]. */

@@ -16,7 +16,7 @@ import {
   norm,
   onlyConversation,
   page,
-  recordPath,
+  requests,
   runCommand,
   screenshot,
   serverLog,
@@ -66,12 +66,6 @@ async function childCalls(description) {
   if ((await details.getAttribute('open')) === null) await details.locator('summary').first().click();
   await c.locator('.sa-children').waitFor({ state: 'visible', timeout: SHORT });
   return c.locator('.sa-children > .card.tool').evaluateAll((cards) => cards.map((x) => [x.getAttribute('data-tool'), x.querySelector('.summary')?.textContent ?? '']));
-}
-
-/** The model's requests as the mock recorded them. */
-function requests() {
-  if (!fs.existsSync(recordPath)) return [];
-  return fs.readFileSync(recordPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
 step('two task calls of one response: both cards are live while their children run', async () => {
