@@ -9,18 +9,11 @@ import { formatTokens } from './status';
 
 export type SubagentState = wire.SubagentState;
 
-/** A child as its card shows it. */
-export interface SubagentInfo {
-  /** `sa-<n>`. */
-  id: string;
-  description: string;
-  agent: string;
-  state: SubagentState;
-  rounds: number;
-  /** The tool of its latest call. */
-  lastTool?: string;
-  tokens: number;
-}
+/** A child as its card shows it: the parts of `stepwise/subagent` that are the child's own. */
+export type SubagentInfo = Pick<
+  wire.SubagentParams,
+  'id' | 'description' | 'agent' | 'state' | 'rounds' | 'lastTool' | 'tokens'
+>;
 
 /** `stepwise/subagent` as the view reads it: any part possibly missing. */
 export type SubagentEvent = Partial<wire.SubagentParams>;
