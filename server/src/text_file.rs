@@ -34,15 +34,23 @@ pub fn read_from(mut file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> 
     let mut bytes = vec![0; meta.len().min(max) as usize];
     let mut filled = 0;
     while filled < bytes.len() {
-        match file.read(&mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        match read_some(&mut file, &mut bytes[filled..])? {
+            0 => break,
+            n => filled += n,
         }
     }
     bytes.truncate(filled);
     Ok(bytes)
+}
+
+/// One read into `buf`, retried when a signal interrupts it.
+pub(crate) fn read_some(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match file.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
 }
 
 /// `read` as text: `InvalidData` if the bytes read are not UTF-8.

@@ -167,29 +167,18 @@ fn open_user(path: &Path) -> std::io::Result<File> {
 /// fails (a folder), and is then refused by name.
 fn read_head(mut file: File, buf: &mut [u8]) -> std::io::Result<usize> {
     let first = buf.len().min(FIRST_READ);
-    let mut n = read_some(&mut file, &mut buf[..first])?;
+    let mut n = crate::text_file::read_some(&mut file, &mut buf[..first])?;
     if n == 0 && !file.metadata()?.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
     while n < buf.len() && closing(&buf[..n]).is_none() {
         let end = buf.len().min(n + FIRST_READ);
-        match read_some(&mut file, &mut buf[n..end])? {
+        match crate::text_file::read_some(&mut file, &mut buf[n..end])? {
             0 => break,
             more => n += more,
         }
     }
     Ok(n)
-}
-
-/// One read, retried when a signal interrupts it.
-fn read_some(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
-    loop {
-        match file.read(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            other => return other,
-        }
-    }
 }
 
 /// Where the frontmatter's closing line ends in `head`: a whole line `---` (its end read too) after the
