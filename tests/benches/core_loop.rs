@@ -12,9 +12,9 @@
 //! streaming and parsing the answer), then every tool call and the bookkeeping of the round.
 //! Peak RSS is VmHWM from /proc/self/status, reset between the two ways via /proc/self/clear_refs.
 
-use std::io::{BufRead, BufReader, Write};
+use std::ffi::OsStr;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use stepwise::events::{Event, EventSink};
 use stepwise::host::DiskHost;
 use stepwise::llm::{Llm, ProviderConfig, ProviderKind, Replay};
 use stepwise::workspace::Workspace;
+use stepwise_tests::mock::process::MockProcess;
 
 const ROUNDS: usize = 200;
 const FILE_LINES: usize = 1000;
@@ -308,32 +309,9 @@ fn report(label: &str, samples: &[Vec<Round>], hwm_kb: u64) {
     );
 }
 
-struct MockProcess {
-    child: Child,
-    url: String,
-}
-
-impl Drop for MockProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_mock(script: &Path) -> MockProcess {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mock-model"))
-        .arg("--script")
-        .arg(script)
-        .args(["--quiet", "--exit-on-stdin-eof"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("cannot start mock-model");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("mock-model said: {line:?}")).to_string();
-    MockProcess { child, url }
+    let args = [OsStr::new("--script"), script.as_os_str(), OsStr::new("--quiet"), OsStr::new("--exit-on-stdin-eof")];
+    MockProcess::start(Path::new(env!("CARGO_BIN_EXE_mock-model")), args)
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -23,12 +23,14 @@
 //! seed. Peak memory (the process's maximum RSS from `wait4`) and CPU time per round of the whole process
 //! come with it. Prints; asserts only that every session ran to its end.
 
-use std::io::{BufRead, BufReader, Write};
+use std::ffi::OsStr;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::stepwise_binary;
+use stepwise_tests::mock::process::MockProcess;
 use stepwise_tests::TempDir;
 
 const ROUNDS: usize = 200;
@@ -131,19 +133,16 @@ struct Programs {
 fn run_session(h: Harness, programs: &Programs, root: &Path, script: &Path, n: usize) -> Session {
     let ws = workspace(root, &format!("ws-{n}"));
     let timing = root.join(format!("timing-{n}.txt"));
-    let mut mock = Command::new(env!("CARGO_BIN_EXE_mock-model"))
-        .arg("--script")
-        .arg(script)
-        .arg("--timing")
-        .arg(&timing)
-        .args(["--quiet", "--exit-on-stdin-eof"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cannot start mock-model");
-    let mut line = String::new();
-    BufReader::new(mock.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("listening ").expect("mock-model's address").to_string();
+    let args = [
+        OsStr::new("--script"),
+        script.as_os_str(),
+        OsStr::new("--timing"),
+        timing.as_os_str(),
+        OsStr::new("--quiet"),
+        OsStr::new("--exit-on-stdin-eof"),
+    ];
+    let mock = MockProcess::start(Path::new(env!("CARGO_BIN_EXE_mock-model")), args);
+    let url = mock.url.clone();
 
     let mut cmd = match h {
         Harness::Seed => {
@@ -193,8 +192,7 @@ fn run_session(h: Harness, programs: &Programs, root: &Path, script: &Path, n: u
     }
     let (status, usage) = wait4(child.id() as i32);
     assert!(status == 0, "{} exited with status {status}", h.label());
-    drop(mock.stdin.take());
-    let _ = mock.wait();
+    mock.finish();
 
     let times: Vec<(f64, f64, f64)> = std::fs::read_to_string(&timing)
         .unwrap()

@@ -22,13 +22,14 @@
 //! history), clean and with 20 files changed and 5 untracked, answered to the editor; then its removal
 //! (`stepwise.closeSession {"discard": true}`). Prints tables; asserts nothing about timing.
 
-use std::io::{BufRead, BufReader};
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use stepwise_tests::lsp_client::*;
+use stepwise_tests::mock::process::MockProcess;
 use stepwise_tests::mock::{MockModel, Step, Turn};
 
 const ROUNDS: usize = 200;
@@ -104,40 +105,23 @@ impl Case {
     }
 }
 
-struct MockProcess {
-    child: Child,
-    url: String,
-}
-
-impl Drop for MockProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_mock(dir: &Path, routes: &[(String, Vec<Step>)]) -> MockProcess {
     let script = dir.join("script.json");
     std::fs::write(&script, "[]").unwrap();
     let routes: Vec<Value> = routes.iter().map(|(key, steps)| json!({"key": key, "steps": steps})).collect();
     let routes_file = dir.join("routes.json");
     std::fs::write(&routes_file, serde_json::to_vec(&routes).unwrap()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mock-model"))
-        .arg("--script")
-        .arg(&script)
-        .arg("--routes")
-        .arg(&routes_file)
-        .arg("--record")
-        .arg(dir.join("requests.jsonl"))
-        .arg("--quiet")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("cannot start mock-model");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("mock-model said: {line:?}")).to_string();
-    MockProcess { child, url }
+    let record = dir.join("requests.jsonl");
+    let args = [
+        OsStr::new("--script"),
+        script.as_os_str(),
+        OsStr::new("--routes"),
+        routes_file.as_os_str(),
+        OsStr::new("--record"),
+        record.as_os_str(),
+        OsStr::new("--quiet"),
+    ];
+    MockProcess::start(Path::new(env!("CARGO_BIN_EXE_mock-model")), args)
 }
 
 /// Requests the mock has received (its record, a line each).

@@ -13,6 +13,7 @@
 //! (HTTP/1.1), `routing.rs` (the answer to each request), `wire.rs` (both wire formats).
 
 mod http;
+pub mod process;
 mod routing;
 mod script;
 mod server;
